@@ -1,0 +1,1 @@
+//! C ABI surface (see include/kstate.h). Thin: validate, call the core, convert.

@@ -1,0 +1,1 @@
+//! JNI surface for the Java adapter (dev.kstate.internal). Thin: validate, call the core, convert.

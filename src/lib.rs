@@ -1,0 +1,36 @@
+//! # kstate
+//!
+//! Timestamped (KIP-258) and transactional (KIP-844) state stores for Kafka Streams and
+//! for C callers, on RocksDB or in memory.
+//!
+//! * Values carry the record timestamp in Kafka's `ValueAndTimestamp` layout, or are
+//!   stored plain, as Kafka's own stores do ([`format`]).
+//! * Writes form a transaction: the writer reads its own writes, committed readers do not
+//!   see them, and [`KvStore::commit`] makes them durable atomically with changelog offsets
+//!   ([`txn`]). A crash at any instant reopens to exactly some completed commit.
+//! * Uncommitted writes are bounded in memory and spill to disk past the bound.
+//!
+//! Layers, each depending only on the next: surfaces (`capi`, `jni`) → [`store`] →
+//! [`txn`] → [`engine`] → [`format`].
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod capi;
+pub mod engine;
+pub mod error;
+pub mod format;
+pub mod jni;
+pub mod store;
+pub mod txn;
+pub mod workload;
+
+mod failpoint;
+mod sync;
+
+pub use engine::{EngineKind, KeyRange};
+pub use error::{Error, ErrorCode, Result};
+pub use format::meta::ValueFormat;
+pub use format::{TopicPartition, ValueAndTimestamp, MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use store::{KvIter, KvStore, StoreOptions};
+pub use txn::{Isolation, RecoveryReport};

@@ -1,0 +1,403 @@
+//! The timestamped (or plain), transactional key-value store.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use super::iter::{KvIter, Registry};
+use super::open::{data_family, open_memory, open_rocksdb};
+use super::StoreOptions;
+use crate::engine::{EngineKind, KeyRange};
+use crate::format::meta::ValueFormat;
+use crate::format::{self, value, TopicPartition, ValueAndTimestamp};
+use crate::sync::RwLockExt;
+use crate::txn::{Isolation, RecoveryReport, TxnConfig, TxnCore};
+use crate::{Error, Result};
+
+struct Shared {
+    core: RwLock<Option<TxnCore>>,
+    iterators: Registry,
+    path: Option<PathBuf>,
+    options: StoreOptions,
+    recovery: RecoveryReport,
+}
+
+impl Shared {
+    fn shutdown(&self) -> Result<()> {
+        let mut core = self.core.write_recover();
+        self.iterators.close_all();
+        match core.take() {
+            Some(c) => c.close(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Dropping without close discards uncommitted writes, as close does; an error here
+        // has nobody to report to and leaves the store for recovery on next open.
+        let _ = self.shutdown();
+    }
+}
+
+/// A key-value store whose writes form a transaction until [`KvStore::commit`].
+///
+/// Keys are raw bytes ordered bytewise; values are stored timestamped (Kafka's
+/// `ValueAndTimestamp` layout) or plain, as chosen when the store was created. All methods
+/// take `&self` and the store is `Send + Sync`: writes and `ReadUncommitted` reads are
+/// serialised on the transaction; `ReadCommitted` reads run concurrently with them.
+/// Cloning gives another handle to the same store; closing any handle closes the store.
+///
+/// ```
+/// use kstate::{KvStore, StoreOptions, EngineKind, TopicPartition, Isolation};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let store = KvStore::open(dir.path().join("counts"), &StoreOptions::default())?;
+/// store.put(b"alice", b"3", 1_700_000_000_000)?;
+/// // The writer sees its own uncommitted write; committed readers do not yet.
+/// assert_eq!(store.get(b"alice")?.unwrap().value, b"3");
+/// assert_eq!(store.get_raw_with(Isolation::ReadCommitted, b"alice")?, None);
+/// let tp = TopicPartition::new("app-counts-changelog", 0);
+/// store.commit(&[(tp.clone(), Some(41))], None)?;
+/// assert_eq!(store.committed_offset(&tp)?, Some(41));
+/// store.close()?;
+/// # Ok::<(), kstate::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct KvStore {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for KvStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KvStore")
+            .field("path", &self.shared.path)
+            .field("engine", &self.shared.options.engine)
+            .field("format", &self.shared.options.value_format)
+            .field("open", &self.is_open())
+            .finish()
+    }
+}
+
+impl KvStore {
+    /// Opens the store at `path` with `options.engine` (for the memory engine the path
+    /// only names the store), creating it when absent, and recovers it: a spilled commit
+    /// interrupted by a crash is completed, uncommitted leftovers are discarded.
+    ///
+    /// # Errors
+    /// [`Error::NotAStore`], [`Error::UnsupportedFormat`], [`Error::Corruption`],
+    /// [`Error::FormatMismatch`], [`Error::Locked`], [`Error::Storage`], [`Error::Io`].
+    pub fn open(path: impl AsRef<Path>, options: &StoreOptions) -> Result<KvStore> {
+        let path = path.as_ref();
+        let engine = match options.engine {
+            EngineKind::RocksDb => open_rocksdb(path, options)?,
+            EngineKind::Memory => open_memory(options)?,
+        };
+        Self::with_engine(engine, Some(path.to_path_buf()), options)
+    }
+
+    /// Opens a fresh store on the memory engine.
+    pub fn open_in_memory(options: &StoreOptions) -> Result<KvStore> {
+        let options = StoreOptions {
+            engine: EngineKind::Memory,
+            ..options.clone()
+        };
+        Self::with_engine(open_memory(&options)?, None, &options)
+    }
+
+    fn with_engine(
+        engine: Arc<dyn crate::engine::Engine>,
+        path: Option<PathBuf>,
+        options: &StoreOptions,
+    ) -> Result<KvStore> {
+        if options.max_uncommitted_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "max_uncommitted_bytes must be positive".into(),
+            ));
+        }
+        let config = TxnConfig {
+            data: data_family(options.value_format),
+            max_uncommitted_bytes: options.max_uncommitted_bytes,
+            sync_on_commit: options.sync_on_commit,
+        };
+        let (core, recovery) = TxnCore::recover(engine, config)?;
+        Ok(KvStore {
+            shared: Arc::new(Shared {
+                core: RwLock::new(Some(core)),
+                iterators: Registry::default(),
+                path,
+                options: options.clone(),
+                recovery,
+            }),
+        })
+    }
+
+    fn with_core<T>(&self, f: impl FnOnce(&TxnCore) -> Result<T>) -> Result<T> {
+        let core = self.shared.core.read_recover();
+        f(core.as_ref().ok_or(Error::StoreClosed)?)
+    }
+
+    fn timestamped_only(&self, what: &str) -> Result<()> {
+        match self.shared.options.value_format {
+            ValueFormat::Timestamped => Ok(()),
+            ValueFormat::Plain => Err(Error::FormatMismatch(format!(
+                "{what} needs a timestamped store; use the raw-bytes methods on a plain store"
+            ))),
+        }
+    }
+
+    /// Checks a raw value against the store's limits and layout.
+    fn check_raw(&self, raw: &[u8]) -> Result<()> {
+        format::check_value(raw)?;
+        if self.shared.options.value_format == ValueFormat::Timestamped {
+            value::split(raw)?;
+        }
+        Ok(())
+    }
+
+    fn decode(raw: Option<Vec<u8>>) -> Result<Option<ValueAndTimestamp>> {
+        raw.map(|r| ValueAndTimestamp::decode(&r)).transpose()
+    }
+
+    // ----- typed, timestamped API -------------------------------------------------------
+
+    /// Writes `value` with `timestamp` for `key` (timestamped stores).
+    pub fn put(&self, key: &[u8], value: &[u8], timestamp: i64) -> Result<()> {
+        self.timestamped_only("put")?;
+        self.put_raw(key, Some(&value::encode(value, timestamp)))
+    }
+
+    /// Writes `value` unless `key` already has one; returns the existing value, if any.
+    pub fn put_if_absent(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        timestamp: i64,
+    ) -> Result<Option<ValueAndTimestamp>> {
+        self.timestamped_only("put_if_absent")?;
+        Self::decode(self.put_if_absent_raw(key, &value::encode(value, timestamp))?)
+    }
+
+    /// The writer's view of `key` (its own uncommitted writes included).
+    pub fn get(&self, key: &[u8]) -> Result<Option<ValueAndTimestamp>> {
+        self.timestamped_only("get")?;
+        Self::decode(self.get_raw(key)?)
+    }
+
+    /// Deletes `key`; returns the value it had in the writer's view.
+    pub fn delete(&self, key: &[u8]) -> Result<Option<ValueAndTimestamp>> {
+        self.timestamped_only("delete")?;
+        Self::decode(self.delete_raw(key)?)
+    }
+
+    /// Writes every `(key, value, timestamp)`.
+    pub fn put_all(&self, entries: &[(&[u8], &[u8], i64)]) -> Result<()> {
+        self.timestamped_only("put_all")?;
+        let encoded: Vec<Vec<u8>> = entries
+            .iter()
+            .map(|(_, v, ts)| value::encode(v, *ts))
+            .collect();
+        self.put_all_raw(
+            entries
+                .iter()
+                .zip(&encoded)
+                .map(|((k, _, _), v)| (*k, Some(v.as_slice()))),
+        )
+    }
+
+    // ----- raw-bytes API (values in the store's layout, as Kafka hands them over) -------
+
+    /// Writes the raw `value` for `key`, or deletes `key` when `value` is `None` (Kafka's
+    /// `put(key, null)`). A timestamped store checks the 8-byte timestamp prefix.
+    pub fn put_raw(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        self.put_all_raw(std::iter::once((key, value)))
+    }
+
+    /// Writes the raw `value` unless `key` has one; returns the existing raw value.
+    pub fn put_if_absent_raw(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        format::check_key(key)?;
+        self.check_raw(value)?;
+        self.with_core(|c| c.put_if_absent(key, value))
+    }
+
+    /// The writer's view of `key`, raw.
+    pub fn get_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_raw_with(Isolation::ReadUncommitted, key)
+    }
+
+    /// `key` under `isolation`, raw.
+    pub fn get_raw_with(&self, isolation: Isolation, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        format::check_key(key)?;
+        self.with_core(|c| c.get(isolation, key))
+    }
+
+    /// `key` under `isolation`, decoded (timestamped stores).
+    pub fn get_with(&self, isolation: Isolation, key: &[u8]) -> Result<Option<ValueAndTimestamp>> {
+        self.timestamped_only("get_with")?;
+        Self::decode(self.get_raw_with(isolation, key)?)
+    }
+
+    /// Deletes `key`; returns its raw value in the writer's view.
+    pub fn delete_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        format::check_key(key)?;
+        self.with_core(|c| c.delete(key))
+    }
+
+    /// Writes every `(key, raw value or None to delete)`. All entries are validated before
+    /// any is written, so an invalid entry leaves the transaction unchanged.
+    pub fn put_all_raw<'a>(
+        &self,
+        entries: impl IntoIterator<Item = (&'a [u8], Option<&'a [u8]>)>,
+    ) -> Result<()> {
+        let entries: Vec<(&[u8], Option<&[u8]>)> = entries.into_iter().collect();
+        for (k, v) in &entries {
+            format::check_key(k)?;
+            if let Some(v) = v {
+                self.check_raw(v)?;
+            }
+        }
+        self.with_core(|c| c.write_all(entries))
+    }
+
+    // ----- iteration ----------------------------------------------------------------------
+
+    /// Entries of `range` under `isolation`, ascending or descending.
+    pub fn scan(&self, isolation: Isolation, range: &KeyRange, reverse: bool) -> Result<KvIter> {
+        // Registered under the store's read lock, so a concurrent close cannot miss it.
+        let slot = self.with_core(|c| {
+            Ok(self
+                .shared
+                .iterators
+                .register(c.iter(isolation, range, reverse)?))
+        })?;
+        Ok(KvIter::new(slot, self.shared.options.value_format))
+    }
+
+    /// Kafka's `range(from, to)`: inclusive bounds, `None` leaves an end open; empty when
+    /// `from > to`.
+    pub fn range(&self, from: Option<&[u8]>, to: Option<&[u8]>) -> Result<KvIter> {
+        self.scan(
+            Isolation::ReadUncommitted,
+            &KeyRange::inclusive(from, to),
+            false,
+        )
+    }
+
+    /// Kafka's `reverseRange(from, to)`: the same entries as `range`, descending.
+    pub fn reverse_range(&self, from: Option<&[u8]>, to: Option<&[u8]>) -> Result<KvIter> {
+        self.scan(
+            Isolation::ReadUncommitted,
+            &KeyRange::inclusive(from, to),
+            true,
+        )
+    }
+
+    /// Every entry, ascending.
+    pub fn all(&self) -> Result<KvIter> {
+        self.scan(Isolation::ReadUncommitted, &KeyRange::all(), false)
+    }
+
+    /// Every entry, descending.
+    pub fn reverse_all(&self) -> Result<KvIter> {
+        self.scan(Isolation::ReadUncommitted, &KeyRange::all(), true)
+    }
+
+    /// Every entry whose key starts with `prefix`, ascending.
+    pub fn prefix_scan(&self, prefix: &[u8]) -> Result<KvIter> {
+        self.scan(Isolation::ReadUncommitted, &KeyRange::prefix(prefix), false)
+    }
+
+    /// Approximate number of entries in the writer's view. Exact for committed data on the
+    /// memory engine; RocksDB's estimate otherwise; buffered puts count +1 and buffered
+    /// deletes -1.
+    pub fn approximate_num_entries(&self) -> Result<u64> {
+        self.with_core(|c| c.approximate_count(Isolation::ReadUncommitted))
+    }
+
+    /// Approximate number of entries under `isolation`.
+    pub fn approximate_num_entries_with(&self, isolation: Isolation) -> Result<u64> {
+        self.with_core(|c| c.approximate_count(isolation))
+    }
+
+    // ----- transactions -------------------------------------------------------------------
+
+    /// Makes every uncommitted write durable together with the changelog `offsets` in one
+    /// atomic step. Kafka's semantics: an empty slice removes all committed offsets; a
+    /// `None` offset removes that partition's; other partitions keep theirs. `metadata`
+    /// (e.g. Kafka's serialized `Position`) replaces the stored blob when given.
+    pub fn commit(
+        &self,
+        offsets: &[(TopicPartition, Option<i64>)],
+        metadata: Option<&[u8]>,
+    ) -> Result<()> {
+        self.with_core(|c| c.commit(offsets, metadata))
+    }
+
+    /// The changelog offset committed for `tp`, if any.
+    pub fn committed_offset(&self, tp: &TopicPartition) -> Result<Option<i64>> {
+        self.with_core(|c| Ok(c.committed().offsets.get(tp).copied()))
+    }
+
+    /// Every committed changelog offset.
+    pub fn committed_offsets(&self) -> Result<Vec<(TopicPartition, i64)>> {
+        self.with_core(|c| Ok(c.committed().offsets.into_iter().collect()))
+    }
+
+    /// The metadata blob of the last commit that carried one.
+    pub fn committed_metadata(&self) -> Result<Option<Vec<u8>>> {
+        self.with_core(|c| Ok(c.committed().metadata))
+    }
+
+    /// Number of commits completed on this store over its life.
+    pub fn commit_sequence(&self) -> Result<u64> {
+        self.with_core(|c| Ok(c.committed().sequence))
+    }
+
+    /// Discards every uncommitted write.
+    pub fn rollback(&self) -> Result<()> {
+        self.with_core(|c| c.rollback())
+    }
+
+    /// Approximate bytes of uncommitted writes, in memory and spilled.
+    pub fn approximate_num_uncommitted_bytes(&self) -> Result<u64> {
+        self.with_core(|c| Ok(c.uncommitted_bytes()))
+    }
+
+    // ----- life cycle ---------------------------------------------------------------------
+
+    /// Closes the store: uncommitted writes are discarded, open iterators are closed, the
+    /// engine is released and the close is recorded as clean. Idempotent; every later call
+    /// on any handle returns [`Error::StoreClosed`].
+    pub fn close(&self) -> Result<()> {
+        self.shared.shutdown()
+    }
+
+    /// True until the store is closed.
+    pub fn is_open(&self) -> bool {
+        self.shared.core.read_recover().is_some()
+    }
+
+    /// What recovery found when the store was opened.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.shared.recovery
+    }
+
+    /// The store's path (for a memory store, the name it was opened with, if any).
+    pub fn path(&self) -> Option<&Path> {
+        self.shared.path.as_deref()
+    }
+
+    /// The options the store was opened with.
+    pub fn options(&self) -> &StoreOptions {
+        &self.shared.options
+    }
+
+    /// Number of iterators currently open on the store.
+    pub fn open_iterators(&self) -> usize {
+        self.shared.iterators.live()
+    }
+
+    /// Names of the engine's families (RocksDB column families), for inspection.
+    pub fn family_names(&self) -> Result<Vec<String>> {
+        self.with_core(|c| Ok(c.engine().family_names()))
+    }
+}

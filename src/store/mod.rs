@@ -1,0 +1,12 @@
+//! Stores over the transaction layer. Key-value stores live here; window and session
+//! stores, which share the same machinery, join them later.
+
+pub mod inspect;
+mod iter;
+mod kv;
+mod open;
+mod options;
+
+pub use iter::KvIter;
+pub use kv::KvStore;
+pub use options::StoreOptions;

@@ -1,0 +1,119 @@
+//! Opening a store: recognising what is on disk, adopting Kafka Streams' own RocksDB
+//! stores, creating new ones, and refusing everything else before changing it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::engine::memory::MemoryEngine;
+use crate::engine::rocksdb::{probe, Probe, RocksEngine};
+use crate::engine::{BatchOp, Engine, Family, KeyRange};
+use crate::format::meta::{self, StoreHeader, ValueFormat, FORMAT_VERSION};
+use crate::store::StoreOptions;
+use crate::{Error, Result};
+
+/// The data family of a value format.
+pub(crate) fn data_family(format: ValueFormat) -> Family {
+    match format {
+        ValueFormat::Plain => Family::Plain,
+        ValueFormat::Timestamped => Family::Timestamped,
+    }
+}
+
+fn header_for(format: ValueFormat) -> Vec<u8> {
+    StoreHeader {
+        format_version: FORMAT_VERSION,
+        value_format: format,
+    }
+    .encode()
+}
+
+/// A fresh in-memory engine with its header.
+pub(crate) fn open_memory(options: &StoreOptions) -> Result<Arc<dyn Engine>> {
+    let engine = MemoryEngine::new();
+    engine.write(
+        &[BatchOp::Put(
+            Family::Meta,
+            meta::KEY_HEADER,
+            &header_for(options.value_format),
+        )],
+        false,
+    )?;
+    Ok(Arc::new(engine))
+}
+
+fn family_has_entries(engine: &RocksEngine, family: Family) -> Result<bool> {
+    Ok(engine
+        .iter(family, &KeyRange::all(), false)?
+        .next_entry()?
+        .is_some())
+}
+
+/// Opens the RocksDB store at `path`, creating it if the path is vacant.
+pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Arc<dyn Engine>> {
+    let format = options.value_format;
+    let data = data_family(format);
+    let wanted = [data, Family::Meta, Family::Spill];
+    let existing = match probe(path)? {
+        Probe::Vacant => {
+            let engine = RocksEngine::open(path, &wanted, &options.rocksdb)?;
+            engine.write(
+                &[BatchOp::Put(
+                    Family::Meta,
+                    meta::KEY_HEADER,
+                    &header_for(format),
+                )],
+                true,
+            )?;
+            return Ok(Arc::new(engine));
+        }
+        Probe::Database(families) => families,
+    };
+    let has = |f: Family| existing.iter().any(|n| n == f.cf_name());
+    if has(Family::Meta) {
+        let engine = RocksEngine::open(path, &wanted, &options.rocksdb)?;
+        let raw = engine.get(Family::Meta, meta::KEY_HEADER)?.ok_or_else(|| {
+            Error::Corruption("kstate metadata column family has no header record".into())
+        })?;
+        let header = StoreHeader::decode(&raw)?;
+        if header.value_format != format {
+            return Err(Error::FormatMismatch(format!(
+                "store at {} was created {} and cannot be opened {}",
+                path.display(),
+                header.value_format.name(),
+                format.name()
+            )));
+        }
+        return Ok(Arc::new(engine));
+    }
+    // A Kafka Streams RocksDB store (RocksDBStore or RocksDBTimestampedStore): look at it
+    // with only its own families before adding ours.
+    let foreign = RocksEngine::open(path, &[], &options.rocksdb)?;
+    let other = match format {
+        ValueFormat::Plain => Family::Timestamped,
+        ValueFormat::Timestamped => Family::Plain,
+    };
+    if has(other) && family_has_entries(&foreign, other)? {
+        return Err(Error::FormatMismatch(format!(
+            "Kafka Streams store at {} holds {} values in column family '{}'; it cannot be \
+             opened {} without an upgrade",
+            path.display(),
+            match other {
+                Family::Plain => "plain",
+                _ => "timestamped",
+            },
+            other.cf_name(),
+            format.name()
+        )));
+    }
+    drop(foreign);
+    let engine = RocksEngine::open(path, &wanted, &options.rocksdb)?;
+    engine.write(
+        &[BatchOp::Put(
+            Family::Meta,
+            meta::KEY_HEADER,
+            &header_for(format),
+        )],
+        true,
+    )?;
+    Ok(Arc::new(engine))
+}

@@ -1,0 +1,199 @@
+//! Merged, ordered views over layered sources: uncommitted buffer over spilled writes over
+//! committed data. The highest-priority source wins for a key; tombstones hide the key.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::buffer::Write;
+use crate::engine::{EngineIter, OrdCursor};
+use crate::Result;
+
+/// A key with its write: a value, or `None` for a tombstone.
+pub(crate) type KeyWrite = (Vec<u8>, Option<Vec<u8>>);
+
+/// One layer of a merged view: entries in the view's direction, `None` values being
+/// tombstones.
+pub(crate) trait Source: Send {
+    fn next_write(&mut self) -> Result<Option<KeyWrite>>;
+}
+
+/// Committed entries: never tombstones.
+pub(crate) struct Committed(pub Box<dyn EngineIter>);
+
+impl Source for Committed {
+    fn next_write(&mut self) -> Result<Option<KeyWrite>> {
+        Ok(self.0.next_entry()?.map(|(k, v)| (k, Some(v))))
+    }
+}
+
+/// Buffered writes from a snapshot of the write buffer.
+pub(crate) struct Buffered(pub OrdCursor<Write>);
+
+impl Source for Buffered {
+    fn next_write(&mut self) -> Result<Option<KeyWrite>> {
+        Ok(self
+            .0
+            .next_entry()
+            .map(|(k, w): (Arc<[u8]>, Write)| (k.to_vec(), w.map(|v| v.to_vec()))))
+    }
+}
+
+/// Spilled writes, decoded from the spill family (see [`super::spill`]).
+pub(crate) struct Spilled(pub Box<dyn EngineIter>);
+
+impl Source for Spilled {
+    fn next_write(&mut self) -> Result<Option<KeyWrite>> {
+        match self.0.next_entry()? {
+            None => Ok(None),
+            Some((k, v)) => {
+                let key = super::spill::user_key(&k)?.to_vec();
+                let write = super::spill::decode_write(&v)?.map(<[u8]>::to_vec);
+                Ok(Some((key, write)))
+            }
+        }
+    }
+}
+
+struct Layer {
+    source: Box<dyn Source>,
+    head: Option<KeyWrite>,
+    primed: bool,
+}
+
+impl Layer {
+    fn head(&mut self) -> Result<Option<&[u8]>> {
+        if !self.primed {
+            self.head = self.source.next_write()?;
+            self.primed = true;
+        }
+        Ok(self.head.as_ref().map(|(k, _)| k.as_slice()))
+    }
+
+    fn take(&mut self) -> Option<KeyWrite> {
+        self.primed = false;
+        self.head.take()
+    }
+}
+
+/// A merged view of several layers, highest priority first.
+pub(crate) struct MergedIter {
+    layers: Vec<Layer>,
+    reverse: bool,
+}
+
+impl MergedIter {
+    /// Merges `sources` (index 0 has the highest priority) in the given direction.
+    pub(crate) fn new(sources: Vec<Box<dyn Source>>, reverse: bool) -> Self {
+        MergedIter {
+            layers: sources
+                .into_iter()
+                .map(|source| Layer {
+                    source,
+                    head: None,
+                    primed: false,
+                })
+                .collect(),
+            reverse,
+        }
+    }
+
+    /// The next live entry of the merged view.
+    pub(crate) fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            // Find the layer whose head comes first in our direction; ties go to the
+            // earlier (higher-priority) layer.
+            let mut best: Option<(usize, Vec<u8>)> = None;
+            for i in 0..self.layers.len() {
+                if let Some(k) = self.layers[i].head()? {
+                    let better = match &best {
+                        None => true,
+                        Some((_, bk)) => {
+                            let ord = k.cmp(bk.as_slice());
+                            if self.reverse {
+                                ord == Ordering::Greater
+                            } else {
+                                ord == Ordering::Less
+                            }
+                        }
+                    };
+                    if better {
+                        best = Some((i, k.to_vec()));
+                    }
+                }
+            }
+            let Some((winner, key)) = best else {
+                return Ok(None);
+            };
+            let taken = self.layers[winner].take();
+            // Shadowed writes of the same key in lower layers are dropped.
+            for layer in self.layers.iter_mut().skip(winner + 1) {
+                if layer.head()? == Some(key.as_slice()) {
+                    layer.take();
+                }
+            }
+            if let Some((k, Some(v))) = taken {
+                return Ok(Some((k, v)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed(std::vec::IntoIter<(Vec<u8>, Option<Vec<u8>>)>);
+
+    impl Source for Fixed {
+        fn next_write(&mut self) -> Result<Option<KeyWrite>> {
+            Ok(self.0.next())
+        }
+    }
+
+    fn src(entries: &[(&str, Option<&str>)], reverse: bool) -> Box<dyn Source> {
+        let mut v: Vec<_> = entries
+            .iter()
+            .map(|(k, w)| (k.as_bytes().to_vec(), w.map(|s| s.as_bytes().to_vec())))
+            .collect();
+        if reverse {
+            v.reverse();
+        }
+        Box::new(Fixed(v.into_iter()))
+    }
+
+    fn collect(mut m: MergedIter) -> Vec<(String, String)> {
+        let mut out = vec![];
+        while let Some((k, v)) = m.next_entry().unwrap() {
+            out.push((String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap()));
+        }
+        out
+    }
+
+    #[test]
+    fn upper_layers_shadow_and_tombstones_hide() {
+        for reverse in [false, true] {
+            let top = src(
+                &[("b", None), ("c", Some("C1")), ("e", Some("E1"))],
+                reverse,
+            );
+            let mid = src(
+                &[("a", None), ("c", Some("C2")), ("d", Some("D2"))],
+                reverse,
+            );
+            let bottom = src(
+                &[("a", Some("A3")), ("b", Some("B3")), ("f", Some("F3"))],
+                reverse,
+            );
+            let got = collect(MergedIter::new(vec![top, mid, bottom], reverse));
+            let mut want: Vec<(String, String)> =
+                [("c", "C1"), ("d", "D2"), ("e", "E1"), ("f", "F3")]
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+            if reverse {
+                want.reverse();
+            }
+            assert_eq!(got, want);
+        }
+    }
+}
