@@ -20,6 +20,7 @@ pub mod capi;
 pub mod engine;
 pub mod error;
 pub mod format;
+pub mod handle;
 pub mod jni;
 pub mod store;
 pub mod txn;
