@@ -153,6 +153,9 @@ fn crash_worker(dir: &Path, seed: u64, max_uncommitted: u64, commits: Option<u64
     let base = store
         .committed_offset(&workload::changelog_partition())?
         .unwrap_or(0);
+    // Tells a waiting parent that the store is open (and locked) from now on.
+    println!("ready");
+    std::io::Write::flush(&mut std::io::stdout())?;
     let mut done = 0u64;
     for op in Workload::new(seed, WorkloadConfig::default()) {
         let is_commit = op == workload::Op::Commit;
@@ -169,14 +172,10 @@ fn crash_worker(dir: &Path, seed: u64, max_uncommitted: u64, commits: Option<u64
 }
 
 fn cmd_demo(dir: Option<PathBuf>) -> CmdResult {
-    let tmp;
-    let root = match dir {
-        Some(d) => d,
-        None => {
-            tmp = std::env::temp_dir().join(format!("kstate-demo-{}", std::process::id()));
-            tmp.clone()
-        }
-    };
+    let tmp_created = dir.is_none();
+    let root = dir.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("kstate-demo-{}", std::process::id()))
+    });
     std::fs::create_dir_all(&root)?;
     // The demo's reasoning starts from empty stores.
     for sub in ["word-counts", "crash"] {
@@ -241,6 +240,7 @@ fn cmd_demo(dir: Option<PathBuf>) -> CmdResult {
         .arg(&crash_dir)
         .args(["--seed", &seed.to_string()])
         .stdin(Stdio::null())
+        .stdout(Stdio::null())
         .spawn()?;
     std::thread::sleep(Duration::from_millis(700));
     // SAFETY: kill(2) on our own child's pid with a valid signal has no memory effects.
@@ -271,6 +271,9 @@ fn cmd_demo(dir: Option<PathBuf>) -> CmdResult {
         if equal { "YES" } else { "NO" }
     );
     store.close()?;
+    if tmp_created {
+        let _ = std::fs::remove_dir_all(&root);
+    }
     Ok(if equal {
         ExitCode::SUCCESS
     } else {

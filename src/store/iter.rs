@@ -116,6 +116,15 @@ impl KvIter {
     }
 }
 
+impl std::fmt::Debug for KvIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KvIter")
+            .field("format", &self.format)
+            .field("open", &self.is_open())
+            .finish()
+    }
+}
+
 impl Iterator for KvIter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 

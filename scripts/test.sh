@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs every kstate check and test: formatting, clippy, Rust unit/model/crash/error/large
+# transaction tests and doc tests, the C suite (sanitizers + valgrind) and the Java suite.
+# Everything is built once, in release mode, so RocksDB is compiled a single time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+
+log_dir=target/test-logs
+mkdir -p "$log_dir"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --check
+
+step "cargo clippy (release, all targets, -D warnings)"
+cargo clippy --release --all-targets -- -D warnings
+
+step "cargo test --release"
+cargo test --release 2>&1 | tee "$log_dir/cargo-test.log"
+cat target/kstate-large-txn.txt 2>/dev/null || true
+
+if [ -f build.rs ] && [ -f include/kstate.h ] && git rev-parse --git-dir >/dev/null 2>&1; then
+  step "include/kstate.h is up to date"
+  git diff --exit-code -- include/kstate.h || { echo "include/kstate.h is stale: commit the regenerated header"; exit 1; }
+fi
+
+c_passed=0; c_failed=0
+if [ -f tests/c/run.sh ]; then
+  step "C suite (ASan/UBSan, valgrind)"
+  KSTATE_SKIP_CARGO=1 bash tests/c/run.sh 2>&1 | tee "$log_dir/c-suite.log"
+  read -r c_passed c_failed < <(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log_dir/c-suite.log" | tail -1 | awk '{print $1, $3}')
+fi
+
+j_passed=0; j_failed=0
+if [ -f java/build.gradle ]; then
+  step "Java suite (gradle -p java test, -Xcheck:jni)"
+  gradle -p java test --console=plain
+  for f in java/build/test-results/test/*.xml; do
+    [ -f "$f" ] || continue
+    t=$(grep -o 'tests="[0-9]*"' "$f" | head -1 | tr -dc 0-9)
+    fl=$(grep -o 'failures="[0-9]*"' "$f" | head -1 | tr -dc 0-9)
+    er=$(grep -o 'errors="[0-9]*"' "$f" | head -1 | tr -dc 0-9)
+    j_passed=$((j_passed + t - fl - er)); j_failed=$((j_failed + fl + er))
+  done
+fi
+
+r_passed=$(grep -E '^test result:' "$log_dir/cargo-test.log" | awk '{s+=$4} END {print s+0}')
+r_failed=$(grep -E '^test result:' "$log_dir/cargo-test.log" | awk '{s+=$6} END {print s+0}')
+echo
+echo "rust: $r_passed passed, $r_failed failed; c: $c_passed passed, $c_failed failed; java: $j_passed passed, $j_failed failed"
+echo "kstate: $((r_passed + c_passed + j_passed)) passed, $((r_failed + c_failed + j_failed)) failed"

@@ -1,0 +1,299 @@
+//! Bad input and misuse: every case of the README's error table returns its typed error
+//! with its stable code, and never harms the data already committed.
+
+use std::process::{Command, Stdio};
+
+use kstate::format::meta::{StoreHeader, FORMAT_VERSION};
+use kstate::{
+    EngineKind, ErrorCode, Isolation, KeyRange, KvStore, StoreOptions, TopicPartition, ValueFormat,
+    MAX_KEY_BYTES, MAX_VALUE_BYTES,
+};
+
+fn opts() -> StoreOptions {
+    StoreOptions::default()
+}
+
+fn code<T: std::fmt::Debug>(r: kstate::Result<T>) -> ErrorCode {
+    r.expect_err("expected an error").code()
+}
+
+fn tp() -> TopicPartition {
+    TopicPartition::new("t", 0)
+}
+
+/// Writes `value` under `key` in kstate's metadata column family, behind kstate's back.
+fn poke_meta(path: &std::path::Path, key: &[u8], value: &[u8]) {
+    let cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), path).unwrap();
+    let db = rocksdb::DB::open_cf(&rocksdb::Options::default(), path, &cfs).unwrap();
+    db.put_cf(db.cf_handle("kstate_meta").unwrap(), key, value)
+        .unwrap();
+}
+
+fn committed_store(path: &std::path::Path) {
+    let s = KvStore::open(path, &opts()).unwrap();
+    s.put(b"k", b"v", 1).unwrap();
+    s.commit(&[(tp(), Some(7))], None).unwrap();
+    s.close().unwrap();
+}
+
+#[test]
+fn a_directory_that_is_not_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), b"hello").unwrap();
+    let err = KvStore::open(dir.path(), &opts()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotAStore);
+    assert!(err.to_string().contains("no RocksDB database"), "{err}");
+    assert_eq!(
+        code(KvStore::open(dir.path().join("notes.txt"), &opts())),
+        ErrorCode::NotAStore
+    );
+    // Nothing was created in the foreign directory.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn a_newer_format_version() {
+    let dir = tempfile::tempdir().unwrap();
+    committed_store(dir.path());
+    let newer = StoreHeader {
+        format_version: FORMAT_VERSION + 1,
+        value_format: ValueFormat::Timestamped,
+    };
+    poke_meta(dir.path(), b"header", &newer.encode());
+    let err = KvStore::open(dir.path(), &opts()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::UnsupportedFormat);
+    assert!(err.to_string().contains("upgrade kstate"), "{err}");
+}
+
+#[test]
+fn a_corrupt_metadata_record() {
+    let dir = tempfile::tempdir().unwrap();
+    committed_store(dir.path());
+    poke_meta(
+        dir.path(),
+        b"committed",
+        b"\x01garbage-that-fails-its-checksum",
+    );
+    let err = KvStore::open(dir.path(), &opts()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Corruption);
+    // `verify` reports the same problem without opening the store for writing.
+    let report = kstate::store::inspect::verify(dir.path()).unwrap();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+}
+
+#[test]
+fn a_store_locked_by_this_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = KvStore::open(dir.path(), &opts()).unwrap();
+    first.put(b"a", b"1", 1).unwrap();
+    assert_eq!(code(KvStore::open(dir.path(), &opts())), ErrorCode::Locked);
+    // The first handle is unaffected.
+    assert_eq!(first.get(b"a").unwrap().unwrap().value, b"1");
+    first.close().unwrap();
+    KvStore::open(dir.path(), &opts()).unwrap().close().unwrap();
+}
+
+#[test]
+fn a_store_locked_by_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kstate"))
+        .arg("crash-worker")
+        .arg("--dir")
+        .arg(&path)
+        .args(["--seed", "1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the child to report that it holds the store.
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let result = KvStore::open(&path, &opts());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(line.trim(), "ready");
+    let err = result.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Locked, "{err}");
+    assert!(err.to_string().contains("locked"), "{err}");
+    KvStore::open(&path, &opts()).unwrap().close().unwrap();
+}
+
+#[test]
+fn keys_and_values_over_the_limits_but_empty_ones_are_fine() {
+    for engine in [EngineKind::RocksDb, EngineKind::Memory] {
+        let dir = tempfile::tempdir().unwrap();
+        let s = KvStore::open(dir.path().join("s"), &StoreOptions::timestamped(engine)).unwrap();
+        let big_key = vec![7u8; MAX_KEY_BYTES + 1];
+        assert_eq!(code(s.put(&big_key, b"v", 1)), ErrorCode::KeyTooLarge);
+        assert_eq!(code(s.get(&big_key)), ErrorCode::KeyTooLarge);
+        assert_eq!(code(s.delete(&big_key)), ErrorCode::KeyTooLarge);
+        let big_value = vec![7u8; MAX_VALUE_BYTES];
+        assert_eq!(code(s.put(b"k", &big_value, 1)), ErrorCode::ValueTooLarge);
+        // A bad entry anywhere in put_all leaves the transaction untouched.
+        let good = kstate::format::value::encode(b"ok", 1);
+        assert_eq!(
+            code(s.put_all_raw([
+                (&b"a"[..], Some(&good[..])),
+                (&big_key[..], Some(&good[..]))
+            ])),
+            ErrorCode::KeyTooLarge
+        );
+        assert_eq!(s.get(b"a").unwrap(), None);
+        s.put(b"", b"", 5).unwrap();
+        assert_eq!(
+            s.get(b"").unwrap().unwrap(),
+            kstate::ValueAndTimestamp::new(vec![], 5)
+        );
+        s.put(&big_key[..MAX_KEY_BYTES], b"max", 1).unwrap();
+        s.commit(&[], None).unwrap();
+        assert_eq!(
+            s.get(&big_key[..MAX_KEY_BYTES]).unwrap().unwrap().value,
+            b"max"
+        );
+    }
+}
+
+#[test]
+fn timestamped_values_must_carry_their_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = KvStore::open(dir.path(), &opts()).unwrap();
+    assert_eq!(
+        code(s.put_raw(b"k", Some(&[0u8; 7]))),
+        ErrorCode::InvalidValue
+    );
+    assert_eq!(
+        code(s.put_if_absent_raw(b"k", &[1])),
+        ErrorCode::InvalidValue
+    );
+    s.put_raw(b"k", Some(&[0u8; 8])).unwrap();
+}
+
+#[test]
+fn opening_in_the_other_value_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = StoreOptions::plain(EngineKind::RocksDb);
+    let s = KvStore::open(dir.path(), &plain).unwrap();
+    // Typed (timestamped) calls on a plain store.
+    assert_eq!(code(s.put(b"k", b"v", 1)), ErrorCode::FormatMismatch);
+    assert_eq!(code(s.get(b"k")), ErrorCode::FormatMismatch);
+    s.put_raw(b"k", Some(b"short")).unwrap(); // any bytes are a valid plain value
+    s.commit(&[], None).unwrap();
+    s.close().unwrap();
+    let err = KvStore::open(dir.path(), &opts()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch);
+    assert!(err.to_string().contains("created plain"), "{err}");
+    let s = KvStore::open(dir.path(), &plain).unwrap();
+    assert_eq!(s.get_raw(b"k").unwrap(), Some(b"short".to_vec()));
+}
+
+#[test]
+fn every_operation_after_close() {
+    for engine in [EngineKind::RocksDb, EngineKind::Memory] {
+        let dir = tempfile::tempdir().unwrap();
+        let s = KvStore::open(dir.path().join("s"), &StoreOptions::timestamped(engine)).unwrap();
+        s.put(b"k", b"v", 1).unwrap();
+        let mut it = s.all().unwrap();
+        let other = s.clone();
+        s.close().unwrap();
+        s.close().unwrap(); // idempotent
+        assert!(!other.is_open());
+        let closed = ErrorCode::StoreClosed;
+        assert_eq!(code(other.put(b"k", b"v", 1)), closed);
+        assert_eq!(code(other.put_raw(b"k", None)), closed);
+        assert_eq!(code(other.get(b"k")), closed);
+        assert_eq!(
+            code(other.get_raw_with(Isolation::ReadCommitted, b"k")),
+            closed
+        );
+        assert_eq!(code(other.put_if_absent(b"k", b"v", 1)), closed);
+        assert_eq!(code(other.delete(b"k")), closed);
+        assert_eq!(code(other.put_all(&[(b"k", b"v", 1)])), closed);
+        assert_eq!(code(other.range(None, None)), closed);
+        assert_eq!(
+            code(other.scan(Isolation::ReadCommitted, &KeyRange::all(), true)),
+            closed
+        );
+        assert_eq!(code(other.commit(&[], None)), closed);
+        assert_eq!(code(other.committed_offset(&tp())), closed);
+        assert_eq!(code(other.rollback()), closed);
+        assert_eq!(code(other.approximate_num_entries()), closed);
+        assert_eq!(code(other.approximate_num_uncommitted_bytes()), closed);
+        // The iterator opened before close is closed with its store.
+        assert!(!it.is_open());
+        assert_eq!(code(it.next_raw()), ErrorCode::IteratorClosed);
+        assert_eq!(
+            code(it.next_batch(10, 1 << 20, &mut Vec::new())),
+            ErrorCode::IteratorClosed
+        );
+        assert_eq!(s.open_iterators(), 0);
+    }
+}
+
+#[test]
+fn closing_releases_the_store_even_with_iterators_left_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = KvStore::open(dir.path(), &opts()).unwrap();
+    s.put(b"k", b"v", 1).unwrap();
+    s.commit(&[(tp(), Some(1))], None).unwrap();
+    let _forgotten = s.all().unwrap();
+    let _also = s
+        .scan(Isolation::ReadCommitted, &KeyRange::all(), false)
+        .unwrap();
+    assert_eq!(s.open_iterators(), 2);
+    s.close().unwrap();
+    // Reopening works at once: the closed iterators no longer pin the database.
+    let s = KvStore::open(dir.path(), &opts()).unwrap();
+    assert_eq!(s.committed_offset(&tp()).unwrap(), Some(1));
+    assert!(s.recovery().previous_close_clean);
+}
+
+#[test]
+fn invalid_options() {
+    let bad = StoreOptions::default().with_max_uncommitted_bytes(0);
+    assert_eq!(
+        code(KvStore::open_in_memory(&bad)),
+        ErrorCode::InvalidArgument
+    );
+}
+
+#[test]
+fn kafka_streams_stores_are_adopted_when_their_format_matches() {
+    // A RocksDBStore (plain values in `default`), as Kafka Streams writes it.
+    let dir = tempfile::tempdir().unwrap();
+    let plain_path = dir.path().join("plain");
+    {
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        let db = rocksdb::DB::open(&o, &plain_path).unwrap();
+        db.put(b"a", b"1").unwrap();
+    }
+    assert_eq!(
+        code(KvStore::open(&plain_path, &opts())),
+        ErrorCode::FormatMismatch
+    );
+    let s = KvStore::open(&plain_path, &StoreOptions::plain(EngineKind::RocksDb)).unwrap();
+    assert_eq!(s.get_raw(b"a").unwrap(), Some(b"1".to_vec()));
+    s.close().unwrap();
+
+    // A RocksDBTimestampedStore: both families, values in `keyValueWithTimestamp`.
+    let ts_path = dir.path().join("timestamped");
+    {
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        o.create_missing_column_families(true);
+        let db = rocksdb::DB::open_cf(&o, &ts_path, ["default", "keyValueWithTimestamp"]).unwrap();
+        let raw = kstate::format::value::encode(b"v", 42);
+        db.put_cf(db.cf_handle("keyValueWithTimestamp").unwrap(), b"k", raw)
+            .unwrap();
+    }
+    let s = KvStore::open(&ts_path, &opts()).unwrap();
+    assert_eq!(
+        s.get(b"k").unwrap().unwrap(),
+        kstate::ValueAndTimestamp::new(b"v".to_vec(), 42)
+    );
+    assert_eq!(s.committed_offset(&tp()).unwrap(), None);
+}
