@@ -1,0 +1,1 @@
+//! Unit tests of the C surface, calling the extern functions directly.
