@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Every test includes this header first, so the feature-test macro above applies. */
+
 #include "kstate.h"
 
 static int g_failures;
@@ -57,7 +59,7 @@ static int g_case_failures;
         kstate_error_free(err_);                                                        \
     } while (0)
 
-static void run_case(const char *name, void (*fn)(void)) {
+static inline void run_case(const char *name, void (*fn)(void)) {
     g_case_failures = 0;
     fn();
     printf("%s - %s\n", g_case_failures == 0 ? "ok" : "not ok", name);
@@ -70,11 +72,11 @@ static void run_case(const char *name, void (*fn)(void)) {
 #define RUN(fn) run_case(#fn, fn)
 
 /* Exit status of a test program. */
-static int finish(void) {
+static inline int finish(void) {
     return g_failures == 0 ? 0 : 1;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+static inline int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb;
     (void)flag;
     (void)ftw;
@@ -82,12 +84,12 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 }
 
 /* Removes a directory tree (like rm -rf). */
-static void remove_tree(const char *path) {
+static inline void remove_tree(const char *path) {
     nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* A fresh scratch directory under $TMPDIR (or /tmp); `buf` receives its path. */
-static void make_scratch(char *buf, size_t len) {
+static inline void make_scratch(char *buf, size_t len) {
     const char *tmp = getenv("TMPDIR");
     snprintf(buf, len, "%s/kstate-c-XXXXXX", tmp != NULL ? tmp : "/tmp");
     if (mkdtemp(buf) == NULL) {
@@ -97,7 +99,7 @@ static void make_scratch(char *buf, size_t len) {
 }
 
 /* Compares a returned buffer with a C string's bytes. */
-static int bytes_eq(kstate_bytes_t b, const char *s) {
+static inline int bytes_eq(kstate_bytes_t b, const char *s) {
     size_t n = strlen(s);
     return b.len == n && (n == 0 || memcmp(b.ptr, s, n) == 0);
 }
