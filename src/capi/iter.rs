@@ -5,7 +5,7 @@ use std::sync::{LazyLock, Mutex};
 
 use super::bytes::{init, opt_span, out, span};
 use super::error::{ffi_call, kstate_error_t};
-use super::handles::{number, pointer, Handles};
+use super::handles::Handles;
 use super::kv::{kstate_kv_t, store};
 use super::{isolation, kstate_isolation_t};
 use crate::format::value;
@@ -77,8 +77,12 @@ pub(crate) struct CIter {
     format: ValueFormat,
 }
 
+/// Tag of iterator handles (see `handles`): the top bit, so an iterator handle used as a
+/// store handle, or the reverse, is outside the other kind's range.
+const ITER_TAG: u64 = 1 << 63;
+
 pub(crate) static ITERS: LazyLock<Handles<CIter>> =
-    LazyLock::new(|| Handles::new("iterator", || Error::IteratorClosed));
+    LazyLock::new(|| Handles::new("iterator", || Error::IteratorClosed, ITER_TAG));
 
 /// Opens an iterator over `range` on `store` and publishes it through `iter_out`.
 ///
@@ -94,10 +98,10 @@ unsafe fn open_iter(
     let s = store(store_handle)?;
     let iter = make(&s)?;
     let format = s.options().value_format;
-    *iter_out = pointer(ITERS.insert(CIter {
+    *iter_out = ITERS.insert(CIter {
         iter: Mutex::new(iter),
         format,
-    }));
+    });
     Ok(())
 }
 
@@ -373,7 +377,7 @@ pub unsafe extern "C" fn kstate_kv_iter_next_batch(
                 "max_entries must be positive".into(),
             ));
         }
-        let it = ITERS.get(number(iter))?;
+        let it = ITERS.get(iter)?;
         let mut data = Vec::new();
         let max_bytes = if max_bytes == 0 {
             usize::MAX
@@ -469,7 +473,7 @@ pub unsafe extern "C" fn kstate_kv_batch_free(batch: *mut kstate_kv_batch_t) {
 #[no_mangle]
 pub extern "C" fn kstate_kv_iter_close(iter: *mut kstate_kv_iter_t) -> *mut kstate_error_t {
     ffi_call(|| {
-        ITERS.remove(number(iter))?.iter.lock_recover().close();
+        ITERS.remove(iter)?.iter.lock_recover().close();
         Ok(())
     })
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, LazyLock};
 
 use super::bytes::{array, cstr, init, kstate_bytes_t, opt_span, out, span, utf8};
 use super::error::{ffi_call, kstate_error_t};
-use super::handles::{number, pointer, Handles};
+use super::handles::Handles;
 use super::options::kstate_kv_options_t;
 use super::{isolation, kstate_isolation_t};
 use crate::{Error, KvStore, Result, TopicPartition, ValueAndTimestamp};
@@ -53,12 +53,15 @@ pub struct kstate_offset_t {
     pub has_offset: bool,
 }
 
+/// Tag of store handles (see `handles`): stores keep the table's numbers as they are.
+const STORE_TAG: u64 = 0;
+
 pub(crate) static STORES: LazyLock<Handles<KvStore>> =
-    LazyLock::new(|| Handles::new("store", || Error::StoreClosed));
+    LazyLock::new(|| Handles::new("store", || Error::StoreClosed, STORE_TAG));
 
 /// The live store behind a handle.
 pub(crate) fn store(handle: *const kstate_kv_t) -> Result<Arc<KvStore>> {
-    STORES.get(number(handle))
+    STORES.get(handle)
 }
 
 /// Writes a found value (or nothing) into the out-parameters of a typed read.
@@ -139,7 +142,7 @@ pub unsafe extern "C" fn kstate_kv_open(
             let path = unsafe { cstr(path, "path")? };
             KvStore::open(path_of(path)?, &options)?
         };
-        *store_out = pointer(STORES.insert(store));
+        *store_out = STORES.insert(store);
         Ok(())
     })
 }
@@ -182,7 +185,7 @@ fn path_of(path: &std::ffi::CStr) -> Result<std::path::PathBuf> {
 /// running finish first, later ones fail with `KSTATE_ERR_STORE_CLOSED`.
 #[no_mangle]
 pub extern "C" fn kstate_kv_close(store: *mut kstate_kv_t) -> *mut kstate_error_t {
-    ffi_call(|| STORES.remove(number(store))?.close())
+    ffi_call(|| STORES.remove(store)?.close())
 }
 
 /// Writes `value` with `timestamp` for `key` in the current transaction (visible to the

@@ -203,3 +203,34 @@ fn iterators_batch_and_close_with_their_store() {
         assert_eq!(code(kstate_kv_iter_close(it)), KSTATE_ERR_ITERATOR_CLOSED);
     }
 }
+
+#[test]
+fn handles_of_one_kind_are_invalid_as_the_other() {
+    let s = memory_store();
+    let mut it = null_mut();
+    // SAFETY: valid pointers.
+    assert_eq!(code(unsafe { kstate_kv_all(s, &mut it) }), 0);
+    let mut b = kstate_kv_batch_t {
+        entries: null(),
+        len: 0,
+        owner: null_mut(),
+    };
+    assert_eq!(
+        code(kstate_kv_rollback(it.cast())),
+        KSTATE_ERR_INVALID_HANDLE
+    );
+    assert_eq!(code(kstate_kv_close(it.cast())), KSTATE_ERR_INVALID_HANDLE);
+    // SAFETY: valid out-pointer; the handle is the thing under test.
+    unsafe {
+        assert_eq!(
+            code(kstate_kv_iter_next_batch(s.cast(), 1, 0, &mut b)),
+            KSTATE_ERR_INVALID_HANDLE
+        );
+    }
+    assert_eq!(
+        code(kstate_kv_iter_close(s.cast())),
+        KSTATE_ERR_INVALID_HANDLE
+    );
+    assert_eq!(code(kstate_kv_iter_close(it)), 0);
+    assert_eq!(code(kstate_kv_close(s)), 0);
+}

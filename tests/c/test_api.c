@@ -686,6 +686,19 @@ static void test_bad_handles(void) {
     CHECK_ERR(kstate_kv_iter_close(NULL), KSTATE_ERR_INVALID_HANDLE);
     CHECK_ERR(kstate_kv_iter_close((kstate_kv_iter_t *)(uintptr_t)0x77),
               KSTATE_ERR_INVALID_HANDLE);
+
+    /* A handle of one kind cast to the other is not mistaken for a live object. */
+    s = open_with(KSTATE_ENGINE_MEMORY, KSTATE_FORMAT_TIMESTAMPED);
+    kstate_kv_iter_t *it;
+    CHECK_OK(kstate_kv_all(s, &it));
+    check_all_on_handle((kstate_kv_t *)it, KSTATE_ERR_INVALID_HANDLE);
+    CHECK_ERR(kstate_kv_iter_next_batch((kstate_kv_iter_t *)s, 1, 0, &b),
+              KSTATE_ERR_INVALID_HANDLE);
+    CHECK_ERR(kstate_kv_iter_close((kstate_kv_iter_t *)s), KSTATE_ERR_INVALID_HANDLE);
+    CHECK_OK(kstate_kv_iter_next_batch(it, 1, 0, &b)); /* both still work */
+    kstate_kv_batch_free(&b);
+    CHECK_OK(kstate_kv_iter_close(it));
+    CHECK_OK(kstate_kv_close(s));
 }
 
 static void test_null_out_params(void) {
