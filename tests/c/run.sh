@@ -38,6 +38,24 @@ else
     fail "docs/c-api.md example differs from tests/c/example.c"
 fi
 
+# The header stands alone: strict C99, and C++ (it has extern "C" guards).
+header_check() { # name compiler flags...
+    local name=$1
+    shift
+    if printf '#include "kstate.h"\nint main(void) { return kstate_version() == 0; }\n' |
+        "$@" -Iinclude -Wall -Wextra -Werror -fsyntax-only - 2>"$BUILD/header-$name.err"; then
+        pass "include/kstate.h compiles alone ($name)"
+    else
+        fail "include/kstate.h does not compile alone ($name)"
+        sed 's/^/    /' "$BUILD/header-$name.err" | head -20
+    fi
+}
+mkdir -p "$BUILD"
+header_check c99-pedantic "$CC" -x c -std=c99 -pedantic-errors
+if command -v "${CXX:-c++}" >/dev/null 2>&1; then
+    header_check c++11 "${CXX:-c++}" -x c++ -std=c++11 -pedantic-errors
+fi
+
 CFLAGS=(-std=c99 -Wall -Wextra -Werror -g -O1 -Iinclude -pthread)
 LDFLAGS=(-L"$LIB" -lkstate -pthread)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
@@ -73,7 +91,9 @@ run_one() { # mode name log cmd...
     if [[ $rc -ne 0 || $notok -ne 0 ]]; then
         sed 's/^/    /' "$log.err" | tail -40
     fi
-    [[ $ok -gt 0 || $rc -ne 0 ]] || true
+    if [[ $rc -eq 0 && $ok -eq 0 && $notok -eq 0 ]]; then
+        fail "$name [$mode]: ran no test case"
+    fi
     return 0
 }
 

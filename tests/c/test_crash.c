@@ -42,11 +42,13 @@ static void slot_value(char kind, long gen, int slot, char *buf, size_t len) {
     snprintf(buf, len, "%c%ld-%d", kind, gen, slot);
 }
 
+/* A 199-byte value: "<gen>:<i>:" then letters, all determined by (gen, i). */
 static void bulk_value(long gen, int i, char *buf, size_t len) {
-    memset(buf, 'a' + (int)((gen + i) % 26), len - 1);
+    int n = snprintf(buf, len, "%ld:%d:", gen, i);
+    for (size_t j = (size_t)n; j + 1 < len; j++) {
+        buf[j] = (char)('a' + (int)((gen + i + (long)j) % 26));
+    }
     buf[len - 1] = '\0';
-    snprintf(buf, len, "%ld:%d:", gen, i);
-    buf[strlen(buf)] = 'x'; /* keep the padding after the prefix */
 }
 
 static int slot_a(long g) { return (int)((g * 7) % SLOTS); }
@@ -248,7 +250,8 @@ static void one_round(int round, unsigned delay_ms, int failpoints) {
         struct timespec ms = {0, 1000 * 1000};
         nanosleep(&ms, NULL);
     }
-    if (done != pid) {
+    int self_killed = done == pid;
+    if (!self_killed) {
         kill(pid, SIGKILL);
         CHECK(waitpid(pid, &status, 0) == pid);
     }
@@ -270,8 +273,9 @@ static void one_round(int round, unsigned delay_ms, int failpoints) {
     CHECK_OK(kstate_kv_approximate_num_uncommitted_bytes(s, &pending));
     CHECK(pending == 0);
     CHECK_OK(kstate_kv_close(s));
-    fprintf(stderr, "  round %d: killed after %u ms%s, committed generation %ld (+%ld)\n",
-            round, delay_ms, failpoints ? " (crash points armed)" : "", c, c - g_committed);
+    fprintf(stderr, "  round %d: %s, committed generation %ld (+%ld)\n", round,
+            self_killed ? "killed by an armed crash point" : "killed by the parent", c,
+            c - g_committed);
     g_committed = c;
 }
 
