@@ -137,6 +137,9 @@
  * An error returned by a kstate function. Opaque: read it with `kstate_error_code` and
  * `kstate_error_message`, release it with `kstate_error_free`. A function that succeeds
  * returns NULL instead.
+ *
+ * Thread safety: an error belongs to the caller that received it; it may be read from
+ * several threads and freed from any thread, once.
  */
 typedef struct kstate_error_t kstate_error_t;
 
@@ -145,6 +148,10 @@ typedef struct kstate_error_t kstate_error_t;
  * moment it was created. Opaque handle like `kstate_kv_t`; released by
  * `kstate_kv_iter_close`. Closing its store closes it: later calls fail with
  * `KSTATE_ERR_ITERATOR_CLOSED`, but the handle must still be released.
+ *
+ * Thread safety: an iterator may be used from any thread; concurrent calls on the same
+ * iterator are serialised (each entry is returned once). Batches it returned are owned by
+ * the caller and outlive the iterator and its store.
  */
 typedef struct kstate_kv_iter_t kstate_kv_iter_t;
 
@@ -153,6 +160,11 @@ typedef struct kstate_kv_iter_t kstate_kv_iter_t;
  * up on every call, so a NULL, closed or made-up handle is reported as an error
  * (`KSTATE_ERR_INVALID_HANDLE`, or `KSTATE_ERR_STORE_CLOSED` once closed), never
  * dereferenced. Released by `kstate_kv_close`.
+ *
+ * Thread safety: a store handle may be shared by any number of threads and every function
+ * may be called on it concurrently. Writes and writer-view reads are serialised; committed
+ * reads (`kstate_kv_get_committed`, `kstate_kv_scan` with `KSTATE_READ_COMMITTED`) run in
+ * parallel with them and always see whole commits.
  */
 typedef struct kstate_kv_t kstate_kv_t;
 

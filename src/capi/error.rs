@@ -9,6 +9,9 @@ use crate::{Error, ErrorCode, Result};
 /// An error returned by a kstate function. Opaque: read it with `kstate_error_code` and
 /// `kstate_error_message`, release it with `kstate_error_free`. A function that succeeds
 /// returns NULL instead.
+///
+/// Thread safety: an error belongs to the caller that received it; it may be read from
+/// several threads and freed from any thread, once.
 pub struct kstate_error_t {
     code: i32,
     message: CString,

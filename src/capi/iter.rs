@@ -16,6 +16,10 @@ use crate::{Error, Isolation, KeyRange, KvIter, KvStore, Result, ValueFormat};
 /// moment it was created. Opaque handle like `kstate_kv_t`; released by
 /// `kstate_kv_iter_close`. Closing its store closes it: later calls fail with
 /// `KSTATE_ERR_ITERATOR_CLOSED`, but the handle must still be released.
+///
+/// Thread safety: an iterator may be used from any thread; concurrent calls on the same
+/// iterator are serialised (each entry is returned once). Batches it returned are owned by
+/// the caller and outlive the iterator and its store.
 pub struct kstate_kv_iter_t {
     _opaque: [u8; 0],
 }

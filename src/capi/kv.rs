@@ -15,6 +15,11 @@ use crate::{Error, KvStore, Result, TopicPartition, ValueAndTimestamp};
 /// up on every call, so a NULL, closed or made-up handle is reported as an error
 /// (`KSTATE_ERR_INVALID_HANDLE`, or `KSTATE_ERR_STORE_CLOSED` once closed), never
 /// dereferenced. Released by `kstate_kv_close`.
+///
+/// Thread safety: a store handle may be shared by any number of threads and every function
+/// may be called on it concurrently. Writes and writer-view reads are serialised; committed
+/// reads (`kstate_kv_get_committed`, `kstate_kv_scan` with `KSTATE_READ_COMMITTED`) run in
+/// parallel with them and always see whole commits.
 pub struct kstate_kv_t {
     _opaque: [u8; 0],
 }
