@@ -1,1 +1,137 @@
-//! C ABI surface (see include/kstate.h). Thin: validate, call the core, convert.
+//! C ABI surface (see `include/kstate.h`, generated from this module by `build.rs`).
+//!
+//! Thin: every entry point validates its arguments, calls the core and converts. The shape
+//! of each function is the same:
+//!
+//! * out-parameters are set to their "nothing" value on entry;
+//! * the body runs inside [`error::ffi_call`], which catches panics and is the one place a
+//!   `Result` becomes a `kstate_error_t*` (NULL = success);
+//! * handles are numbers looked up in a table ([`handles`]), so NULL, closed and forged
+//!   handles are errors, never dereferences.
+//!
+//! Names follow DESIGN.md §5: functions `kstate_*`, types `kstate_*_t`, constants
+//! `KSTATE_*`. Those names are the C API, hence the non-Rust casing.
+
+#![allow(non_camel_case_types)]
+
+mod bytes;
+mod error;
+mod handles;
+mod iter;
+mod kv;
+mod options;
+#[cfg(test)]
+mod tests;
+
+pub use bytes::{kstate_bytes_free, kstate_bytes_t};
+pub use error::{
+    kstate_error_code, kstate_error_code_name, kstate_error_free, kstate_error_message,
+    kstate_error_t,
+};
+pub use iter::{
+    kstate_kv_all, kstate_kv_batch_free, kstate_kv_batch_t, kstate_kv_entry_t,
+    kstate_kv_iter_close, kstate_kv_iter_next_batch, kstate_kv_iter_t, kstate_kv_prefix_scan,
+    kstate_kv_range, kstate_kv_reverse_all, kstate_kv_reverse_range, kstate_kv_scan,
+};
+pub use kv::{
+    kstate_kv_approximate_num_entries, kstate_kv_approximate_num_uncommitted_bytes,
+    kstate_kv_close, kstate_kv_commit, kstate_kv_committed_metadata, kstate_kv_committed_offset,
+    kstate_kv_delete, kstate_kv_delete_raw, kstate_kv_get, kstate_kv_get_committed,
+    kstate_kv_get_raw, kstate_kv_open, kstate_kv_put, kstate_kv_put_all, kstate_kv_put_all_raw,
+    kstate_kv_put_if_absent, kstate_kv_put_if_absent_raw, kstate_kv_put_raw, kstate_kv_rollback,
+    kstate_kv_t, kstate_kv_write_t, kstate_offset_t,
+};
+pub use options::{
+    kstate_engine_t, kstate_kv_options_default, kstate_kv_options_t, kstate_value_format_t,
+    KSTATE_ENGINE_MEMORY, KSTATE_ENGINE_ROCKSDB, KSTATE_FORMAT_PLAIN, KSTATE_FORMAT_TIMESTAMPED,
+};
+
+use std::ffi::c_char;
+
+use crate::{Error, Isolation, Result};
+
+/// Major version of the library this header belongs to (semantic versioning).
+pub const KSTATE_VERSION_MAJOR: u32 = 0;
+/// Minor version of the library this header belongs to.
+pub const KSTATE_VERSION_MINOR: u32 = 1;
+/// Patch version of the library this header belongs to.
+pub const KSTATE_VERSION_PATCH: u32 = 0;
+
+/// Largest key accepted, in bytes (4 MiB).
+pub const KSTATE_MAX_KEY_BYTES: usize = 4_194_304;
+/// Largest value accepted, in bytes, timestamp prefix included (256 MiB).
+pub const KSTATE_MAX_VALUE_BYTES: usize = 268_435_456;
+
+/// What `kstate_error_code(NULL)` returns: no error.
+pub const KSTATE_OK: i32 = 0;
+/// An argument was malformed: a NULL pointer where one is required, NULL data with a
+/// non-zero length, a topic that is not UTF-8, an option or enum value out of range.
+pub const KSTATE_ERR_INVALID_ARGUMENT: i32 = 1;
+/// The store was closed (also: a store handle used after `kstate_kv_close`, double close).
+pub const KSTATE_ERR_STORE_CLOSED: i32 = 2;
+/// The path holds neither a kstate store nor a Kafka Streams RocksDB store.
+pub const KSTATE_ERR_NOT_A_STORE: i32 = 3;
+/// The store was written by a newer kstate whose format this build cannot read.
+pub const KSTATE_ERR_UNSUPPORTED_FORMAT: i32 = 4;
+/// Stored data kstate relies on failed its integrity checks.
+pub const KSTATE_ERR_CORRUPTION: i32 = 5;
+/// Another process or another open handle holds the store.
+pub const KSTATE_ERR_LOCKED: i32 = 6;
+/// A key is longer than `KSTATE_MAX_KEY_BYTES`.
+pub const KSTATE_ERR_KEY_TOO_LARGE: i32 = 7;
+/// A value is longer than `KSTATE_MAX_VALUE_BYTES`.
+pub const KSTATE_ERR_VALUE_TOO_LARGE: i32 = 8;
+/// The store has the other value format (plain vs timestamped), or a timestamped-only
+/// function was called on a plain store.
+pub const KSTATE_ERR_FORMAT_MISMATCH: i32 = 9;
+/// The storage engine (RocksDB) reported an error.
+pub const KSTATE_ERR_STORAGE: i32 = 10;
+/// A file-system operation failed.
+pub const KSTATE_ERR_IO: i32 = 11;
+/// kstate failed internally (a caught panic); the operation did not happen. Please report.
+pub const KSTATE_ERR_INTERNAL: i32 = 12;
+/// A handle is NULL or not a handle kstate issued.
+pub const KSTATE_ERR_INVALID_HANDLE: i32 = 13;
+/// An iterator was used after it, or its store, was closed (also: double iterator close).
+pub const KSTATE_ERR_ITERATOR_CLOSED: i32 = 14;
+/// A timestamped value is shorter than its 8-byte timestamp prefix.
+pub const KSTATE_ERR_INVALID_VALUE: i32 = 15;
+
+/// Which data a read sees: `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+pub type kstate_isolation_t = u32;
+/// The writer's view: committed data plus the store's uncommitted writes.
+pub const KSTATE_READ_UNCOMMITTED: kstate_isolation_t = 0;
+/// Committed data only, as of the last completed commit.
+pub const KSTATE_READ_COMMITTED: kstate_isolation_t = 1;
+
+pub(crate) fn isolation(value: kstate_isolation_t) -> Result<Isolation> {
+    match value {
+        KSTATE_READ_UNCOMMITTED => Ok(Isolation::ReadUncommitted),
+        KSTATE_READ_COMMITTED => Ok(Isolation::ReadCommitted),
+        other => Err(Error::InvalidArgument(format!(
+            "isolation {other} is not a KSTATE_READ_* value"
+        ))),
+    }
+}
+
+/// The library's version, e.g. `"0.1.0"`. Compare with the `KSTATE_VERSION_*` macros to
+/// detect a header/library mismatch.
+///
+/// # Arguments
+/// None.
+///
+/// # Returns
+/// A static NUL-terminated string; never NULL, never freed.
+///
+/// # Errors
+/// None.
+///
+/// # Safety
+/// None required.
+///
+/// # Thread safety
+/// Safe to call from any thread.
+#[no_mangle]
+pub extern "C" fn kstate_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}

@@ -1,0 +1,1003 @@
+//! Key-value store functions: open/close, typed (timestamped) and raw reads and writes,
+//! transactions.
+
+use std::ffi::c_char;
+use std::sync::{Arc, LazyLock};
+
+use super::bytes::{array, cstr, init, kstate_bytes_t, opt_span, out, span, utf8};
+use super::error::{ffi_call, kstate_error_t};
+use super::handles::Handles;
+use super::options::kstate_kv_options_t;
+use super::{isolation, kstate_isolation_t};
+use crate::{Error, KvStore, Result, TopicPartition, ValueAndTimestamp};
+
+/// An open key-value store. Opaque: the pointer value is a handle number that kstate looks
+/// up on every call, so a NULL, closed or made-up handle is reported as an error
+/// (`KSTATE_ERR_INVALID_HANDLE`, or `KSTATE_ERR_STORE_CLOSED` once closed), never
+/// dereferenced. Released by `kstate_kv_close`.
+///
+/// Thread safety: a store handle may be shared by any number of threads and every function
+/// may be called on it concurrently. Writes and writer-view reads are serialised; committed
+/// reads (`kstate_kv_get_committed`, `kstate_kv_scan` with `KSTATE_READ_COMMITTED`) run in
+/// parallel with them and always see whole commits.
+pub struct kstate_kv_t {
+    _opaque: [u8; 0],
+}
+
+/// One entry for `kstate_kv_put_all` / `kstate_kv_put_all_raw`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct kstate_kv_write_t {
+    /// Key bytes (NULL allowed when `key_len` is 0: the empty key).
+    pub key: *const u8,
+    /// Length of `key`.
+    pub key_len: usize,
+    /// Value bytes. `kstate_kv_put_all`: the value without timestamp (NULL allowed when
+    /// `value_len` is 0). `kstate_kv_put_all_raw`: the value in the store's layout, or NULL
+    /// (with `value_len` 0) to delete the key, as Kafka's `put(key, null)`.
+    pub value: *const u8,
+    /// Length of `value`.
+    pub value_len: usize,
+    /// Record timestamp (`kstate_kv_put_all` only; ignored by the raw variant).
+    pub timestamp: i64,
+}
+
+/// One changelog offset for `kstate_kv_commit`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct kstate_offset_t {
+    /// Topic name: NUL-terminated UTF-8, not NULL.
+    pub topic: *const c_char,
+    /// Partition number.
+    pub partition: i32,
+    /// The offset to record (any value, including Kafka's -4 "unknown"); ignored when
+    /// `has_offset` is false.
+    pub offset: i64,
+    /// true: record `offset` for this partition. false: remove this partition's offset
+    /// (Kafka's `null` map value).
+    pub has_offset: bool,
+}
+
+/// Tag of store handles (see `handles`): stores keep the table's numbers as they are.
+const STORE_TAG: u64 = 0;
+
+pub(crate) static STORES: LazyLock<Handles<KvStore>> =
+    LazyLock::new(|| Handles::new("store", || Error::StoreClosed, STORE_TAG));
+
+/// The live store behind a handle.
+pub(crate) fn store(handle: *const kstate_kv_t) -> Result<Arc<KvStore>> {
+    STORES.get(handle)
+}
+
+/// Writes a found value (or nothing) into the out-parameters of a typed read.
+fn give_typed(
+    found: Option<ValueAndTimestamp>,
+    value_out: &mut kstate_bytes_t,
+    timestamp_out: &mut i64,
+    found_out: &mut bool,
+) {
+    if let Some(v) = found {
+        *timestamp_out = v.timestamp;
+        *value_out = kstate_bytes_t::from_vec(v.value);
+        *found_out = true;
+    }
+}
+
+/// Writes a found raw value (or nothing) into the out-parameters of a raw read.
+fn give_raw(found: Option<Vec<u8>>, value_out: &mut kstate_bytes_t, found_out: &mut bool) {
+    if let Some(v) = found {
+        *value_out = kstate_bytes_t::from_vec(v);
+        *found_out = true;
+    }
+}
+
+/// Opens (creating it if absent) and recovers the store at `path`.
+///
+/// # Arguments
+/// * `path` - NUL-terminated directory path (any bytes but NUL). For the memory engine it
+///   only names the store and may be NULL.
+/// * `options` - options from `kstate_kv_options_default()`, possibly changed; NULL means
+///   the defaults.
+/// * `store_out` - receives the store handle; set to NULL on entry and on failure.
+///
+/// # Returns
+/// NULL on success, else an error (free it with `kstate_error_free`).
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB; an option
+///   out of range (unknown engine or format, zero `max_uncommitted_bytes` or write buffer
+///   size, fewer than 1 write buffer).
+/// * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
+/// * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with the other value format.
+/// * `KSTATE_ERR_NOT_A_STORE`, `KSTATE_ERR_UNSUPPORTED_FORMAT`, `KSTATE_ERR_CORRUPTION`,
+///   `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - what is at `path` cannot be opened.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `options` is NULL or points to a
+/// `kstate_kv_options_t`; `store_out` is NULL or valid for writing one pointer.
+///
+/// # Thread safety
+/// Safe to call from any thread. The handle it returns may be used from any number of
+/// threads at once (see `kstate_kv_t`).
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_open(
+    path: *const c_char,
+    options: *const kstate_kv_options_t,
+    store_out: *mut *mut kstate_kv_t,
+) -> *mut kstate_error_t {
+    // SAFETY: `store_out` is NULL or writable (caller's guarantee).
+    unsafe { init(store_out, std::ptr::null_mut()) };
+    ffi_call(|| {
+        // SAFETY: as above; initialised just before.
+        let store_out = unsafe { out(store_out, "store_out")? };
+        let options = if options.is_null() {
+            kstate_kv_options_t::defaults()
+        } else if !options.is_aligned() {
+            return Err(Error::InvalidArgument("options is misaligned".into()));
+        } else {
+            // SAFETY: non-NULL, aligned, and points to a kstate_kv_options_t (caller's
+            // guarantee); the struct is plain old data, copied out.
+            unsafe { options.read() }
+        };
+        let options = options.to_store_options()?;
+        let store = if path.is_null() && options.engine == crate::EngineKind::Memory {
+            KvStore::open_in_memory(&options)?
+        } else {
+            // SAFETY: `path` is NULL or NUL-terminated (caller's guarantee).
+            let path = unsafe { cstr(path, "path")? };
+            KvStore::open(path_of(path)?, &options)?
+        };
+        *store_out = STORES.insert(store);
+        Ok(())
+    })
+}
+
+#[cfg(unix)]
+fn path_of(path: &std::ffi::CStr) -> Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    Ok(std::ffi::OsStr::from_bytes(path.to_bytes()).into())
+}
+
+#[cfg(not(unix))]
+fn path_of(path: &std::ffi::CStr) -> Result<std::path::PathBuf> {
+    path.to_str()
+        .map(Into::into)
+        .map_err(|e| Error::InvalidArgument(format!("path is not valid UTF-8: {e}")))
+}
+
+/// Closes a store: uncommitted writes are discarded, every iterator of the store is closed
+/// (later calls on them fail with `KSTATE_ERR_ITERATOR_CLOSED`; still release them with
+/// `kstate_kv_iter_close`), files are released, and the handle becomes invalid.
+///
+/// # Arguments
+/// * `store` - the store handle.
+///
+/// # Returns
+/// NULL on success, else an error. The handle is invalid afterwards in both cases,
+/// unless the error is `KSTATE_ERR_INVALID_HANDLE` / `KSTATE_ERR_STORE_CLOSED`.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE` - `store` is NULL or was never a store handle.
+/// * `KSTATE_ERR_STORE_CLOSED` - `store` was already closed (double close).
+/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - recording the clean close failed; the store
+///   is closed anyway and will be recovered on next open.
+///
+/// # Safety
+/// None required: the handle is never dereferenced, any value is accepted.
+///
+/// # Thread safety
+/// Safe to call from any thread, also while other threads use the store: calls already
+/// running finish first, later ones fail with `KSTATE_ERR_STORE_CLOSED`.
+#[no_mangle]
+pub extern "C" fn kstate_kv_close(store: *mut kstate_kv_t) -> *mut kstate_error_t {
+    ffi_call(|| STORES.remove(store)?.close())
+}
+
+/// Writes `value` with `timestamp` for `key` in the current transaction (visible to the
+/// writer's reads at once, to committed readers after `kstate_kv_commit`).
+///
+/// # Arguments
+/// * `store` - a timestamped store.
+/// * `key`, `key_len` - the key; `key` may be NULL only when `key_len` is 0.
+/// * `value`, `value_len` - the value without timestamp; NULL only when `value_len` is 0.
+/// * `timestamp` - the record timestamp (milliseconds, as in Kafka).
+///
+/// # Returns
+/// NULL on success, else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
+/// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE` - over the limits.
+/// * `KSTATE_ERR_FORMAT_MISMATCH` - the store is plain (use `kstate_kv_put_raw`).
+/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction to disk failed.
+///
+/// # Safety
+/// `key` / `value` are NULL or valid for reading `key_len` / `value_len` bytes.
+///
+/// # Thread safety
+/// Safe from any thread; writes and writer-view reads are serialised by the store.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_put(
+    store: *mut kstate_kv_t,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    timestamp: i64,
+) -> *mut kstate_error_t {
+    ffi_call(|| {
+        let s = self::store(store)?;
+        // SAFETY: spans readable as given (caller's guarantee), used during the call only.
+        let (key, value) =
+            unsafe { (span(key, key_len, "key")?, span(value, value_len, "value")?) };
+        s.put(key, value, timestamp)
+    })
+}
+
+/// Writes `value` for `key` unless the key already has a value in the writer's view; in
+/// that case nothing is written and the existing value is returned.
+///
+/// # Arguments
+/// * `store` - a timestamped store.
+/// * `key`, `key_len`, `value`, `value_len`, `timestamp` - as for `kstate_kv_put`.
+/// * `existing_out` - receives the existing value (free with `kstate_bytes_free`); set to
+///   `{NULL, 0}` on entry.
+/// * `existing_timestamp_out` - receives its timestamp; set to 0 on entry.
+/// * `found_out` - set to true when a value existed (and nothing was written); false on
+///   entry.
+///
+/// # Returns
+/// NULL on success, else an error (out-parameters keep their entry values).
+///
+/// # Errors
+/// As `kstate_kv_put`, plus `KSTATE_ERR_INVALID_ARGUMENT` for a NULL out-parameter.
+///
+/// # Safety
+/// As `kstate_kv_put`; each out-parameter is NULL or valid for writing its type.
+///
+/// # Thread safety
+/// Safe from any thread; the check and the write are one atomic step.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_put_if_absent(
+    store: *mut kstate_kv_t,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    timestamp: i64,
+    existing_out: *mut kstate_bytes_t,
+    existing_timestamp_out: *mut i64,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    unsafe {
+        init(existing_out, kstate_bytes_t::NONE);
+        init(existing_timestamp_out, 0);
+        init(found_out, false);
+    }
+    ffi_call(|| {
+        // SAFETY: out-parameters initialised above; spans readable as given.
+        let (existing_out, ts_out, found_out, key, value) = unsafe {
+            (
+                out(existing_out, "existing_out")?,
+                out(existing_timestamp_out, "existing_timestamp_out")?,
+                out(found_out, "found_out")?,
+                span(key, key_len, "key")?,
+                span(value, value_len, "value")?,
+            )
+        };
+        let existing = self::store(store)?.put_if_absent(key, value, timestamp)?;
+        give_typed(existing, existing_out, ts_out, found_out);
+        Ok(())
+    })
+}
+
+/// Reads `key` in the writer's view (committed data plus this store's uncommitted writes).
+///
+/// # Arguments
+/// * `store` - a timestamped store.
+/// * `key`, `key_len` - the key; `key` may be NULL only when `key_len` is 0.
+/// * `value_out` - receives the value without timestamp (free with `kstate_bytes_free`);
+///   `{NULL, 0}` on entry and when not found.
+/// * `timestamp_out` - receives the timestamp; 0 on entry and when not found.
+/// * `found_out` - true when the key has a value; false on entry.
+///
+/// # Returns
+/// NULL on success (found or not), else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length.
+/// * `KSTATE_ERR_KEY_TOO_LARGE`; `KSTATE_ERR_FORMAT_MISMATCH` (plain store: use
+///   `kstate_kv_get_raw`); `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE`.
+///
+/// # Safety
+/// `key` is NULL or readable for `key_len` bytes; out-parameters NULL or writable.
+///
+/// # Thread safety
+/// Safe from any thread; serialised with the writer.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_get(
+    store: *mut kstate_kv_t,
+    key: *const u8,
+    key_len: usize,
+    value_out: *mut kstate_bytes_t,
+    timestamp_out: *mut i64,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: forwarded; same contract.
+    unsafe {
+        get_typed(
+            store,
+            false,
+            key,
+            key_len,
+            value_out,
+            timestamp_out,
+            found_out,
+        )
+    }
+}
+
+/// Reads `key` as committed: uncommitted writes of the store are invisible. This is the
+/// read for other threads (Kafka's interactive queries).
+///
+/// # Arguments
+/// As `kstate_kv_get`.
+///
+/// # Returns
+/// NULL on success (found or not), else an error.
+///
+/// # Errors
+/// As `kstate_kv_get`.
+///
+/// # Safety
+/// As `kstate_kv_get`.
+///
+/// # Thread safety
+/// Safe from any thread; runs concurrently with the writer and other readers and always
+/// sees one whole commit, never part of one.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_get_committed(
+    store: *mut kstate_kv_t,
+    key: *const u8,
+    key_len: usize,
+    value_out: *mut kstate_bytes_t,
+    timestamp_out: *mut i64,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: forwarded; same contract.
+    unsafe {
+        get_typed(
+            store,
+            true,
+            key,
+            key_len,
+            value_out,
+            timestamp_out,
+            found_out,
+        )
+    }
+}
+
+/// # Safety
+/// As `kstate_kv_get`.
+unsafe fn get_typed(
+    store: *mut kstate_kv_t,
+    committed: bool,
+    key: *const u8,
+    key_len: usize,
+    value_out: *mut kstate_bytes_t,
+    timestamp_out: *mut i64,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    unsafe {
+        init(value_out, kstate_bytes_t::NONE);
+        init(timestamp_out, 0);
+        init(found_out, false);
+    }
+    ffi_call(|| {
+        // SAFETY: out-parameters initialised above; key readable as given.
+        let (value_out, ts_out, found_out, key) = unsafe {
+            (
+                out(value_out, "value_out")?,
+                out(timestamp_out, "timestamp_out")?,
+                out(found_out, "found_out")?,
+                span(key, key_len, "key")?,
+            )
+        };
+        let s = self::store(store)?;
+        let found = if committed {
+            s.get_with(crate::Isolation::ReadCommitted, key)?
+        } else {
+            s.get(key)?
+        };
+        give_typed(found, value_out, ts_out, found_out);
+        Ok(())
+    })
+}
+
+/// Deletes `key` in the current transaction and returns the value it had in the writer's
+/// view.
+///
+/// # Arguments
+/// * `store` - a timestamped store.
+/// * `key`, `key_len` - the key; `key` may be NULL only when `key_len` is 0.
+/// * `old_value_out`, `old_timestamp_out`, `found_out` - the previous value, as
+///   `kstate_kv_get` returns it.
+///
+/// # Returns
+/// NULL on success (whether or not the key existed), else an error.
+///
+/// # Errors
+/// As `kstate_kv_get`.
+///
+/// # Safety
+/// As `kstate_kv_get`.
+///
+/// # Thread safety
+/// Safe from any thread; serialised with other writes.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_delete(
+    store: *mut kstate_kv_t,
+    key: *const u8,
+    key_len: usize,
+    old_value_out: *mut kstate_bytes_t,
+    old_timestamp_out: *mut i64,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    unsafe {
+        init(old_value_out, kstate_bytes_t::NONE);
+        init(old_timestamp_out, 0);
+        init(found_out, false);
+    }
+    ffi_call(|| {
+        // SAFETY: out-parameters initialised above; key readable as given.
+        let (value_out, ts_out, found_out, key) = unsafe {
+            (
+                out(old_value_out, "old_value_out")?,
+                out(old_timestamp_out, "old_timestamp_out")?,
+                out(found_out, "found_out")?,
+                span(key, key_len, "key")?,
+            )
+        };
+        let old = self::store(store)?.delete(key)?;
+        give_typed(old, value_out, ts_out, found_out);
+        Ok(())
+    })
+}
+
+/// Writes many entries in one call. All entries are validated first: on error nothing was
+/// written. A later entry for the same key wins.
+///
+/// # Arguments
+/// * `store` - a timestamped store.
+/// * `entries`, `entries_len` - the entries (key, value without timestamp, timestamp);
+///   `entries` may be NULL only when `entries_len` is 0.
+///
+/// # Returns
+/// NULL on success, else an error.
+///
+/// # Errors
+/// As `kstate_kv_put`, for any entry; `KSTATE_ERR_INVALID_ARGUMENT` names the entry.
+///
+/// # Safety
+/// `entries` is NULL or readable for `entries_len` elements, each of whose pointers
+/// satisfies the rules of `kstate_kv_put`.
+///
+/// # Thread safety
+/// Safe from any thread; the entries are written as one step.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_put_all(
+    store: *mut kstate_kv_t,
+    entries: *const kstate_kv_write_t,
+    entries_len: usize,
+) -> *mut kstate_error_t {
+    ffi_call(|| {
+        let s = self::store(store)?;
+        // SAFETY: readable as given (caller's guarantee).
+        let entries = unsafe { array(entries, entries_len, "entries")? };
+        let mut typed = Vec::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            // SAFETY: each entry's spans are readable as given (caller's guarantee).
+            let (k, v) = unsafe {
+                (
+                    span(e.key, e.key_len, &format!("entries[{i}].key"))?,
+                    span(e.value, e.value_len, &format!("entries[{i}].value"))?,
+                )
+            };
+            typed.push((k, v, e.timestamp));
+        }
+        s.put_all(&typed)
+    })
+}
+
+/// Writes a value given in the store's own layout (for a timestamped store: 8-byte
+/// big-endian timestamp followed by the value, as Kafka serialises `ValueAndTimestamp`;
+/// for a plain store: the value), or deletes the key when `value` is NULL.
+///
+/// # Arguments
+/// * `store` - any store.
+/// * `key`, `key_len` - the key; `key` may be NULL only when `key_len` is 0.
+/// * `value`, `value_len` - the raw value; NULL with `value_len` 0 deletes `key` (Kafka's
+///   `put(key, null)`). An empty value is a non-NULL pointer with `value_len` 0.
+///
+/// # Returns
+/// NULL on success, else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
+/// * `KSTATE_ERR_INVALID_VALUE` - a timestamped store got fewer than 8 bytes.
+/// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+///
+/// # Safety
+/// `key` / `value` are NULL or readable for `key_len` / `value_len` bytes.
+///
+/// # Thread safety
+/// Safe from any thread; serialised with other writes.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_put_raw(
+    store: *mut kstate_kv_t,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+) -> *mut kstate_error_t {
+    ffi_call(|| {
+        let s = self::store(store)?;
+        // SAFETY: spans readable as given (caller's guarantee).
+        let (key, value) = unsafe {
+            (
+                span(key, key_len, "key")?,
+                opt_span(value, value_len, "value")?,
+            )
+        };
+        s.put_raw(key, value)
+    })
+}
+
+/// `kstate_kv_put_if_absent` with values in the store's own layout (see
+/// `kstate_kv_put_raw`); works on plain and timestamped stores.
+///
+/// # Arguments
+/// * `store`, `key`, `key_len` - as `kstate_kv_put_raw`.
+/// * `value`, `value_len` - the raw value; NULL only when `value_len` is 0 (empty value).
+/// * `existing_out` - receives the existing raw value; `{NULL, 0}` on entry.
+/// * `found_out` - true when a value existed (and nothing was written); false on entry.
+///
+/// # Returns
+/// NULL on success, else an error.
+///
+/// # Errors
+/// As `kstate_kv_put_raw`, plus `KSTATE_ERR_INVALID_ARGUMENT` for a NULL out-parameter.
+///
+/// # Safety
+/// As `kstate_kv_put_raw`; out-parameters NULL or writable.
+///
+/// # Thread safety
+/// Safe from any thread; the check and the write are one atomic step.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_put_if_absent_raw(
+    store: *mut kstate_kv_t,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    existing_out: *mut kstate_bytes_t,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    unsafe {
+        init(existing_out, kstate_bytes_t::NONE);
+        init(found_out, false);
+    }
+    ffi_call(|| {
+        // SAFETY: out-parameters initialised above; spans readable as given.
+        let (existing_out, found_out, key, value) = unsafe {
+            (
+                out(existing_out, "existing_out")?,
+                out(found_out, "found_out")?,
+                span(key, key_len, "key")?,
+                span(value, value_len, "value")?,
+            )
+        };
+        let existing = self::store(store)?.put_if_absent_raw(key, value)?;
+        give_raw(existing, existing_out, found_out);
+        Ok(())
+    })
+}
+
+/// Reads `key` with its value in the store's own layout (see `kstate_kv_put_raw`), in the
+/// writer's view or as committed.
+///
+/// # Arguments
+/// * `store` - any store.
+/// * `isolation` - `KSTATE_READ_UNCOMMITTED` (writer's view) or `KSTATE_READ_COMMITTED`.
+/// * `key`, `key_len` - the key; `key` may be NULL only when `key_len` is 0.
+/// * `value_out` - receives the raw value (free with `kstate_bytes_free`); `{NULL, 0}` on
+///   entry and when not found.
+/// * `found_out` - true when the key has a value; false on entry.
+///
+/// # Returns
+/// NULL on success (found or not), else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - unknown `isolation`, NULL out-parameter, NULL key
+///   with non-zero length.
+/// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+///
+/// # Safety
+/// As `kstate_kv_get`.
+///
+/// # Thread safety
+/// As `kstate_kv_get` / `kstate_kv_get_committed`, depending on `isolation`.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_get_raw(
+    store: *mut kstate_kv_t,
+    isolation: kstate_isolation_t,
+    key: *const u8,
+    key_len: usize,
+    value_out: *mut kstate_bytes_t,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    unsafe {
+        init(value_out, kstate_bytes_t::NONE);
+        init(found_out, false);
+    }
+    ffi_call(|| {
+        // SAFETY: out-parameters initialised above; key readable as given.
+        let (value_out, found_out, key) = unsafe {
+            (
+                out(value_out, "value_out")?,
+                out(found_out, "found_out")?,
+                span(key, key_len, "key")?,
+            )
+        };
+        let isolation = self::isolation(isolation)?;
+        let found = self::store(store)?.get_raw_with(isolation, key)?;
+        give_raw(found, value_out, found_out);
+        Ok(())
+    })
+}
+
+/// Deletes `key` and returns its previous value in the store's own layout; works on plain
+/// and timestamped stores.
+///
+/// # Arguments
+/// * `store`, `key`, `key_len` - as `kstate_kv_put_raw`.
+/// * `old_value_out` - receives the previous raw value; `{NULL, 0}` on entry.
+/// * `found_out` - true when the key had a value; false on entry.
+///
+/// # Returns
+/// NULL on success (whether or not the key existed), else an error.
+///
+/// # Errors
+/// As `kstate_kv_get_raw`.
+///
+/// # Safety
+/// As `kstate_kv_get_raw`.
+///
+/// # Thread safety
+/// Safe from any thread; serialised with other writes.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_delete_raw(
+    store: *mut kstate_kv_t,
+    key: *const u8,
+    key_len: usize,
+    old_value_out: *mut kstate_bytes_t,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    unsafe {
+        init(old_value_out, kstate_bytes_t::NONE);
+        init(found_out, false);
+    }
+    ffi_call(|| {
+        // SAFETY: out-parameters initialised above; key readable as given.
+        let (value_out, found_out, key) = unsafe {
+            (
+                out(old_value_out, "old_value_out")?,
+                out(found_out, "found_out")?,
+                span(key, key_len, "key")?,
+            )
+        };
+        let old = self::store(store)?.delete_raw(key)?;
+        give_raw(old, value_out, found_out);
+        Ok(())
+    })
+}
+
+/// `kstate_kv_put_all` with values in the store's own layout; an entry whose `value` is
+/// NULL (with `value_len` 0) deletes its key. `timestamp` fields are ignored.
+///
+/// # Arguments
+/// * `store` - any store.
+/// * `entries`, `entries_len` - the entries; `entries` NULL only when `entries_len` is 0.
+///
+/// # Returns
+/// NULL on success, else an error; on error nothing was written.
+///
+/// # Errors
+/// As `kstate_kv_put_raw`, for any entry.
+///
+/// # Safety
+/// As `kstate_kv_put_all`.
+///
+/// # Thread safety
+/// Safe from any thread; the entries are written as one step.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_put_all_raw(
+    store: *mut kstate_kv_t,
+    entries: *const kstate_kv_write_t,
+    entries_len: usize,
+) -> *mut kstate_error_t {
+    ffi_call(|| {
+        let s = self::store(store)?;
+        // SAFETY: readable as given (caller's guarantee).
+        let entries = unsafe { array(entries, entries_len, "entries")? };
+        let mut raw = Vec::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            // SAFETY: each entry's spans are readable as given (caller's guarantee).
+            let (k, v) = unsafe {
+                (
+                    span(e.key, e.key_len, &format!("entries[{i}].key"))?,
+                    opt_span(e.value, e.value_len, &format!("entries[{i}].value"))?,
+                )
+            };
+            raw.push((k, v));
+        }
+        s.put_all_raw(raw)
+    })
+}
+
+/// Commits the transaction: every uncommitted write, the changelog offsets and the
+/// metadata blob become durable in one atomic step. After a crash at any instant, the
+/// store reopens to exactly the state of some completed commit, with that commit's offsets.
+///
+/// Offsets follow Kafka's `StateStore.commit(Map<TopicPartition, Long>)`: an empty array
+/// removes all committed offsets; an entry with `has_offset` false removes that partition's
+/// offset; partitions not named keep theirs.
+///
+/// # Arguments
+/// * `store` - the store.
+/// * `offsets`, `offsets_len` - the offsets; `offsets` may be NULL only when
+///   `offsets_len` is 0.
+/// * `metadata`, `metadata_len` - an opaque blob (e.g. Kafka's serialized `Position`) that
+///   replaces the stored one; NULL with length 0 keeps the previous blob.
+///
+/// # Returns
+/// NULL on success, else an error (the transaction is then still pending: retry the
+/// commit or roll back).
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL array or blob with a non-zero length, a NULL
+///   topic, a topic that is not valid UTF-8.
+/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - the write failed.
+///
+/// # Safety
+/// `offsets` is NULL or readable for `offsets_len` elements whose `topic` is NULL or a
+/// NUL-terminated string; `metadata` is NULL or readable for `metadata_len` bytes.
+///
+/// # Thread safety
+/// Safe from any thread; committed readers see either all of the commit or none of it.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_commit(
+    store: *mut kstate_kv_t,
+    offsets: *const kstate_offset_t,
+    offsets_len: usize,
+    metadata: *const u8,
+    metadata_len: usize,
+) -> *mut kstate_error_t {
+    ffi_call(|| {
+        let s = self::store(store)?;
+        // SAFETY: readable as given (caller's guarantee).
+        let (offsets, metadata) = unsafe {
+            (
+                array(offsets, offsets_len, "offsets")?,
+                opt_span(metadata, metadata_len, "metadata")?,
+            )
+        };
+        let mut parsed = Vec::with_capacity(offsets.len());
+        for (i, o) in offsets.iter().enumerate() {
+            // SAFETY: `topic` is NULL or NUL-terminated (caller's guarantee).
+            let topic = unsafe { utf8(o.topic, &format!("offsets[{i}].topic"))? };
+            let offset = o.has_offset.then_some(o.offset);
+            parsed.push((TopicPartition::new(topic, o.partition), offset));
+        }
+        s.commit(&parsed, metadata)
+    })
+}
+
+/// The changelog offset last committed for a topic partition.
+///
+/// # Arguments
+/// * `store` - the store.
+/// * `topic` - NUL-terminated UTF-8 topic name.
+/// * `partition` - partition number.
+/// * `offset_out` - receives the offset; 0 on entry and when none is committed.
+/// * `found_out` - true when an offset is committed for the partition; false on entry.
+///
+/// # Returns
+/// NULL on success (found or not), else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL or non-UTF-8 `topic`, NULL out-parameter.
+///
+/// # Safety
+/// `topic` is NULL or NUL-terminated; out-parameters NULL or writable.
+///
+/// # Thread safety
+/// Safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_committed_offset(
+    store: *mut kstate_kv_t,
+    topic: *const c_char,
+    partition: i32,
+    offset_out: *mut i64,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    unsafe {
+        init(offset_out, 0);
+        init(found_out, false);
+    }
+    ffi_call(|| {
+        // SAFETY: out-parameters initialised above; `topic` NULL or NUL-terminated.
+        let (offset_out, found_out, topic) = unsafe {
+            (
+                out(offset_out, "offset_out")?,
+                out(found_out, "found_out")?,
+                utf8(topic, "topic")?,
+            )
+        };
+        let tp = TopicPartition::new(topic, partition);
+        if let Some(offset) = self::store(store)?.committed_offset(&tp)? {
+            *offset_out = offset;
+            *found_out = true;
+        }
+        Ok(())
+    })
+}
+
+/// The metadata blob stored by the last commit that carried one.
+///
+/// # Arguments
+/// * `store` - the store.
+/// * `metadata_out` - receives the blob (free with `kstate_bytes_free`); `{NULL, 0}` on
+///   entry and when there is none.
+/// * `found_out` - true when a blob is stored; false on entry.
+///
+/// # Returns
+/// NULL on success, else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL out-parameter.
+///
+/// # Safety
+/// Out-parameters NULL or writable.
+///
+/// # Thread safety
+/// Safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_committed_metadata(
+    store: *mut kstate_kv_t,
+    metadata_out: *mut kstate_bytes_t,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    unsafe {
+        init(metadata_out, kstate_bytes_t::NONE);
+        init(found_out, false);
+    }
+    ffi_call(|| {
+        // SAFETY: out-parameters initialised above.
+        let (metadata_out, found_out) = unsafe {
+            (
+                out(metadata_out, "metadata_out")?,
+                out(found_out, "found_out")?,
+            )
+        };
+        let found = self::store(store)?.committed_metadata()?;
+        give_raw(found, metadata_out, found_out);
+        Ok(())
+    })
+}
+
+/// Discards every uncommitted write (the transaction restarts empty).
+///
+/// # Arguments
+/// * `store` - the store.
+///
+/// # Returns
+/// NULL on success, else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - discarding spilled writes failed.
+///
+/// # Safety
+/// None required: the handle is never dereferenced.
+///
+/// # Thread safety
+/// Safe from any thread; serialised with writes.
+#[no_mangle]
+pub extern "C" fn kstate_kv_rollback(store: *mut kstate_kv_t) -> *mut kstate_error_t {
+    ffi_call(|| self::store(store)?.rollback())
+}
+
+/// Approximate number of entries in the writer's view: exact for committed data on the
+/// memory engine, RocksDB's estimate otherwise, adjusted by uncommitted puts and deletes.
+///
+/// # Arguments
+/// * `store` - the store.
+/// * `count_out` - receives the estimate; 0 on entry.
+///
+/// # Returns
+/// NULL on success, else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - `count_out` NULL.
+/// * `KSTATE_ERR_STORAGE`.
+///
+/// # Safety
+/// `count_out` NULL or writable.
+///
+/// # Thread safety
+/// Safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_approximate_num_entries(
+    store: *mut kstate_kv_t,
+    count_out: *mut u64,
+) -> *mut kstate_error_t {
+    // SAFETY: NULL or writable (caller's guarantee).
+    unsafe { init(count_out, 0) };
+    ffi_call(|| {
+        // SAFETY: initialised above.
+        let count_out = unsafe { out(count_out, "count_out")? };
+        *count_out = self::store(store)?.approximate_num_entries()?;
+        Ok(())
+    })
+}
+
+/// Approximate bytes of uncommitted writes, in memory and spilled to disk.
+///
+/// # Arguments
+/// * `store` - the store.
+/// * `bytes_out` - receives the estimate; 0 on entry.
+///
+/// # Returns
+/// NULL on success, else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - `bytes_out` NULL.
+///
+/// # Safety
+/// `bytes_out` NULL or writable.
+///
+/// # Thread safety
+/// Safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_approximate_num_uncommitted_bytes(
+    store: *mut kstate_kv_t,
+    bytes_out: *mut u64,
+) -> *mut kstate_error_t {
+    // SAFETY: NULL or writable (caller's guarantee).
+    unsafe { init(bytes_out, 0) };
+    ffi_call(|| {
+        // SAFETY: initialised above.
+        let bytes_out = unsafe { out(bytes_out, "bytes_out")? };
+        *bytes_out = self::store(store)?.approximate_num_uncommitted_bytes()?;
+        Ok(())
+    })
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Runs kstate's C test suite against include/kstate.h and target/release/libkstate.so:
+#   1. cargo build --release --lib (skipped when KSTATE_SKIP_CARGO=1);
+#   2. checks that the example in docs/c-api.md is tests/c/example.c, byte for byte;
+#   3. builds every tests/c/*.c with -std=c99 -Wall -Wextra -Werror and
+#      -fsanitize=address,undefined, runs them (LeakSanitizer on);
+#   4. rebuilds them without sanitizers and runs them under valgrind (smaller sizes via
+#      KSTATE_TEST_SMALL=1), requiring no memory errors and 0 bytes definitely lost.
+# Test programs print "ok - name" / "not ok - name" per case; a program that fails
+# without such a line (crash, sanitizer or valgrind report) counts as one failure.
+# The last line is "N passed, M failed"; the exit status is non-zero on any failure.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+LIB="$ROOT/target/release"
+BUILD="$ROOT/tests/c/build"
+CC=${CC:-cc}
+TESTS=(test_api test_threads test_crash example)
+PASSED=0
+FAILED=0
+
+note() { printf '== %s\n' "$*"; }
+pass() { PASSED=$((PASSED + 1)); printf 'PASS %s\n' "$*"; }
+fail() { FAILED=$((FAILED + 1)); printf 'FAIL %s\n' "$*"; }
+
+if [[ "${KSTATE_SKIP_CARGO:-0}" != 1 ]]; then
+    note "cargo build --release --lib"
+    cargo build --release --lib
+fi
+[[ -f "$LIB/libkstate.so" ]] || { echo "missing $LIB/libkstate.so (run cargo build --release)"; exit 1; }
+[[ -f include/kstate.h ]] || { echo "missing include/kstate.h"; exit 1; }
+
+# The documented example must be the compiled one.
+if diff <(awk '/^```c$/ {on = 1; next} /^```$/ {on = 0} on' docs/c-api.md) tests/c/example.c >/dev/null; then
+    pass "docs/c-api.md example is tests/c/example.c"
+else
+    fail "docs/c-api.md example differs from tests/c/example.c"
+fi
+
+# The header stands alone: strict C99, and C++ (it has extern "C" guards).
+header_check() { # name compiler flags...
+    local name=$1
+    shift
+    if printf '#include "kstate.h"\nint main(void) { return kstate_version() == 0; }\n' |
+        "$@" -Iinclude -Wall -Wextra -Werror -fsyntax-only - 2>"$BUILD/header-$name.err"; then
+        pass "include/kstate.h compiles alone ($name)"
+    else
+        fail "include/kstate.h does not compile alone ($name)"
+        sed 's/^/    /' "$BUILD/header-$name.err" | head -20
+    fi
+}
+mkdir -p "$BUILD"
+header_check c99-pedantic "$CC" -x c -std=c99 -pedantic-errors
+if command -v "${CXX:-c++}" >/dev/null 2>&1; then
+    header_check c++11 "${CXX:-c++}" -x c++ -std=c++11 -pedantic-errors
+fi
+
+CFLAGS=(-std=c99 -Wall -Wextra -Werror -g -O1 -Iinclude -pthread)
+LDFLAGS=(-L"$LIB" -lkstate -pthread)
+SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+
+build() { # mode flags...
+    local mode=$1
+    shift
+    mkdir -p "$BUILD/$mode"
+    for t in "${TESTS[@]}"; do
+        if "$CC" "${CFLAGS[@]}" "$@" "tests/c/$t.c" -o "$BUILD/$mode/$t" "${LDFLAGS[@]}"; then
+            :
+        else
+            fail "$t [$mode]: does not compile"
+        fi
+    done
+}
+
+# Runs one program; counts its "ok"/"not ok" lines. Extra arguments wrap the command.
+run_one() { # mode name log cmd...
+    local mode=$1 name=$2 log=$3
+    shift 3
+    local rc=0
+    ( export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      timeout 900 "$@" ) >"$log.out" 2>"$log.err" || rc=$?
+    local ok notok
+    ok=$(grep -c '^ok - ' "$log.out" || true)
+    notok=$(grep -c '^not ok - ' "$log.out" || true)
+    while read -r line; do pass "$name [$mode]: ${line#ok - }"; done < <(grep '^ok - ' "$log.out" || true)
+    while read -r line; do fail "$name [$mode]: ${line#not ok - }"; done < <(grep '^not ok - ' "$log.out" || true)
+    if [[ $rc -ne 0 && $notok -eq 0 ]]; then
+        fail "$name [$mode]: exited with status $rc (see $log.err)"
+    fi
+    if [[ $rc -ne 0 || $notok -ne 0 ]]; then
+        sed 's/^/    /' "$log.err" | tail -40
+    fi
+    if [[ $rc -eq 0 && $ok -eq 0 && $notok -eq 0 ]]; then
+        fail "$name [$mode]: ran no test case"
+    fi
+    return 0
+}
+
+# The example: compiled and run as documented, on a fresh store.
+run_example() { # mode cmd-prefix...
+    local mode=$1
+    shift
+    local dir rc=0
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/kstate-example-XXXXXX")
+    ( export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      timeout 300 "$@" "$BUILD/$mode/example" "$dir/store" ) \
+        >"$BUILD/$mode/example.out" 2>"$BUILD/$mode/example.err" || rc=$?
+    rm -rf "$dir"
+    local expected='committed offset: 3
+apple = 2 (timestamp 1700000000002)
+banana = 1 (timestamp 1700000000001)
+cherry = 1 (timestamp 1700000000003)'
+    if [[ $rc -eq 0 && "$(cat "$BUILD/$mode/example.out")" == "$expected" ]]; then
+        pass "example [$mode]: documented output"
+    else
+        fail "example [$mode]: status $rc or unexpected output"
+        sed 's/^/    /' "$BUILD/$mode/example.out" "$BUILD/$mode/example.err" | tail -40
+    fi
+}
+
+# ---- AddressSanitizer + UndefinedBehaviorSanitizer ---------------------------------------
+note "building with -fsanitize=address,undefined"
+build asan "${SAN[@]}"
+SUPP="$ROOT/tests/c/lsan.supp"
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+if [[ -s "$SUPP" ]]; then
+    export LSAN_OPTIONS="suppressions=$SUPP:print_suppressions=0"
+fi
+for t in "${TESTS[@]}"; do
+    [[ -x "$BUILD/asan/$t" ]] || continue
+    note "run $t [asan]"
+    if [[ $t == example ]]; then
+        run_example asan
+    else
+        run_one asan "$t" "$BUILD/asan/$t" "$BUILD/asan/$t"
+    fi
+done
+unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+
+# ---- valgrind -----------------------------------------------------------------------------
+if ! command -v valgrind >/dev/null 2>&1; then
+    note "installing valgrind"
+    if command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && apt-get install -y -qq valgrind) >/dev/null 2>&1 || true
+    fi
+fi
+if command -v valgrind >/dev/null 2>&1; then
+    note "building without sanitizers for valgrind"
+    build valgrind
+    export KSTATE_TEST_SMALL=1
+    for t in "${TESTS[@]}"; do
+        [[ -x "$BUILD/valgrind/$t" ]] || continue
+        note "run $t [valgrind]"
+        vdir="$BUILD/valgrind/$t.vg"
+        rm -rf "$vdir" && mkdir -p "$vdir"
+        # One log per process (%p): forked children are traced until they exec.
+        VG=(valgrind --leak-check=full --errors-for-leak-kinds=definite
+            --error-exitcode=1 --log-file="$vdir/%p.log")
+        if [[ $t == example ]]; then
+            run_example valgrind "${VG[@]}"
+        else
+            run_one valgrind "$t" "$BUILD/valgrind/$t" "${VG[@]}" "$BUILD/valgrind/$t"
+        fi
+        # The main process's log has the leak summary; every log must show 0 errors.
+        main_log=$(grep -l 'LEAK SUMMARY\|All heap blocks were freed' "$vdir"/*.log | head -1 || true)
+        lost=$(grep -ho 'definitely lost: [0-9,]* bytes' "$vdir"/*.log | grep -v ': 0 bytes' || true)
+        bad=$(grep -l 'ERROR SUMMARY: [1-9]' "$vdir"/*.log || true)
+        if [[ -z $main_log || -n $lost || -n $bad ]]; then
+            fail "$t [valgrind]: memory errors or definite leaks (see $vdir)"
+            cat "$vdir"/*.log | grep -v '^==[0-9]*== *$' | head -80 | sed 's/^/    /'
+        else
+            summary=$(grep -ho 'definitely lost: [0-9,]* bytes in [0-9,]* blocks\|All heap blocks were freed' "$main_log" | head -1)
+            pass "$t [valgrind]: ERROR SUMMARY: 0 errors; ${summary}"
+        fi
+    done
+    unset KSTATE_TEST_SMALL
+else
+    fail "valgrind is not installed and could not be installed"
+fi
+
+echo "$PASSED passed, $FAILED failed"
+[[ $FAILED -eq 0 ]]

@@ -1,0 +1,779 @@
+/*
+ * Every function of include/kstate.h, on both engines, and every error path of the
+ * boundary: NULL handles and out-pointers, NULL data with a length, bad UTF-8 topics,
+ * closed and forged handles, double close, iterators outliving their store.
+ */
+#include "common.h"
+
+static char g_dir[4096];
+static int g_seq;
+
+/* A fresh path inside the scratch directory. */
+static const char *fresh_path(void) {
+    static char path[4200];
+    snprintf(path, sizeof path, "%s/store-%d", g_dir, g_seq++);
+    return path;
+}
+
+static kstate_kv_t *open_with(kstate_engine_t engine, kstate_value_format_t format) {
+    kstate_kv_options_t o = kstate_kv_options_default();
+    o.engine = engine;
+    o.value_format = format;
+    kstate_kv_t *s = NULL;
+    CHECK_OK(kstate_kv_open(fresh_path(), &o, &s));
+    CHECK(s != NULL);
+    return s;
+}
+
+static const kstate_engine_t ENGINES[2] = {KSTATE_ENGINE_ROCKSDB, KSTATE_ENGINE_MEMORY};
+
+/* Reads `key` in the writer's view; returns found and checks value/timestamp. */
+static void expect_get(kstate_kv_t *s, const char *key, const char *value, int64_t ts) {
+    kstate_bytes_t v;
+    int64_t t;
+    bool found;
+    CHECK_OK(kstate_kv_get(s, KEY(key), &v, &t, &found));
+    if (value == NULL) {
+        CHECK(!found);
+        CHECK(v.ptr == NULL && v.len == 0);
+    } else {
+        CHECK(found);
+        CHECK(bytes_eq(v, value));
+        CHECK(t == ts);
+    }
+    kstate_bytes_free(&v);
+}
+
+static void expect_committed(kstate_kv_t *s, const char *key, const char *value) {
+    kstate_bytes_t v;
+    int64_t t;
+    bool found;
+    CHECK_OK(kstate_kv_get_committed(s, KEY(key), &v, &t, &found));
+    CHECK(found == (value != NULL));
+    if (value != NULL) {
+        CHECK(bytes_eq(v, value));
+    }
+    kstate_bytes_free(&v);
+}
+
+/* Drains an iterator in batches of `per_batch`; writes "k1,k2,..." into out. */
+static size_t drain(kstate_kv_iter_t *it, size_t per_batch, char *out, size_t out_len) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (;;) {
+        kstate_kv_batch_t b;
+        CHECK_OK(kstate_kv_iter_next_batch(it, per_batch, 0, &b));
+        if (b.len == 0) {
+            CHECK(b.entries == NULL && b.owner == NULL);
+            break;
+        }
+        CHECK(b.len <= per_batch);
+        for (size_t i = 0; i < b.len; i++) {
+            const kstate_kv_entry_t *e = &b.entries[i];
+            size_t used = strlen(out);
+            snprintf(out + used, out_len - used, "%s%.*s", n == 0 ? "" : ",", (int)e->key_len,
+                     (const char *)e->key);
+            n++;
+        }
+        kstate_kv_batch_free(&b);
+        CHECK(b.entries == NULL && b.len == 0 && b.owner == NULL);
+    }
+    return n;
+}
+
+static void test_version_and_errors(void) {
+    char expected[64];
+    snprintf(expected, sizeof expected, "%d.%d.%d", KSTATE_VERSION_MAJOR, KSTATE_VERSION_MINOR,
+             KSTATE_VERSION_PATCH);
+    CHECK(strcmp(kstate_version(), expected) == 0);
+    CHECK(kstate_error_code(NULL) == KSTATE_OK);
+    CHECK(strcmp(kstate_error_message(NULL), "no error") == 0);
+    kstate_error_free(NULL);
+    CHECK(strcmp(kstate_error_code_name(KSTATE_OK), "OK") == 0);
+    CHECK(strcmp(kstate_error_code_name(KSTATE_ERR_STORE_CLOSED), "STORE_CLOSED") == 0);
+    CHECK(strcmp(kstate_error_code_name(KSTATE_ERR_INVALID_VALUE), "INVALID_VALUE") == 0);
+    for (int c = 1; c <= 15; c++) {
+        CHECK(strcmp(kstate_error_code_name(c), "UNKNOWN") != 0);
+    }
+    CHECK(strcmp(kstate_error_code_name(16), "UNKNOWN") == 0);
+    CHECK(strcmp(kstate_error_code_name(-1), "UNKNOWN") == 0);
+    kstate_bytes_free(NULL);
+    kstate_bytes_t none = {NULL, 0};
+    kstate_bytes_free(&none);
+    kstate_kv_batch_free(NULL);
+}
+
+static void test_options(void) {
+    kstate_kv_options_t d = kstate_kv_options_default();
+    CHECK(d.engine == KSTATE_ENGINE_ROCKSDB);
+    CHECK(d.value_format == KSTATE_FORMAT_TIMESTAMPED);
+    CHECK(d.max_uncommitted_bytes == 64u << 20);
+    CHECK(!d.sync_on_commit);
+    CHECK(d.rocksdb_block_cache_bytes == 50u << 20);
+    CHECK(d.rocksdb_write_buffer_bytes == 16u << 20);
+    CHECK(d.rocksdb_max_write_buffers == 3);
+
+    kstate_kv_t *s = (kstate_kv_t *)0x1;
+    kstate_kv_options_t o = d;
+    o.engine = 7;
+    CHECK_ERR(kstate_kv_open(fresh_path(), &o, &s), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK(s == NULL);
+    o = d;
+    o.value_format = 9;
+    CHECK_ERR(kstate_kv_open(fresh_path(), &o, &s), KSTATE_ERR_INVALID_ARGUMENT);
+    o = d;
+    o.max_uncommitted_bytes = 0;
+    CHECK_ERR(kstate_kv_open(fresh_path(), &o, &s), KSTATE_ERR_INVALID_ARGUMENT);
+    o = d;
+    o.rocksdb_write_buffer_bytes = 0;
+    CHECK_ERR(kstate_kv_open(fresh_path(), &o, &s), KSTATE_ERR_INVALID_ARGUMENT);
+    o = d;
+    o.rocksdb_max_write_buffers = 0;
+    CHECK_ERR(kstate_kv_open(fresh_path(), &o, &s), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_open(fresh_path(), NULL, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+    /* RocksDB needs a path; the memory engine does not. */
+    CHECK_ERR(kstate_kv_open(NULL, NULL, &s), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK(s == NULL);
+    o = d;
+    o.engine = KSTATE_ENGINE_MEMORY;
+    CHECK_OK(kstate_kv_open(NULL, &o, &s));
+    CHECK_OK(kstate_kv_close(s));
+    CHECK_OK(kstate_kv_open("named-memory-store", &o, &s));
+    CHECK_OK(kstate_kv_close(s));
+
+    /* Tuned RocksDB options with sync on commit work end to end. */
+    o = d;
+    o.sync_on_commit = true;
+    o.rocksdb_block_cache_bytes = 1 << 20;
+    o.rocksdb_write_buffer_bytes = 1 << 20;
+    o.rocksdb_max_write_buffers = 2;
+    o.max_uncommitted_bytes = 4096;
+    CHECK_OK(kstate_kv_open(fresh_path(), &o, &s));
+    CHECK_OK(kstate_kv_put(s, KEY("k"), KEY("v"), 1));
+    kstate_offset_t off = {"t", 0, 1, true};
+    CHECK_OK(kstate_kv_commit(s, &off, 1, NULL, 0));
+    CHECK_OK(kstate_kv_close(s));
+}
+
+static void test_open_errors(void) {
+    const char *path = fresh_path();
+    kstate_kv_t *a = NULL;
+    kstate_kv_t *b = NULL;
+    CHECK_OK(kstate_kv_open(path, NULL, &a));
+    /* A second handle on the same directory is refused. */
+    CHECK_ERR(kstate_kv_open(path, NULL, &b), KSTATE_ERR_LOCKED);
+    CHECK(b == NULL);
+    CHECK_OK(kstate_kv_close(a));
+    /* Created timestamped: opening it plain is a format mismatch. */
+    kstate_kv_options_t o = kstate_kv_options_default();
+    o.value_format = KSTATE_FORMAT_PLAIN;
+    CHECK_ERR(kstate_kv_open(path, &o, &b), KSTATE_ERR_FORMAT_MISMATCH);
+    /* A regular file, and a directory of unrelated files, are not stores. */
+    char file[4300];
+    snprintf(file, sizeof file, "%s/plain-file", g_dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (f != NULL) {
+        fputs("hello", f);
+        fclose(f);
+    }
+    CHECK_ERR(kstate_kv_open(file, NULL, &b), KSTATE_ERR_NOT_A_STORE);
+    CHECK_ERR(kstate_kv_open(g_dir, NULL, &b), KSTATE_ERR_NOT_A_STORE);
+    /* A path through a regular file cannot be created. */
+    char under[4400];
+    snprintf(under, sizeof under, "%s/sub", file);
+    CHECK_ERR(kstate_kv_open(under, NULL, &b), KSTATE_ERR_IO);
+    CHECK(b == NULL);
+}
+
+static void test_crud(void) {
+    for (int e = 0; e < 2; e++) {
+        kstate_kv_t *s = open_with(ENGINES[e], KSTATE_FORMAT_TIMESTAMPED);
+        CHECK_OK(kstate_kv_put(s, KEY("a"), KEY("1"), 100));
+        CHECK_OK(kstate_kv_put(s, KEY("b"), KEY("2"), 200));
+        expect_get(s, "a", "1", 100);
+        expect_get(s, "zz", NULL, 0);
+        /* Overwrite. */
+        CHECK_OK(kstate_kv_put(s, KEY("a"), KEY("11"), 101));
+        expect_get(s, "a", "11", 101);
+
+        /* put_if_absent: existing returned, nothing written; absent written. */
+        kstate_bytes_t ex;
+        int64_t ext;
+        bool found;
+        CHECK_OK(kstate_kv_put_if_absent(s, KEY("a"), KEY("x"), 5, &ex, &ext, &found));
+        CHECK(found && bytes_eq(ex, "11") && ext == 101);
+        kstate_bytes_free(&ex);
+        expect_get(s, "a", "11", 101);
+        CHECK_OK(kstate_kv_put_if_absent(s, KEY("c"), KEY("3"), 300, &ex, &ext, &found));
+        CHECK(!found && ex.ptr == NULL && ex.len == 0 && ext == 0);
+        expect_get(s, "c", "3", 300);
+
+        /* delete returns the old value. */
+        kstate_bytes_t old;
+        int64_t oldt;
+        CHECK_OK(kstate_kv_delete(s, KEY("b"), &old, &oldt, &found));
+        CHECK(found && bytes_eq(old, "2") && oldt == 200);
+        kstate_bytes_free(&old);
+        CHECK_OK(kstate_kv_delete(s, KEY("b"), &old, &oldt, &found));
+        CHECK(!found && old.ptr == NULL);
+        expect_get(s, "b", NULL, 0);
+
+        /* Empty key and empty value are valid and distinct from absence. */
+        CHECK_OK(kstate_kv_put(s, NULL, 0, NULL, 0, 7));
+        kstate_bytes_t v;
+        int64_t t;
+        CHECK_OK(kstate_kv_get(s, (const uint8_t *)"", 0, &v, &t, &found));
+        CHECK(found && v.len == 0 && v.ptr != NULL && t == 7);
+        kstate_bytes_free(&v);
+
+        /* Binary keys and values with NUL bytes. */
+        const uint8_t bk[3] = {0, 0xff, 0};
+        const uint8_t bv[4] = {1, 0, 2, 0};
+        CHECK_OK(kstate_kv_put(s, bk, 3, bv, 4, -5));
+        CHECK_OK(kstate_kv_get(s, bk, 3, &v, &t, &found));
+        CHECK(found && v.len == 4 && memcmp(v.ptr, bv, 4) == 0 && t == -5);
+        kstate_bytes_free(&v);
+
+        uint64_t n = 0;
+        CHECK_OK(kstate_kv_approximate_num_entries(s, &n));
+        CHECK(n >= 3);
+        CHECK_OK(kstate_kv_close(s));
+    }
+}
+
+static void test_put_all(void) {
+    for (int e = 0; e < 2; e++) {
+        kstate_kv_t *s = open_with(ENGINES[e], KSTATE_FORMAT_TIMESTAMPED);
+        kstate_kv_write_t w[3] = {
+            {(const uint8_t *)"k1", 2, (const uint8_t *)"v1", 2, 1},
+            {(const uint8_t *)"k2", 2, (const uint8_t *)"v2", 2, 2},
+            {(const uint8_t *)"k1", 2, (const uint8_t *)"v1b", 3, 3},
+        };
+        CHECK_OK(kstate_kv_put_all(s, w, 3));
+        expect_get(s, "k1", "v1b", 3);
+        expect_get(s, "k2", "v2", 2);
+        CHECK_OK(kstate_kv_put_all(s, NULL, 0));
+        /* One bad entry: nothing of the call is written. */
+        kstate_kv_write_t bad[2] = {
+            {(const uint8_t *)"k3", 2, (const uint8_t *)"v3", 2, 1},
+            {NULL, 5, NULL, 0, 0},
+        };
+        CHECK_ERR(kstate_kv_put_all(s, bad, 2), KSTATE_ERR_INVALID_ARGUMENT);
+        expect_get(s, "k3", NULL, 0);
+        bad[1].key = (const uint8_t *)"k4";
+        bad[1].key_len = 2;
+        bad[1].value_len = 3; /* NULL value with a length */
+        CHECK_ERR(kstate_kv_put_all(s, bad, 2), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_ERR(kstate_kv_put_all(s, NULL, 2), KSTATE_ERR_INVALID_ARGUMENT);
+        expect_get(s, "k3", NULL, 0);
+
+        /* Raw: values in Kafka's layout, NULL value deletes. */
+        uint8_t raw[10] = {0, 0, 0, 0, 0, 0, 0, 42, 'h', 'i'};
+        kstate_kv_write_t r[2] = {
+            {(const uint8_t *)"k5", 2, raw, 10, 0},
+            {(const uint8_t *)"k2", 2, NULL, 0, 0},
+        };
+        CHECK_OK(kstate_kv_put_all_raw(s, r, 2));
+        expect_get(s, "k5", "hi", 42);
+        expect_get(s, "k2", NULL, 0);
+        r[0].value_len = 3; /* too short for the timestamp prefix */
+        CHECK_ERR(kstate_kv_put_all_raw(s, r, 2), KSTATE_ERR_INVALID_VALUE);
+        CHECK_ERR(kstate_kv_put_all_raw(s, NULL, 1), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_OK(kstate_kv_close(s));
+    }
+}
+
+static void test_raw_and_plain(void) {
+    for (int e = 0; e < 2; e++) {
+        kstate_kv_t *s = open_with(ENGINES[e], KSTATE_FORMAT_PLAIN);
+        /* Typed functions need a timestamped store. */
+        CHECK_ERR(kstate_kv_put(s, KEY("a"), KEY("1"), 1), KSTATE_ERR_FORMAT_MISMATCH);
+        kstate_bytes_t v;
+        int64_t t;
+        bool found;
+        CHECK_ERR(kstate_kv_get(s, KEY("a"), &v, &t, &found), KSTATE_ERR_FORMAT_MISMATCH);
+        CHECK_ERR(kstate_kv_get_committed(s, KEY("a"), &v, &t, &found),
+                  KSTATE_ERR_FORMAT_MISMATCH);
+        CHECK_ERR(kstate_kv_delete(s, KEY("a"), &v, &t, &found), KSTATE_ERR_FORMAT_MISMATCH);
+        CHECK_ERR(kstate_kv_put_if_absent(s, KEY("a"), KEY("1"), 1, &v, &t, &found),
+                  KSTATE_ERR_FORMAT_MISMATCH);
+        kstate_kv_write_t w = {(const uint8_t *)"a", 1, (const uint8_t *)"1", 1, 1};
+        CHECK_ERR(kstate_kv_put_all(s, &w, 1), KSTATE_ERR_FORMAT_MISMATCH);
+
+        CHECK_OK(kstate_kv_put_raw(s, KEY("a"), KEY("plain")));
+        CHECK_OK(kstate_kv_get_raw(s, KSTATE_READ_UNCOMMITTED, KEY("a"), &v, &found));
+        CHECK(found && bytes_eq(v, "plain"));
+        kstate_bytes_free(&v);
+        CHECK_OK(kstate_kv_get_raw(s, KSTATE_READ_COMMITTED, KEY("a"), &v, &found));
+        CHECK(!found && v.ptr == NULL);
+        CHECK_ERR(kstate_kv_get_raw(s, 2, KEY("a"), &v, &found), KSTATE_ERR_INVALID_ARGUMENT);
+
+        /* Empty value (non-NULL pointer, length 0) is not a delete. */
+        CHECK_OK(kstate_kv_put_raw(s, KEY("empty"), (const uint8_t *)"", 0));
+        CHECK_OK(kstate_kv_get_raw(s, KSTATE_READ_UNCOMMITTED, KEY("empty"), &v, &found));
+        CHECK(found && v.len == 0 && v.ptr != NULL);
+        kstate_bytes_free(&v);
+        /* NULL value deletes. */
+        CHECK_OK(kstate_kv_put_raw(s, KEY("empty"), NULL, 0));
+        CHECK_OK(kstate_kv_get_raw(s, KSTATE_READ_UNCOMMITTED, KEY("empty"), &v, &found));
+        CHECK(!found);
+        CHECK_ERR(kstate_kv_put_raw(s, KEY("x"), NULL, 4), KSTATE_ERR_INVALID_ARGUMENT);
+
+        CHECK_OK(kstate_kv_put_if_absent_raw(s, KEY("a"), KEY("other"), &v, &found));
+        CHECK(found && bytes_eq(v, "plain"));
+        kstate_bytes_free(&v);
+        CHECK_OK(kstate_kv_put_if_absent_raw(s, KEY("b"), KEY("bee"), &v, &found));
+        CHECK(!found && v.ptr == NULL);
+        CHECK_OK(kstate_kv_delete_raw(s, KEY("b"), &v, &found));
+        CHECK(found && bytes_eq(v, "bee"));
+        kstate_bytes_free(&v);
+        CHECK_OK(kstate_kv_delete_raw(s, KEY("b"), &v, &found));
+        CHECK(!found);
+
+        /* Plain iteration: value == raw value, timestamp -1. */
+        kstate_kv_iter_t *it;
+        CHECK_OK(kstate_kv_all(s, &it));
+        kstate_kv_batch_t b;
+        CHECK_OK(kstate_kv_iter_next_batch(it, 10, 0, &b));
+        CHECK(b.len == 1);
+        if (b.len == 1) {
+            CHECK(b.entries[0].timestamp == -1);
+            CHECK(b.entries[0].value == b.entries[0].raw_value);
+            CHECK(b.entries[0].value_len == 5);
+        }
+        kstate_kv_batch_free(&b);
+        CHECK_OK(kstate_kv_iter_close(it));
+        CHECK_OK(kstate_kv_close(s));
+    }
+    /* Raw writes to a timestamped store are checked for the timestamp prefix. */
+    kstate_kv_t *s = open_with(KSTATE_ENGINE_MEMORY, KSTATE_FORMAT_TIMESTAMPED);
+    CHECK_ERR(kstate_kv_put_raw(s, KEY("k"), KEY("abc")), KSTATE_ERR_INVALID_VALUE);
+    kstate_bytes_t v;
+    bool found;
+    CHECK_ERR(kstate_kv_put_if_absent_raw(s, KEY("k"), KEY("abc"), &v, &found),
+              KSTATE_ERR_INVALID_VALUE);
+    uint8_t raw[9] = {0, 0, 0, 0, 0, 0, 0, 9, 'z'};
+    CHECK_OK(kstate_kv_put_raw(s, KEY("k"), raw, 9));
+    CHECK_OK(kstate_kv_get_raw(s, KSTATE_READ_UNCOMMITTED, KEY("k"), &v, &found));
+    CHECK(found && v.len == 9 && memcmp(v.ptr, raw, 9) == 0);
+    kstate_bytes_free(&v);
+    expect_get(s, "k", "z", 9);
+    CHECK_OK(kstate_kv_close(s));
+}
+
+static void test_limits(void) {
+    kstate_kv_t *s = open_with(KSTATE_ENGINE_MEMORY, KSTATE_FORMAT_PLAIN);
+    size_t big_key = (size_t)KSTATE_MAX_KEY_BYTES + 1;
+    uint8_t *k = calloc(big_key, 1);
+    CHECK(k != NULL);
+    CHECK_ERR(kstate_kv_put_raw(s, k, big_key, KEY("v")), KSTATE_ERR_KEY_TOO_LARGE);
+    kstate_bytes_t v;
+    bool found;
+    CHECK_ERR(kstate_kv_get_raw(s, KSTATE_READ_UNCOMMITTED, k, big_key, &v, &found),
+              KSTATE_ERR_KEY_TOO_LARGE);
+    free(k);
+    /* Never read by kstate: the length is rejected first, so leave it uninitialised. */
+    size_t big_value = (size_t)KSTATE_MAX_VALUE_BYTES + 1;
+    uint8_t *val = malloc(big_value);
+    CHECK(val != NULL);
+    CHECK_ERR(kstate_kv_put_raw(s, KEY("k"), val, big_value), KSTATE_ERR_VALUE_TOO_LARGE);
+    free(val);
+    CHECK_OK(kstate_kv_close(s));
+}
+
+static void test_iterators(void) {
+    for (int e = 0; e < 2; e++) {
+        kstate_kv_t *s = open_with(ENGINES[e], KSTATE_FORMAT_TIMESTAMPED);
+        const char *keys[] = {"a", "b", "ba", "bb", "c", "d"};
+        for (int i = 0; i < 6; i++) {
+            CHECK_OK(kstate_kv_put(s, KEY(keys[i]), KEY(keys[i]), i));
+        }
+        kstate_offset_t off = {"t", 0, 1, true};
+        CHECK_OK(kstate_kv_commit(s, &off, 1, NULL, 0));
+        /* An uncommitted write, visible only to writer-view iterators. */
+        CHECK_OK(kstate_kv_put(s, KEY("bz"), KEY("new"), 9));
+
+        char out[256];
+        kstate_kv_iter_t *it = (kstate_kv_iter_t *)0x1;
+        CHECK_OK(kstate_kv_range(s, KEY("b"), KEY("c"), &it));
+        CHECK(drain(it, 2, out, sizeof out) == 5 && strcmp(out, "b,ba,bb,bz,c") == 0);
+        CHECK_OK(kstate_kv_iter_close(it));
+        CHECK_OK(kstate_kv_reverse_range(s, KEY("b"), KEY("c"), &it));
+        CHECK(drain(it, 1, out, sizeof out) == 5 && strcmp(out, "c,bz,bb,ba,b") == 0);
+        CHECK_OK(kstate_kv_iter_close(it));
+        /* Open ends and swapped bounds. */
+        CHECK_OK(kstate_kv_range(s, NULL, 0, KEY("b"), &it));
+        CHECK(drain(it, 100, out, sizeof out) == 2 && strcmp(out, "a,b") == 0);
+        CHECK_OK(kstate_kv_iter_close(it));
+        CHECK_OK(kstate_kv_range(s, KEY("c"), NULL, 0, &it));
+        CHECK(drain(it, 100, out, sizeof out) == 2 && strcmp(out, "c,d") == 0);
+        CHECK_OK(kstate_kv_iter_close(it));
+        CHECK_OK(kstate_kv_range(s, KEY("d"), KEY("a"), &it));
+        CHECK(drain(it, 100, out, sizeof out) == 0);
+        CHECK_OK(kstate_kv_iter_close(it));
+        CHECK_OK(kstate_kv_all(s, &it));
+        CHECK(drain(it, 3, out, sizeof out) == 7 && strcmp(out, "a,b,ba,bb,bz,c,d") == 0);
+        CHECK_OK(kstate_kv_iter_close(it));
+        CHECK_OK(kstate_kv_reverse_all(s, &it));
+        CHECK(drain(it, 1000, out, sizeof out) == 7 && strcmp(out, "d,c,bz,bb,ba,b,a") == 0);
+        CHECK_OK(kstate_kv_iter_close(it));
+        CHECK_OK(kstate_kv_prefix_scan(s, KEY("b"), &it));
+        CHECK(drain(it, 2, out, sizeof out) == 4 && strcmp(out, "b,ba,bb,bz") == 0);
+        CHECK_OK(kstate_kv_iter_close(it));
+        CHECK_OK(kstate_kv_prefix_scan(s, NULL, 0, &it));
+        CHECK(drain(it, 2, out, sizeof out) == 7);
+        CHECK_OK(kstate_kv_iter_close(it));
+        /* Committed scans do not see the uncommitted write. */
+        CHECK_OK(kstate_kv_scan(s, KSTATE_READ_COMMITTED, NULL, 0, NULL, 0, false, &it));
+        CHECK(drain(it, 4, out, sizeof out) == 6 && strcmp(out, "a,b,ba,bb,c,d") == 0);
+        CHECK_OK(kstate_kv_iter_close(it));
+        CHECK_OK(kstate_kv_scan(s, KSTATE_READ_UNCOMMITTED, KEY("b"), KEY("bb"), true, &it));
+        CHECK(drain(it, 4, out, sizeof out) == 3 && strcmp(out, "bb,ba,b") == 0);
+        CHECK_OK(kstate_kv_iter_close(it));
+
+        /* Entry contents: value without timestamp, timestamp, raw Kafka layout. */
+        CHECK_OK(kstate_kv_range(s, KEY("bz"), KEY("bz"), &it));
+        kstate_kv_batch_t b;
+        CHECK_OK(kstate_kv_iter_next_batch(it, 10, 0, &b));
+        CHECK(b.len == 1);
+        if (b.len == 1) {
+            const kstate_kv_entry_t *en = &b.entries[0];
+            CHECK(en->key_len == 2 && memcmp(en->key, "bz", 2) == 0);
+            CHECK(en->value_len == 3 && memcmp(en->value, "new", 3) == 0);
+            CHECK(en->timestamp == 9);
+            CHECK(en->raw_value_len == 11 && en->raw_value[7] == 9);
+            CHECK(en->raw_value + 8 == en->value);
+        }
+        kstate_kv_batch_free(&b);
+        kstate_kv_batch_free(&b); /* reset to empty: harmless */
+        CHECK_OK(kstate_kv_iter_close(it));
+
+        /* max_bytes stops a batch early (but always returns at least one entry). */
+        CHECK_OK(kstate_kv_all(s, &it));
+        CHECK_OK(kstate_kv_iter_next_batch(it, 100, 1, &b));
+        CHECK(b.len == 1);
+        kstate_kv_batch_free(&b);
+        /* b (1 + 9 bytes), ba (2 + 10): 22 bytes, under 25; bb reaches it and ends the batch. */
+        CHECK_OK(kstate_kv_iter_next_batch(it, 100, 25, &b));
+        CHECK(b.len == 3);
+        kstate_kv_batch_free(&b);
+        CHECK_ERR(kstate_kv_iter_next_batch(it, 0, 0, &b), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK(b.len == 0 && b.entries == NULL);
+        CHECK_ERR(kstate_kv_iter_next_batch(it, 1, 0, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_OK(kstate_kv_iter_close(it));
+        /* A used-up, closed iterator handle. */
+        CHECK_ERR(kstate_kv_iter_next_batch(it, 1, 0, &b), KSTATE_ERR_ITERATOR_CLOSED);
+        CHECK_ERR(kstate_kv_iter_close(it), KSTATE_ERR_ITERATOR_CLOSED);
+
+        /* Bad arguments. */
+        CHECK_ERR(kstate_kv_range(s, NULL, 1, NULL, 0, &it), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK(it == NULL);
+        CHECK_ERR(kstate_kv_range(s, NULL, 0, NULL, 1, &it), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_ERR(kstate_kv_reverse_range(s, NULL, 3, NULL, 0, &it),
+                  KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_ERR(kstate_kv_prefix_scan(s, NULL, 2, &it), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_ERR(kstate_kv_scan(s, 5, NULL, 0, NULL, 0, false, &it), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_ERR(kstate_kv_all(s, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_ERR(kstate_kv_reverse_all(s, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_ERR(kstate_kv_range(s, NULL, 0, NULL, 0, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+
+        /* Closing the store closes its iterators; their handles still need releasing. */
+        kstate_kv_iter_t *live;
+        CHECK_OK(kstate_kv_all(s, &live));
+        CHECK_OK(kstate_kv_iter_next_batch(live, 1, 0, &b));
+        CHECK(b.len == 1);
+        CHECK_OK(kstate_kv_close(s));
+        /* The batch taken before the close stays valid. */
+        CHECK(b.len == 1 && b.entries[0].key_len == 1 && b.entries[0].key[0] == 'a');
+        kstate_kv_batch_free(&b);
+        CHECK_ERR(kstate_kv_iter_next_batch(live, 1, 0, &b), KSTATE_ERR_ITERATOR_CLOSED);
+        CHECK_OK(kstate_kv_iter_close(live));
+        CHECK_ERR(kstate_kv_iter_close(live), KSTATE_ERR_ITERATOR_CLOSED);
+        CHECK_ERR(kstate_kv_all(s, &it), KSTATE_ERR_STORE_CLOSED);
+        CHECK(it == NULL);
+    }
+}
+
+static void test_transactions(void) {
+    const char *path = fresh_path();
+    kstate_kv_t *s;
+    CHECK_OK(kstate_kv_open(path, NULL, &s));
+    CHECK_OK(kstate_kv_put(s, KEY("a"), KEY("1"), 1));
+    expect_committed(s, "a", NULL);
+    uint64_t bytes = 0;
+    CHECK_OK(kstate_kv_approximate_num_uncommitted_bytes(s, &bytes));
+    CHECK(bytes > 0);
+
+    int64_t off = 0;
+    bool found = true;
+    CHECK_OK(kstate_kv_committed_offset(s, "topic-a", 0, &off, &found));
+    CHECK(!found && off == 0);
+    kstate_offset_t offs[3] = {
+        {"topic-a", 0, 41, true},
+        {"topic-a", 1, -4, true}, /* OFFSET_UNKNOWN is a valid value */
+        {"topic-b", 7, 9, true},
+    };
+    const uint8_t meta[3] = {1, 2, 3};
+    CHECK_OK(kstate_kv_commit(s, offs, 3, meta, 3));
+    expect_committed(s, "a", "1");
+    CHECK_OK(kstate_kv_approximate_num_uncommitted_bytes(s, &bytes));
+    CHECK(bytes == 0);
+    CHECK_OK(kstate_kv_committed_offset(s, "topic-a", 0, &off, &found));
+    CHECK(found && off == 41);
+    CHECK_OK(kstate_kv_committed_offset(s, "topic-a", 1, &off, &found));
+    CHECK(found && off == -4);
+    kstate_bytes_t m;
+    CHECK_OK(kstate_kv_committed_metadata(s, &m, &found));
+    CHECK(found && m.len == 3 && memcmp(m.ptr, meta, 3) == 0);
+    kstate_bytes_free(&m);
+
+    /* has_offset=false removes one partition; NULL metadata keeps the blob. */
+    kstate_offset_t clear_one = {"topic-a", 1, 0, false};
+    CHECK_OK(kstate_kv_commit(s, &clear_one, 1, NULL, 0));
+    CHECK_OK(kstate_kv_committed_offset(s, "topic-a", 1, &off, &found));
+    CHECK(!found);
+    CHECK_OK(kstate_kv_committed_offset(s, "topic-b", 7, &off, &found));
+    CHECK(found && off == 9);
+    CHECK_OK(kstate_kv_committed_metadata(s, &m, &found));
+    CHECK(found && m.len == 3);
+    kstate_bytes_free(&m);
+
+    /* Rollback discards the transaction. */
+    CHECK_OK(kstate_kv_put(s, KEY("b"), KEY("2"), 2));
+    CHECK_OK(kstate_kv_delete(s, KEY("a"), &m, &off, &found));
+    kstate_bytes_free(&m);
+    CHECK_OK(kstate_kv_rollback(s));
+    expect_get(s, "a", "1", 1);
+    expect_get(s, "b", NULL, 0);
+
+    /* Uncommitted writes are discarded by close; committed state survives reopen. */
+    CHECK_OK(kstate_kv_put(s, KEY("c"), KEY("3"), 3));
+    CHECK_OK(kstate_kv_close(s));
+    CHECK_OK(kstate_kv_open(path, NULL, &s));
+    expect_get(s, "a", "1", 1);
+    expect_get(s, "c", NULL, 0);
+    CHECK_OK(kstate_kv_committed_offset(s, "topic-a", 0, &off, &found));
+    CHECK(found && off == 41);
+
+    /* An empty offsets array removes every committed offset. */
+    CHECK_OK(kstate_kv_commit(s, NULL, 0, NULL, 0));
+    CHECK_OK(kstate_kv_committed_offset(s, "topic-a", 0, &off, &found));
+    CHECK(!found);
+    CHECK_OK(kstate_kv_committed_offset(s, "topic-b", 7, &off, &found));
+    CHECK(!found);
+
+    /* Topic names: NULL or invalid UTF-8 are rejected, nothing is committed. */
+    CHECK_OK(kstate_kv_put(s, KEY("d"), KEY("4"), 4));
+    const char bad_utf8[] = {'t', (char)0xff, (char)0xfe, 0};
+    kstate_offset_t bad = {bad_utf8, 0, 1, true};
+    CHECK_ERR(kstate_kv_commit(s, &bad, 1, NULL, 0), KSTATE_ERR_INVALID_ARGUMENT);
+    bad.topic = NULL;
+    CHECK_ERR(kstate_kv_commit(s, &bad, 1, NULL, 0), KSTATE_ERR_INVALID_ARGUMENT);
+    expect_committed(s, "d", NULL);
+    CHECK_ERR(kstate_kv_commit(s, NULL, 2, NULL, 0), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_commit(s, NULL, 0, NULL, 4), KSTATE_ERR_INVALID_ARGUMENT);
+    off = 5;
+    found = true;
+    CHECK_ERR(kstate_kv_committed_offset(s, bad_utf8, 0, &off, &found),
+              KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK(off == 0 && !found);
+    CHECK_ERR(kstate_kv_committed_offset(s, NULL, 0, &off, &found), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_committed_offset(s, "t", 0, NULL, &found), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_committed_offset(s, "t", 0, &off, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_committed_metadata(s, NULL, &found), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_committed_metadata(s, &m, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK(m.ptr == NULL && m.len == 0);
+    CHECK_OK(kstate_kv_commit(s, NULL, 0, NULL, 0));
+    expect_committed(s, "d", "4");
+    CHECK_OK(kstate_kv_close(s));
+}
+
+static void test_spill(void) {
+    for (int e = 0; e < 2; e++) {
+        kstate_kv_options_t o = kstate_kv_options_default();
+        o.engine = ENGINES[e];
+        o.max_uncommitted_bytes = 2048; /* far below what is written: it spills */
+        kstate_kv_t *s;
+        CHECK_OK(kstate_kv_open(fresh_path(), &o, &s));
+        char key[32];
+        char val[64];
+        for (int i = 0; i < 500; i++) {
+            snprintf(key, sizeof key, "key-%05d", i);
+            snprintf(val, sizeof val, "value-%05d-padding-padding", i);
+            CHECK_OK(kstate_kv_put(s, KEY(key), KEY(val), i));
+        }
+        uint64_t bytes = 0;
+        CHECK_OK(kstate_kv_approximate_num_uncommitted_bytes(s, &bytes));
+        CHECK(bytes > 2048);
+        expect_get(s, "key-00123", "value-00123-padding-padding", 123);
+        expect_committed(s, "key-00123", NULL);
+        kstate_offset_t off = {"t", 0, 500, true};
+        CHECK_OK(kstate_kv_commit(s, &off, 1, NULL, 0));
+        expect_committed(s, "key-00499", "value-00499-padding-padding");
+        kstate_kv_iter_t *it;
+        char out[16];
+        CHECK_OK(kstate_kv_prefix_scan(s, KEY("key-001"), &it));
+        size_t n = 0;
+        for (;;) {
+            kstate_kv_batch_t b;
+            CHECK_OK(kstate_kv_iter_next_batch(it, 37, 0, &b));
+            if (b.len == 0) {
+                break;
+            }
+            n += b.len;
+            kstate_kv_batch_free(&b);
+        }
+        (void)out;
+        CHECK(n == 100);
+        CHECK_OK(kstate_kv_iter_close(it));
+        uint64_t count = 0;
+        CHECK_OK(kstate_kv_approximate_num_entries(s, &count));
+        CHECK(count > 0);
+        CHECK_OK(kstate_kv_close(s));
+    }
+}
+
+/* Every store function on a NULL, forged and closed handle; every NULL out-pointer. */
+static void check_all_on_handle(kstate_kv_t *s, int32_t code) {
+    kstate_bytes_t v;
+    int64_t t;
+    bool f;
+    uint64_t n;
+    kstate_kv_iter_t *it;
+    kstate_kv_write_t w = {(const uint8_t *)"k", 1, (const uint8_t *)"v", 1, 1};
+    kstate_offset_t o = {"t", 0, 1, true};
+    CHECK_ERR(kstate_kv_put(s, KEY("k"), KEY("v"), 1), code);
+    CHECK_ERR(kstate_kv_put_if_absent(s, KEY("k"), KEY("v"), 1, &v, &t, &f), code);
+    CHECK_ERR(kstate_kv_get(s, KEY("k"), &v, &t, &f), code);
+    CHECK_ERR(kstate_kv_get_committed(s, KEY("k"), &v, &t, &f), code);
+    CHECK_ERR(kstate_kv_delete(s, KEY("k"), &v, &t, &f), code);
+    CHECK_ERR(kstate_kv_put_all(s, &w, 1), code);
+    CHECK_ERR(kstate_kv_put_raw(s, KEY("k"), KEY("12345678v")), code);
+    CHECK_ERR(kstate_kv_put_if_absent_raw(s, KEY("k"), KEY("12345678v"), &v, &f), code);
+    CHECK_ERR(kstate_kv_get_raw(s, KSTATE_READ_COMMITTED, KEY("k"), &v, &f), code);
+    CHECK_ERR(kstate_kv_delete_raw(s, KEY("k"), &v, &f), code);
+    CHECK_ERR(kstate_kv_put_all_raw(s, &w, 0), code);
+    CHECK_ERR(kstate_kv_commit(s, &o, 1, NULL, 0), code);
+    CHECK_ERR(kstate_kv_committed_offset(s, "t", 0, &t, &f), code);
+    CHECK_ERR(kstate_kv_committed_metadata(s, &v, &f), code);
+    CHECK_ERR(kstate_kv_rollback(s), code);
+    CHECK_ERR(kstate_kv_approximate_num_entries(s, &n), code);
+    CHECK_ERR(kstate_kv_approximate_num_uncommitted_bytes(s, &n), code);
+    CHECK_ERR(kstate_kv_range(s, NULL, 0, NULL, 0, &it), code);
+    CHECK_ERR(kstate_kv_reverse_range(s, NULL, 0, NULL, 0, &it), code);
+    CHECK_ERR(kstate_kv_all(s, &it), code);
+    CHECK_ERR(kstate_kv_reverse_all(s, &it), code);
+    CHECK_ERR(kstate_kv_prefix_scan(s, KEY("k"), &it), code);
+    CHECK_ERR(kstate_kv_scan(s, KSTATE_READ_COMMITTED, NULL, 0, NULL, 0, true, &it), code);
+    CHECK(it == NULL);
+    CHECK_ERR(kstate_kv_close(s), code);
+}
+
+static void test_bad_handles(void) {
+    check_all_on_handle(NULL, KSTATE_ERR_INVALID_HANDLE);
+    check_all_on_handle((kstate_kv_t *)(uintptr_t)0xdeadbeef, KSTATE_ERR_INVALID_HANDLE);
+    kstate_kv_t *s = open_with(KSTATE_ENGINE_ROCKSDB, KSTATE_FORMAT_TIMESTAMPED);
+    CHECK_OK(kstate_kv_close(s));
+    /* A closed handle, including a second close. */
+    check_all_on_handle(s, KSTATE_ERR_STORE_CLOSED);
+    CHECK_ERR(kstate_kv_close(s), KSTATE_ERR_STORE_CLOSED);
+
+    kstate_kv_batch_t b;
+    CHECK_ERR(kstate_kv_iter_next_batch(NULL, 1, 0, &b), KSTATE_ERR_INVALID_HANDLE);
+    CHECK_ERR(kstate_kv_iter_next_batch((kstate_kv_iter_t *)(uintptr_t)0x77, 1, 0, &b),
+              KSTATE_ERR_INVALID_HANDLE);
+    CHECK_ERR(kstate_kv_iter_close(NULL), KSTATE_ERR_INVALID_HANDLE);
+    CHECK_ERR(kstate_kv_iter_close((kstate_kv_iter_t *)(uintptr_t)0x77),
+              KSTATE_ERR_INVALID_HANDLE);
+
+    /* A handle of one kind cast to the other is not mistaken for a live object. */
+    s = open_with(KSTATE_ENGINE_MEMORY, KSTATE_FORMAT_TIMESTAMPED);
+    kstate_kv_iter_t *it;
+    CHECK_OK(kstate_kv_all(s, &it));
+    check_all_on_handle((kstate_kv_t *)it, KSTATE_ERR_INVALID_HANDLE);
+    CHECK_ERR(kstate_kv_iter_next_batch((kstate_kv_iter_t *)s, 1, 0, &b),
+              KSTATE_ERR_INVALID_HANDLE);
+    CHECK_ERR(kstate_kv_iter_close((kstate_kv_iter_t *)s), KSTATE_ERR_INVALID_HANDLE);
+    CHECK_OK(kstate_kv_iter_next_batch(it, 1, 0, &b)); /* both still work */
+    kstate_kv_batch_free(&b);
+    CHECK_OK(kstate_kv_iter_close(it));
+    CHECK_OK(kstate_kv_close(s));
+}
+
+static void test_null_out_params(void) {
+    kstate_kv_t *s = open_with(KSTATE_ENGINE_MEMORY, KSTATE_FORMAT_TIMESTAMPED);
+    CHECK_OK(kstate_kv_put(s, KEY("k"), KEY("v"), 1));
+    kstate_bytes_t v = {(uint8_t *)0x5, 5};
+    int64_t t = 5;
+    bool f = true;
+    /* Each NULL out-parameter fails, and the others were initialised on entry. */
+    CHECK_ERR(kstate_kv_get(s, KEY("k"), NULL, &t, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK(t == 0 && !f);
+    CHECK_ERR(kstate_kv_get(s, KEY("k"), &v, NULL, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK(v.ptr == NULL && v.len == 0);
+    CHECK_ERR(kstate_kv_get(s, KEY("k"), &v, &t, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_get_committed(s, KEY("k"), &v, &t, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_get_committed(s, KEY("k"), NULL, &t, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_delete(s, KEY("k"), NULL, &t, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_delete(s, KEY("k"), &v, NULL, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_delete(s, KEY("k"), &v, &t, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put_if_absent(s, KEY("n"), KEY("v"), 1, NULL, &t, &f),
+              KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put_if_absent(s, KEY("n"), KEY("v"), 1, &v, NULL, &f),
+              KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put_if_absent(s, KEY("n"), KEY("v"), 1, &v, &t, NULL),
+              KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put_if_absent_raw(s, KEY("n"), KEY("12345678"), NULL, &f),
+              KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put_if_absent_raw(s, KEY("n"), KEY("12345678"), &v, NULL),
+              KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_get_raw(s, 0, KEY("k"), NULL, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_get_raw(s, 0, KEY("k"), &v, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_delete_raw(s, KEY("k"), NULL, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_delete_raw(s, KEY("k"), &v, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_approximate_num_entries(s, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_approximate_num_uncommitted_bytes(s, NULL), KSTATE_ERR_INVALID_ARGUMENT);
+    /* Nothing was changed by the failed calls. */
+    expect_get(s, "k", "v", 1);
+    expect_get(s, "n", NULL, 0);
+
+    /* NULL data with a non-zero length, for every data argument. */
+    CHECK_ERR(kstate_kv_put(s, NULL, 1, KEY("v"), 1), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put(s, KEY("k"), NULL, 1, 1), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_get(s, NULL, 1, &v, &t, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_get_committed(s, NULL, 1, &v, &t, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_delete(s, NULL, 1, &v, &t, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put_if_absent(s, NULL, 1, KEY("v"), 1, &v, &t, &f),
+              KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put_if_absent(s, KEY("k"), NULL, 1, 1, &v, &t, &f),
+              KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put_raw(s, NULL, 1, NULL, 0), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put_if_absent_raw(s, KEY("k"), NULL, 8, &v, &f),
+              KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_put_if_absent_raw(s, NULL, 8, KEY("12345678"), &v, &f),
+              KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_get_raw(s, 0, NULL, 1, &v, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_delete_raw(s, NULL, 1, &v, &f), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_commit(s, NULL, 0, NULL, 1), KSTATE_ERR_INVALID_ARGUMENT);
+    expect_get(s, "k", "v", 1);
+    CHECK_OK(kstate_kv_close(s));
+}
+
+int main(void) {
+    make_scratch(g_dir, sizeof g_dir);
+    RUN(test_version_and_errors);
+    RUN(test_options);
+    RUN(test_open_errors);
+    RUN(test_crud);
+    RUN(test_put_all);
+    RUN(test_raw_and_plain);
+    RUN(test_limits);
+    RUN(test_iterators);
+    RUN(test_transactions);
+    RUN(test_spill);
+    RUN(test_bad_handles);
+    RUN(test_null_out_params);
+    remove_tree(g_dir);
+    return finish();
+}
