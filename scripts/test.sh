@@ -29,7 +29,7 @@ fi
 c_passed=0; c_failed=0
 if [ -f tests/c/run.sh ]; then
   step "C suite (ASan/UBSan, valgrind)"
-  KSTATE_SKIP_CARGO=1 bash tests/c/run.sh 2>&1 | tee "$log_dir/c-suite.log"
+  bash tests/c/run.sh 2>&1 | tee "$log_dir/c-suite.log"
   read -r c_passed c_failed < <(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log_dir/c-suite.log" | tail -1 | awk '{print $1, $3}')
 fi
 

@@ -49,63 +49,51 @@ fn family_has_entries(engine: &RocksEngine, family: Family) -> Result<bool> {
 }
 
 /// Opens the RocksDB store at `path`, creating it if the path is vacant.
+///
+/// Creating or adopting a store adds kstate's column families first and writes the header
+/// second, so a crash in between leaves an empty `kstate_meta` family. kstate writes the
+/// header before any other record, so such a store is treated as not yet created (or not
+/// yet adopted) and the creation is redone, checks included.
 pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Arc<dyn Engine>> {
     let format = options.value_format;
-    let data = data_family(format);
-    let wanted = [data, Family::Meta, Family::Spill];
+    let wanted = [data_family(format), Family::Meta, Family::Spill];
     let existing = match probe(path)? {
-        Probe::Vacant => {
-            let engine = RocksEngine::open(path, &wanted, &options.rocksdb)?;
-            engine.write(
-                &[BatchOp::Put(
-                    Family::Meta,
-                    meta::KEY_HEADER,
-                    &header_for(format),
-                )],
-                true,
-            )?;
-            return Ok(Arc::new(engine));
-        }
+        Probe::Vacant => Vec::new(),
         Probe::Database(families) => families,
     };
     let has = |f: Family| existing.iter().any(|n| n == f.cf_name());
     if has(Family::Meta) {
         let engine = RocksEngine::open(path, &wanted, &options.rocksdb)?;
-        let raw = engine.get(Family::Meta, meta::KEY_HEADER)?.ok_or_else(|| {
-            Error::Corruption("kstate metadata column family has no header record".into())
-        })?;
-        let header = StoreHeader::decode(&raw)?;
-        if header.value_format != format {
-            return Err(Error::FormatMismatch(format!(
-                "store at {} was created {} and cannot be opened {}",
-                path.display(),
-                header.value_format.name(),
-                format.name()
-            )));
+        match engine.get(Family::Meta, meta::KEY_HEADER)? {
+            Some(raw) => {
+                let header = StoreHeader::decode(&raw)?;
+                if header.value_format != format {
+                    return Err(Error::FormatMismatch(format!(
+                        "store at {} was created {} and cannot be opened {}",
+                        path.display(),
+                        header.value_format.name(),
+                        format.name()
+                    )));
+                }
+                return Ok(Arc::new(engine));
+            }
+            None if family_has_entries(&engine, Family::Meta)? => {
+                return Err(Error::Corruption(
+                    "kstate metadata column family has records but no header".into(),
+                ));
+            }
+            None => check_adoptable(path, &engine, format)?,
         }
-        return Ok(Arc::new(engine));
+        drop(engine);
+    } else if !existing.is_empty() {
+        // A Kafka Streams RocksDB store (RocksDBStore or RocksDBTimestampedStore): look at
+        // it with only its own families before adding ours.
+        check_adoptable(
+            path,
+            &RocksEngine::open(path, &[], &options.rocksdb)?,
+            format,
+        )?;
     }
-    // A Kafka Streams RocksDB store (RocksDBStore or RocksDBTimestampedStore): look at it
-    // with only its own families before adding ours.
-    let foreign = RocksEngine::open(path, &[], &options.rocksdb)?;
-    let other = match format {
-        ValueFormat::Plain => Family::Timestamped,
-        ValueFormat::Timestamped => Family::Plain,
-    };
-    if has(other) && family_has_entries(&foreign, other)? {
-        return Err(Error::FormatMismatch(format!(
-            "Kafka Streams store at {} holds {} values in column family '{}'; it cannot be \
-             opened {} without an upgrade",
-            path.display(),
-            match other {
-                Family::Plain => "plain",
-                _ => "timestamped",
-            },
-            other.cf_name(),
-            format.name()
-        )));
-    }
-    drop(foreign);
     let engine = RocksEngine::open(path, &wanted, &options.rocksdb)?;
     engine.write(
         &[BatchOp::Put(
@@ -116,4 +104,22 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Arc<dy
         true,
     )?;
     Ok(Arc::new(engine))
+}
+
+/// Refuses a store whose existing values are in the other format.
+fn check_adoptable(path: &Path, engine: &RocksEngine, format: ValueFormat) -> Result<()> {
+    let (other, other_name) = match format {
+        ValueFormat::Plain => (Family::Timestamped, "timestamped"),
+        ValueFormat::Timestamped => (Family::Plain, "plain"),
+    };
+    if engine.has_family(other) && family_has_entries(engine, other)? {
+        return Err(Error::FormatMismatch(format!(
+            "Kafka Streams store at {} holds {other_name} values in column family '{}'; it \
+             cannot be opened {} without an upgrade",
+            path.display(),
+            other.cf_name(),
+            format.name()
+        )));
+    }
+    Ok(())
 }

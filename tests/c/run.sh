@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs kstate's C test suite against include/kstate.h and target/release/libkstate.so:
 #   1. cargo build --release --lib (skipped when KSTATE_SKIP_CARGO=1);
-#   2. checks that the example in docs/c-api.md is tests/c/example.c, byte for byte;
+#   2. checks that the example in README.md is tests/c/example.c, byte for byte;
 #   3. builds every tests/c/*.c with -std=c99 -Wall -Wextra -Werror and
 #      -fsanitize=address,undefined, runs them (LeakSanitizer on);
 #   4. rebuilds them without sanitizers and runs them under valgrind (smaller sizes via
@@ -32,10 +32,10 @@ fi
 [[ -f include/kstate.h ]] || { echo "missing include/kstate.h"; exit 1; }
 
 # The documented example must be the compiled one.
-if diff <(awk '/^```c$/ {on = 1; next} /^```$/ {on = 0} on' docs/c-api.md) tests/c/example.c >/dev/null; then
-    pass "docs/c-api.md example is tests/c/example.c"
+if diff <(awk '/^```c$/ {on = 1; next} /^```$/ {on = 0} on' README.md) tests/c/example.c >/dev/null; then
+    pass "README.md example is tests/c/example.c"
 else
-    fail "docs/c-api.md example differs from tests/c/example.c"
+    fail "README.md example differs from tests/c/example.c"
 fi
 
 # The header stands alone: strict C99, and C++ (it has extern "C" guards).
