@@ -110,11 +110,35 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         context.register(root, new RestoreCallback());
     }
 
-    private static IsolationLevel isolationFrom(Map<String, Object> configs) {
-        Object v = configs == null ? null : configs.get(StreamsConfig.DEFAULT_INTERACTIVE_QUERY_ISOLATION_LEVEL_CONFIG);
-        if (v == null) {
+    /**
+     * The isolation level of IQv1 reads from threads other than the writers: {@value
+     * KstateStoreOptions#IQ_ISOLATION_LEVEL_CONFIG} if set; else Kafka's {@code
+     * default.interactive.query.isolation.level} when it says READ_COMMITTED, or when {@code
+     * enable.transactional.statestores=true} (Kafka documents the setting as meaningful only
+     * then; its default is READ_UNCOMMITTED); else READ_COMMITTED, kstate's own default.
+     */
+    static IsolationLevel isolationFrom(Map<String, Object> configs) {
+        if (configs == null) {
             return IsolationLevel.READ_COMMITTED;
         }
+        Object own = configs.get(KstateStoreOptions.IQ_ISOLATION_LEVEL_CONFIG);
+        if (own != null) {
+            return parseIsolation(own);
+        }
+        Object kafka = configs.get(StreamsConfig.DEFAULT_INTERACTIVE_QUERY_ISOLATION_LEVEL_CONFIG);
+        if (kafka == null) {
+            return IsolationLevel.READ_COMMITTED;
+        }
+        IsolationLevel level = parseIsolation(kafka);
+        Object transactional = configs.get(StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG);
+        if (level == IsolationLevel.READ_COMMITTED
+            || (transactional != null && Boolean.parseBoolean(String.valueOf(transactional).trim()))) {
+            return level;
+        }
+        return IsolationLevel.READ_COMMITTED;
+    }
+
+    private static IsolationLevel parseIsolation(Object v) {
         if (v instanceof IsolationLevel) {
             return (IsolationLevel) v;
         }

@@ -15,6 +15,7 @@ import java.util.Map;
  * <tr><td>{@value #SYNC_ON_COMMIT_CONFIG}</td><td>fsync the WAL on every commit</td><td>false</td></tr>
  * <tr><td>{@value #BLOCK_CACHE_BYTES_CONFIG}</td><td>RocksDB block cache per store</td><td>50 MiB</td></tr>
  * <tr><td>{@value #WRITE_BUFFER_BYTES_CONFIG}</td><td>RocksDB memtable size</td><td>16 MiB</td></tr>
+ * <tr><td>{@value #IQ_ISOLATION_LEVEL_CONFIG}</td><td>isolation of IQv1 reads from other threads</td><td>READ_COMMITTED</td></tr>
  * <tr><td>{@value #ENGINE_CONFIG}</td><td>engine of DSL stores made by {@link KstateDslStoreSuppliers}</td><td>rocksdb</td></tr>
  * </table>
  */
@@ -27,6 +28,11 @@ public final class KstateStoreOptions {
     public static final String BLOCK_CACHE_BYTES_CONFIG = "kstate.rocksdb.block.cache.bytes";
     /** Application-wide default of {@link Builder#writeBufferBytes}. */
     public static final String WRITE_BUFFER_BYTES_CONFIG = "kstate.rocksdb.write.buffer.bytes";
+    /**
+     * Isolation level (READ_COMMITTED or READ_UNCOMMITTED) of IQv1 reads from threads that do
+     * not write the store; overrides Kafka's {@code default.interactive.query.isolation.level}.
+     */
+    public static final String IQ_ISOLATION_LEVEL_CONFIG = "kstate.interactive.query.isolation.level";
     /** Engine of the DSL stores made by {@link KstateDslStoreSuppliers}: rocksdb or memory. */
     public static final String ENGINE_CONFIG = "kstate.engine";
 
