@@ -71,6 +71,11 @@ public class NativeSurfaceTest {
     }
 
     @Test
+    public void testsRunUnderXcheckJni() {
+        assertTrue(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().contains("-Xcheck:jni"));
+    }
+
+    @Test
     public void loaderNamesUnsupportedPlatforms() {
         assertEquals("linux-x86_64", NativeLoader.platform("Linux", "amd64"));
         try {
