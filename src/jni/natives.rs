@@ -365,8 +365,12 @@ fn commit_impl(
     let mut entries = Vec::with_capacity(len);
     for (i, (partition, offset)) in parts.into_iter().zip(offs).enumerate() {
         let index = jint::try_from(i).unwrap_or(jint::MAX);
-        let topic = JString::from(env.get_object_array_element(topics, index)?);
-        let topic = string(env, &topic, "topic")?;
+        // One local frame per element: its local references are freed each iteration, so any
+        // number of partitions stays within the JVM's local-reference capacity.
+        let topic = env.with_local_frame(4, |env| -> JniResult<String> {
+            let element = env.get_object_array_element(topics, index)?;
+            string(env, &JString::from(element), "topic")
+        })?;
         let offset = (offset != NO_OFFSET).then_some(offset);
         entries.push((TopicPartition::new(topic, partition), offset));
     }
@@ -439,5 +443,27 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_approximateNumUncom
     guard(&mut env, 0, |_| {
         let n = store(h)?.approximate_num_uncommitted_bytes()?;
         Ok(jlong::try_from(n).unwrap_or(jlong::MAX))
+    })
+}
+
+/// `void flush(long store, byte[] metadata)`: commits the uncommitted writes keeping every
+/// committed offset as it is (for Kafka Streams 4.0-4.2 runtimes, which call `flush()`
+/// and keep offsets in their own checkpoint file).
+#[no_mangle]
+pub extern "system" fn Java_dev_kstate_internal_KstateNative_flush<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    h: jlong,
+    metadata: JByteArray<'l>,
+) {
+    guard(&mut env, (), |env| {
+        let metadata = opt_bytes(env, &metadata)?;
+        let store = store(h)?;
+        let keep: Vec<(TopicPartition, Option<i64>)> = store
+            .committed_offsets()?
+            .into_iter()
+            .map(|(tp, offset)| (tp, Some(offset)))
+            .collect();
+        Ok(store.commit(&keep, metadata.as_deref())?)
     })
 }

@@ -71,6 +71,27 @@ public class NativeSurfaceTest {
     }
 
     @Test
+    public void commitsWithManyPartitions() {
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, true, 0, false, 0, 0);
+        int n = 200;
+        String[] topics = new String[n];
+        int[] partitions = new int[n];
+        long[] offsets = new long[n];
+        for (int i = 0; i < n; i++) {
+            topics[i] = "topic-" + (i % 7);
+            partitions[i] = i;
+            offsets[i] = i * 10L;
+        }
+        KstateNative.commit(store, topics, partitions, offsets, new byte[] {1, 2, 3});
+        for (int i = 0; i < n; i++) {
+            assertEquals(i * 10L, KstateNative.committedOffset(store, "topic-" + (i % 7), i));
+        }
+        assertEquals(KstateNative.NO_OFFSET, KstateNative.committedOffset(store, "other", 0));
+        org.junit.Assert.assertArrayEquals(new byte[] {1, 2, 3}, KstateNative.committedMetadata(store));
+        KstateNative.close(store);
+    }
+
+    @Test
     public void testsRunUnderXcheckJni() {
         assertTrue(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().contains("-Xcheck:jni"));
     }

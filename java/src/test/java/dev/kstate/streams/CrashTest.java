@@ -69,6 +69,8 @@ public class CrashTest {
         private final Process process;
         public final AtomicLong lastCommitted = new AtomicLong(-1);
         public final AtomicLong opened = new AtomicLong(-1);
+        /** Lines that are neither progress nor SLF4J chatter, e.g. -Xcheck:jni warnings. */
+        public final List<String> unexpected = java.util.Collections.synchronizedList(new ArrayList<>());
 
         public ChildWatcher(Process process) {
             this.process = process;
@@ -84,6 +86,8 @@ public class CrashTest {
                         lastCommitted.set(Long.parseLong(line.substring(10).trim()));
                     } else if (line.startsWith("OPENED ")) {
                         opened.set(Long.parseLong(line.substring(7).trim()));
+                    } else if (!line.startsWith("SLF4J")) {
+                        unexpected.add(line);
                     }
                 }
             } catch (IOException e) {
@@ -147,6 +151,7 @@ public class CrashTest {
             assertTrue(child.waitFor(30, TimeUnit.SECONDS));
             watcher.join(10_000);
             assertEquals("killed by SIGKILL", 137, child.exitValue());
+            assertTrue("child printed (e.g. -Xcheck:jni warnings): " + watcher.unexpected, watcher.unexpected.isEmpty());
             long reported = CrashChild.lastReported(stateDir);
             assertTrue("stdout never runs ahead of the progress file", watcher.lastCommitted.get() <= reported);
             long found = verify(stateDir, reported, reported + 1);
