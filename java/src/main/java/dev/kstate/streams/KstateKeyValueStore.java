@@ -26,6 +26,7 @@ import org.apache.kafka.streams.processor.BatchingStateRestoreCallback;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.processor.StateStoreContext;
 import org.apache.kafka.streams.processor.api.RecordMetadata;
+import org.apache.kafka.streams.query.FailureReason;
 import org.apache.kafka.streams.query.KeyQuery;
 import org.apache.kafka.streams.query.Position;
 import org.apache.kafka.streams.query.PositionBound;
@@ -417,26 +418,12 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         StateStoreContext ctx = context;
         int partition = ctx == null ? 0 : ctx.taskId().partition();
         QueryResult<R> result;
-        if (!isPermitted(current, positionBound, partition)) {
-            result = QueryResult.notUpToBound(current, positionBound, partition);
-        } else if (query instanceof KeyQuery) {
-            KeyQuery<Bytes, byte[]> q = (KeyQuery<Bytes, byte[]>) query;
-            result = (QueryResult<R>) QueryResult.forResult(get(q.getKey(), committed));
-        } else if (query instanceof RangeQuery) {
-            RangeQuery<Bytes, byte[]> q = (RangeQuery<Bytes, byte[]>) query;
-            boolean reverse = q.resultOrder() == ResultOrder.DESCENDING;
-            result = (QueryResult<R>) QueryResult.forResult(
-                scan(q.getLowerBound().orElse(null), q.getUpperBound().orElse(null), reverse, committed));
-        } else if (query instanceof TimestampedKeyQuery && timestampedValues()) {
-            TimestampedKeyQuery<Bytes, byte[]> q = (TimestampedKeyQuery<Bytes, byte[]>) query;
-            result = (QueryResult<R>) QueryResult.forResult(decode(get(q.key(), committed)));
-        } else if (query instanceof TimestampedRangeQuery && timestampedValues()) {
-            TimestampedRangeQuery<Bytes, byte[]> q = (TimestampedRangeQuery<Bytes, byte[]>) query;
-            boolean reverse = q.resultOrder() == ResultOrder.DESCENDING;
-            KeyValueIterator<Bytes, byte[]> raw = scan(q.lowerBound().orElse(null), q.upperBound().orElse(null), reverse, committed);
-            result = (QueryResult<R>) QueryResult.forResult(new DecodingIterator(raw));
-        } else {
-            result = QueryResult.forUnknownQueryType(query, this);
+        try {
+            result = answer(query, positionBound, committed, current, partition);
+        } catch (RuntimeException e) {
+            // As Kafka's own stores do: a failing store yields a failed result, not a throw.
+            result = QueryResult.forFailure(FailureReason.STORE_EXCEPTION,
+                "kstate store " + name() + " failed to answer " + query + ": " + e);
         }
         if (config.isCollectExecutionInfo()) {
             result.addExecutionInfo("Handled in " + getClass() + " (" + (committed ? "read committed" : "read uncommitted")
@@ -444,6 +431,32 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         }
         result.setPosition(current.copy());
         return result;
+    }
+
+    @SuppressWarnings("unchecked")
+    private <R> QueryResult<R> answer(Query<R> query, PositionBound positionBound, boolean committed, Position current,
+                                      int partition) {
+        if (!isPermitted(current, positionBound, partition)) {
+            return QueryResult.notUpToBound(current, positionBound, partition);
+        } else if (query instanceof KeyQuery) {
+            KeyQuery<Bytes, byte[]> q = (KeyQuery<Bytes, byte[]>) query;
+            return (QueryResult<R>) QueryResult.forResult(get(q.getKey(), committed));
+        } else if (query instanceof RangeQuery) {
+            RangeQuery<Bytes, byte[]> q = (RangeQuery<Bytes, byte[]>) query;
+            boolean reverse = q.resultOrder() == ResultOrder.DESCENDING;
+            return (QueryResult<R>) QueryResult.forResult(
+                scan(q.getLowerBound().orElse(null), q.getUpperBound().orElse(null), reverse, committed));
+        } else if (query instanceof TimestampedKeyQuery && timestampedValues()) {
+            TimestampedKeyQuery<Bytes, byte[]> q = (TimestampedKeyQuery<Bytes, byte[]>) query;
+            return (QueryResult<R>) QueryResult.forResult(decode(get(q.key(), committed)));
+        } else if (query instanceof TimestampedRangeQuery && timestampedValues()) {
+            TimestampedRangeQuery<Bytes, byte[]> q = (TimestampedRangeQuery<Bytes, byte[]>) query;
+            boolean reverse = q.resultOrder() == ResultOrder.DESCENDING;
+            KeyValueIterator<Bytes, byte[]> raw = scan(q.lowerBound().orElse(null), q.upperBound().orElse(null), reverse, committed);
+            return (QueryResult<R>) QueryResult.forResult(new DecodingIterator(raw));
+        } else {
+            return QueryResult.forUnknownQueryType(query, this);
+        }
     }
 
     /** @return true when values carry Kafka's 8-byte timestamp prefix */

@@ -71,6 +71,11 @@ public class MisuseTest {
         expectClosed(() -> store.committedOffset(new TopicPartition("t", 0)));
         expectClosed(store::approximateNumEntries);
         assertEquals(0L, store.approximateNumUncommittedBytes());
+        org.apache.kafka.streams.query.QueryResult<byte[]> r = store.query(
+            org.apache.kafka.streams.query.KeyQuery.<Bytes, byte[]>withKey(b("a")),
+            org.apache.kafka.streams.query.PositionBound.unbounded(), new org.apache.kafka.streams.query.QueryConfig(false));
+        assertTrue(r.isFailure());
+        assertEquals(org.apache.kafka.streams.query.FailureReason.STORE_EXCEPTION, r.getFailureReason());
         store.close();
     }
 
