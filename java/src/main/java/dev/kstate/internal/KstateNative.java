@@ -1,0 +1,63 @@
+package dev.kstate.internal;
+
+/**
+ * The JNI natives of {@code src/jni} (all static, addressed by {@code long} handles).
+ * Failures throw {@code KstateInvalidStateStoreException} (closed store or iterator, stale
+ * handle) or {@code KstateProcessorStateException} (everything else), both carrying the
+ * native error code. Use {@link NativeStore} rather than calling these directly.
+ */
+public final class KstateNative {
+    static {
+        NativeLoader.load();
+    }
+
+    /** Returned by {@link #committedOffset} when no offset is committed. */
+    public static final long NO_OFFSET = Long.MIN_VALUE;
+    /** Engine number of RocksDB. */
+    public static final int ENGINE_ROCKSDB = 0;
+    /** Engine number of the in-memory engine. */
+    public static final int ENGINE_MEMORY = 1;
+
+    private KstateNative() {
+    }
+
+    /** Forces the library to load (throws UnsatisfiedLinkError if it cannot). */
+    public static void ensureLoaded() {
+        // the static initialiser did the work
+    }
+
+    static native long open(String path, int engine, boolean timestamped, long maxUncommittedBytes,
+                            boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes);
+
+    static native void close(long store);
+
+    static native byte[] get(long store, byte[] key, boolean committed);
+
+    static native void put(long store, byte[] key, byte[] rawValue);
+
+    static native byte[] putIfAbsent(long store, byte[] key, byte[] rawValue);
+
+    static native byte[] delete(long store, byte[] key);
+
+    static native void putAll(long store, byte[] packed);
+
+    static native long scan(long store, byte[] from, byte[] to, boolean prefix, boolean reverse, boolean committed);
+
+    static native byte[] next(long iterator, int maxEntries, int maxBytes);
+
+    static native void closeIterator(long iterator);
+
+    static native void commit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
+
+    static native void flush(long store, byte[] metadata);
+
+    static native long committedOffset(long store, String topic, int partition);
+
+    static native byte[] committedMetadata(long store);
+
+    static native void rollback(long store);
+
+    static native long approximateNumEntries(long store, boolean committed);
+
+    static native long approximateNumUncommittedBytes(long store);
+}

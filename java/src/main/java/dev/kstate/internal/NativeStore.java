@@ -1,0 +1,212 @@
+package dev.kstate.internal;
+
+import dev.kstate.streams.KstateException;
+import dev.kstate.streams.KstateInvalidStateStoreException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * An open native kstate store: owns one native handle and closes it exactly once (a CAS on
+ * the handle, which doubles as the owning flag). Its iterators keep it reachable and are
+ * closed when it closes. Thread-safe; a call racing with {@link #close()} fails cleanly with
+ * {@code KstateInvalidStateStoreException} (the native handle table rejects dead handles).
+ */
+public final class NativeStore implements AutoCloseable {
+    private final String name;
+    private final AtomicLong handle;
+    private final Set<NativeIterator> iterators = ConcurrentHashMap.newKeySet();
+
+    private NativeStore(String name, long handle) {
+        this.name = name;
+        this.handle = new AtomicLong(handle);
+    }
+
+    /**
+     * Opens (creating if absent) a store.
+     *
+     * @param name the store name, for messages
+     * @param path directory for RocksDB; may be null for the memory engine
+     * @param engine {@link KstateNative#ENGINE_ROCKSDB} or {@link KstateNative#ENGINE_MEMORY}
+     * @param timestamped values in Kafka's timestamped layout, or plain
+     * @param maxUncommittedBytes bound before spilling, 0 = default
+     * @param syncOnCommit fsync the WAL on commit
+     * @param blockCacheBytes RocksDB block cache, 0 = default
+     * @param writeBufferBytes RocksDB write buffer, 0 = default
+     * @return the open store
+     */
+    public static NativeStore open(String name, String path, int engine, boolean timestamped,
+                                   long maxUncommittedBytes, boolean syncOnCommit,
+                                   long blockCacheBytes, long writeBufferBytes) {
+        long h = KstateNative.open(path, engine, timestamped, maxUncommittedBytes, syncOnCommit,
+            blockCacheBytes, writeBufferBytes);
+        return new NativeStore(name, h);
+    }
+
+    /** @return true until closed */
+    public boolean isOpen() {
+        return handle.get() != 0;
+    }
+
+    long handle() {
+        long h = handle.get();
+        if (h == 0) {
+            throw new KstateInvalidStateStoreException("Store " + name + " is currently closed", KstateException.STORE_CLOSED);
+        }
+        return h;
+    }
+
+    /**
+     * @param key the key
+     * @param committed read committed data only (else the writer's view)
+     * @return the raw value or null
+     */
+    public byte[] get(byte[] key, boolean committed) {
+        return KstateNative.get(handle(), key, committed);
+    }
+
+    /**
+     * @param key the key
+     * @param rawValue the raw value; null deletes
+     */
+    public void put(byte[] key, byte[] rawValue) {
+        KstateNative.put(handle(), key, rawValue);
+    }
+
+    /**
+     * @param key the key
+     * @param rawValue the raw value
+     * @return the existing value, or null if this one was written
+     */
+    public byte[] putIfAbsent(byte[] key, byte[] rawValue) {
+        return KstateNative.putIfAbsent(handle(), key, rawValue);
+    }
+
+    /**
+     * @param key the key
+     * @return the deleted value or null
+     */
+    public byte[] delete(byte[] key) {
+        return KstateNative.delete(handle(), key);
+    }
+
+    /**
+     * Writes a packed batch (see {@link Packing}) in one native call; all or nothing.
+     *
+     * @param packed the batch
+     */
+    public void putAllPacked(byte[] packed) {
+        KstateNative.putAll(handle(), packed);
+    }
+
+    /**
+     * Opens an iterator.
+     *
+     * @param from lower bound (inclusive, null = open), or the prefix when {@code prefix}
+     * @param to upper bound (inclusive, null = open)
+     * @param prefix scan keys starting with {@code from}
+     * @param reverse descending
+     * @param committed committed data only
+     * @return the iterator; close it
+     */
+    public NativeIterator scan(byte[] from, byte[] to, boolean prefix, boolean reverse, boolean committed) {
+        long it = KstateNative.scan(handle(), from, to, prefix, reverse, committed);
+        NativeIterator iterator = new NativeIterator(this, it);
+        iterators.add(iterator);
+        if (!isOpen()) {
+            // lost a race with close(): make sure the iterator does not outlive the store
+            iterator.close();
+        }
+        return iterator;
+    }
+
+    void forget(NativeIterator iterator) {
+        iterators.remove(iterator);
+    }
+
+    /** @return number of iterators not yet closed */
+    public int openIterators() {
+        return iterators.size();
+    }
+
+    /**
+     * Commits the transaction with offsets and metadata atomically. Kafka's semantics: an
+     * empty map removes all offsets, a null value removes that partition's.
+     *
+     * @param offsets changelog offsets
+     * @param metadata opaque blob stored with the commit, or null to keep the previous one
+     */
+    public void commit(Map<TopicPartition, Long> offsets, byte[] metadata) {
+        int n = offsets.size();
+        String[] topics = new String[n];
+        int[] partitions = new int[n];
+        long[] values = new long[n];
+        int i = 0;
+        for (Map.Entry<TopicPartition, Long> e : offsets.entrySet()) {
+            topics[i] = e.getKey().topic();
+            partitions[i] = e.getKey().partition();
+            values[i] = e.getValue() == null ? KstateNative.NO_OFFSET : e.getValue();
+            i++;
+        }
+        KstateNative.commit(handle(), topics, partitions, values, metadata);
+    }
+
+    /**
+     * Commits the uncommitted writes, keeping the committed offsets.
+     *
+     * @param metadata blob stored with the commit, or null to keep the previous one
+     */
+    public void flush(byte[] metadata) {
+        KstateNative.flush(handle(), metadata);
+    }
+
+    /**
+     * @param tp changelog partition
+     * @return the committed offset, or null
+     */
+    public Long committedOffset(TopicPartition tp) {
+        long offset = KstateNative.committedOffset(handle(), tp.topic(), tp.partition());
+        return offset == KstateNative.NO_OFFSET ? null : offset;
+    }
+
+    /** @return the metadata of the last commit carrying one, or null */
+    public byte[] committedMetadata() {
+        return KstateNative.committedMetadata(handle());
+    }
+
+    /** Discards the uncommitted writes. */
+    public void rollback() {
+        KstateNative.rollback(handle());
+    }
+
+    /**
+     * @param committed committed data only
+     * @return approximate entry count
+     */
+    public long approximateNumEntries(boolean committed) {
+        return KstateNative.approximateNumEntries(handle(), committed);
+    }
+
+    /** @return approximate bytes of uncommitted writes */
+    public long approximateNumUncommittedBytes() {
+        return KstateNative.approximateNumUncommittedBytes(handle());
+    }
+
+    /** Closes the open iterators, then the store (uncommitted writes are discarded). Idempotent. */
+    @Override
+    public void close() {
+        long h = handle.getAndSet(0);
+        if (h == 0) {
+            return;
+        }
+        List<NativeIterator> open = new ArrayList<>(iterators);
+        for (NativeIterator it : open) {
+            it.close();
+        }
+        KstateNative.close(h);
+    }
+}

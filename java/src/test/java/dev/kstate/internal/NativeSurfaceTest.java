@@ -1,0 +1,112 @@
+package dev.kstate.internal;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import dev.kstate.streams.KstateException;
+import dev.kstate.streams.KstateInvalidStateStoreException;
+import dev.kstate.streams.KstateProcessorStateException;
+import org.junit.Test;
+
+/** The raw natives reject bad handles and arguments with typed exceptions, never a crash. */
+public class NativeSurfaceTest {
+    @Test
+    public void forgedStaleAndNullHandlesAreRejected() {
+        KstateNative.ensureLoaded();
+        long[] bogus = {0L, 1L, -1L, 0x4B53000000000001L + 1_000_000L};
+        for (long h : bogus) {
+            try {
+                KstateNative.get(h, new byte[] {1}, false);
+                fail("expected an exception for handle " + h);
+            } catch (KstateInvalidStateStoreException e) {
+                assertEquals(KstateException.INVALID_HANDLE, e.errorCode());
+            }
+            try {
+                KstateNative.next(h, 10, 100);
+                fail("expected an exception for iterator handle " + h);
+            } catch (KstateInvalidStateStoreException e) {
+                assertEquals(KstateException.INVALID_HANDLE, e.errorCode());
+            }
+        }
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, false, 0, false, 0, 0);
+        KstateNative.put(store, new byte[] {1}, new byte[] {2});
+        KstateNative.close(store);
+        try {
+            KstateNative.close(store);
+            fail("double native close must be rejected");
+        } catch (KstateInvalidStateStoreException e) {
+            assertEquals(KstateException.INVALID_HANDLE, e.errorCode());
+        }
+    }
+
+    @Test
+    public void malformedBatchesAndNullsAreRejected() {
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, false, 0, false, 0, 0);
+        try {
+            KstateNative.putAll(store, new byte[] {0, 0, 0, 5, 1});
+            fail("truncated batch");
+        } catch (KstateProcessorStateException e) {
+            assertEquals(KstateException.INVALID_ARGUMENT, e.errorCode());
+        }
+        try {
+            KstateNative.get(store, null, false);
+            fail("null key");
+        } catch (KstateProcessorStateException e) {
+            assertEquals(KstateException.INVALID_ARGUMENT, e.errorCode());
+        }
+        try {
+            KstateNative.open(null, 7, false, 0, false, 0, 0);
+            fail("bad engine");
+        } catch (KstateProcessorStateException e) {
+            assertEquals(KstateException.INVALID_ARGUMENT, e.errorCode());
+        }
+        try {
+            KstateNative.commit(store, new String[] {"t"}, new int[] {0, 1}, new long[] {1}, null);
+            fail("mismatched arrays");
+        } catch (KstateProcessorStateException e) {
+            assertEquals(KstateException.INVALID_ARGUMENT, e.errorCode());
+        }
+        KstateNative.close(store);
+    }
+
+    @Test
+    public void commitsWithManyPartitions() {
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, true, 0, false, 0, 0);
+        int n = 200;
+        String[] topics = new String[n];
+        int[] partitions = new int[n];
+        long[] offsets = new long[n];
+        for (int i = 0; i < n; i++) {
+            topics[i] = "topic-" + (i % 7);
+            partitions[i] = i;
+            offsets[i] = i * 10L;
+        }
+        KstateNative.commit(store, topics, partitions, offsets, new byte[] {1, 2, 3});
+        for (int i = 0; i < n; i++) {
+            assertEquals(i * 10L, KstateNative.committedOffset(store, "topic-" + (i % 7), i));
+        }
+        assertEquals(KstateNative.NO_OFFSET, KstateNative.committedOffset(store, "other", 0));
+        org.junit.Assert.assertArrayEquals(new byte[] {1, 2, 3}, KstateNative.committedMetadata(store));
+        KstateNative.close(store);
+    }
+
+    @Test
+    public void testsRunUnderXcheckJni() {
+        assertTrue(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().contains("-Xcheck:jni"));
+    }
+
+    @Test
+    public void loaderNamesUnsupportedPlatforms() {
+        assertEquals("linux-x86_64", NativeLoader.platform("Linux", "amd64"));
+        try {
+            NativeLoader.platform("Mac OS X", "aarch64");
+            fail("expected UnsatisfiedLinkError");
+        } catch (UnsatisfiedLinkError e) {
+            assertTrue(e.getMessage(), e.getMessage().contains("Mac OS X/aarch64"));
+            assertTrue(e.getMessage(), e.getMessage().contains("linux-x86_64"));
+        }
+        KstateNative.ensureLoaded();
+        assertTrue(NativeLoader.loadedFrom(), NativeLoader.loadedFrom() != null);
+    }
+}

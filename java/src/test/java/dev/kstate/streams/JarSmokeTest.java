@@ -1,0 +1,79 @@
+package dev.kstate.streams;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import dev.kstate.internal.NativeLoader;
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.junit.Assume;
+import org.junit.Test;
+
+/**
+ * The built jar works on its own: a child JVM whose classpath has the jar instead of
+ * build/classes/java/main and build/resources/main loads libkstate from the jar resource,
+ * deletes the extracted temp file, and runs a store.
+ */
+public class JarSmokeTest {
+    /** Runs in the child JVM. */
+    public static void main(String[] args) throws Exception {
+        File dir = new File(args[0]);
+        KeyValueStore<Bytes, byte[]> store = KstateStores.persistentKeyValueStore("smoke").get();
+        store.init(new TestSupport.CapturingContext(TestSupport.props("smoke", dir), dir), store);
+        store.put(Bytes.wrap("k".getBytes(StandardCharsets.UTF_8)), "v".getBytes(StandardCharsets.UTF_8));
+        TopicPartition tp = new TopicPartition("smoke-changelog", 0);
+        store.commit(Collections.singletonMap(tp, 1L));
+        System.out.println("committed=" + store.committedOffset(tp));
+        store.close();
+        System.out.println("loadedFrom=" + NativeLoader.loadedFrom());
+        System.out.println("codeSource=" + KstateStores.class.getProtectionDomain().getCodeSource().getLocation().getPath());
+        String prefix = "libkstate-" + ProcessHandle.current().pid() + "-";
+        String[] left = new File(System.getProperty("java.io.tmpdir")).list((d, name) -> name.startsWith(prefix));
+        System.out.println("tempFilesLeft=" + (left == null ? 0 : left.length));
+    }
+
+    @Test
+    public void theJarLoadsItsOwnNativeLibrary() throws Exception {
+        String jar = System.getProperty("kstate.jar");
+        Assume.assumeTrue("kstate.jar not set (run through gradle)", jar != null && new File(jar).isFile());
+        List<String> cp = new ArrayList<>();
+        cp.add(jar);
+        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+            String norm = entry.replace('\\', '/');
+            if (!norm.contains("build/classes/java/main") && !norm.contains("build/resources/main")) {
+                cp.add(entry);
+            }
+        }
+        File dir = TestSupport.tempDir("smoke");
+        try {
+            List<String> cmd = new ArrayList<>();
+            cmd.add(System.getProperty("java.home") + "/bin/java");
+            cmd.add("-Xcheck:jni");
+            cmd.add("-cp");
+            cmd.add(String.join(File.pathSeparator, cp));
+            cmd.add(JarSmokeTest.class.getName());
+            cmd.add(dir.getAbsolutePath());
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(out, 0, p.exitValue());
+            assertTrue(out, out.contains("committed=1"));
+            assertTrue(out, out.contains("loadedFrom=jar resource /native/linux-x86_64/libkstate.so"));
+            assertTrue(out, out.contains("codeSource=" + new File(jar).getAbsolutePath()));
+            assertTrue(out, out.contains("tempFilesLeft=0"));
+            assertTrue("no -Xcheck:jni warnings: " + out, !out.contains("WARNING"));
+        } catch (IOException e) {
+            throw e;
+        } finally {
+            TestSupport.deleteTree(dir);
+        }
+    }
+}

@@ -1,0 +1,171 @@
+package dev.kstate.streams;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Collections;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.errors.InvalidStateStoreException;
+import org.apache.kafka.streams.errors.ProcessorStateException;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.junit.After;
+import org.junit.Before;
+import org.junit.Test;
+
+/** Misuse gives Kafka's expected exceptions with native error codes, never a JVM crash. */
+public class MisuseTest {
+    private File dir;
+
+    @Before
+    public void setUp() throws Exception {
+        dir = TestSupport.tempDir("misuse");
+    }
+
+    @After
+    public void tearDown() {
+        TestSupport.deleteTree(dir);
+    }
+
+    private KeyValueStore<Bytes, byte[]> open(String name) {
+        KeyValueStore<Bytes, byte[]> store = KstateStores.persistentKeyValueStore(name).get();
+        store.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), store);
+        return store;
+    }
+
+    private static Bytes b(String s) {
+        return Bytes.wrap(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static void expectClosed(Runnable r) {
+        try {
+            r.run();
+            fail("expected InvalidStateStoreException");
+        } catch (InvalidStateStoreException e) {
+            assertTrue(e instanceof KstateException);
+            int code = ((KstateException) e).errorCode();
+            assertTrue("code " + code, code == KstateException.STORE_CLOSED || code == KstateException.ITERATOR_CLOSED
+                || code == KstateException.INVALID_HANDLE);
+        }
+    }
+
+    @Test
+    public void useAfterCloseThrowsInvalidStateStoreException() {
+        KeyValueStore<Bytes, byte[]> store = open("closed");
+        store.put(b("a"), new byte[] {1});
+        store.close();
+        expectClosed(() -> store.get(b("a")));
+        expectClosed(() -> store.put(b("a"), new byte[] {2}));
+        expectClosed(() -> store.delete(b("a")));
+        expectClosed(() -> store.putAll(Collections.singletonList(KeyValue.pair(b("a"), new byte[0]))));
+        expectClosed(store::all);
+        expectClosed(() -> store.range(b("a"), b("b")));
+        expectClosed(() -> store.commit(Collections.emptyMap()));
+        expectClosed(() -> store.committedOffset(new TopicPartition("t", 0)));
+        expectClosed(store::approximateNumEntries);
+        assertEquals(0L, store.approximateNumUncommittedBytes());
+        org.apache.kafka.streams.query.QueryResult<byte[]> r = store.query(
+            org.apache.kafka.streams.query.KeyQuery.<Bytes, byte[]>withKey(b("a")),
+            org.apache.kafka.streams.query.PositionBound.unbounded(), new org.apache.kafka.streams.query.QueryConfig(false));
+        assertTrue(r.isFailure());
+        assertEquals(org.apache.kafka.streams.query.FailureReason.STORE_EXCEPTION, r.getFailureReason());
+        store.close();
+    }
+
+    @Test
+    public void closedIteratorsThrowAndAreClosedWithTheStore() {
+        KeyValueStore<Bytes, byte[]> store = open("iters");
+        for (int i = 0; i < 100; i++) {
+            store.put(b("k" + i), new byte[] {(byte) i});
+        }
+        KeyValueIterator<Bytes, byte[]> closedExplicitly = store.all();
+        closedExplicitly.next();
+        closedExplicitly.close();
+        closedExplicitly.close(); // idempotent
+        expectClosed(closedExplicitly::hasNext);
+        expectClosed(closedExplicitly::next);
+        expectClosed(closedExplicitly::peekNextKey);
+
+        KeyValueIterator<Bytes, byte[]> open1 = store.all();
+        KeyValueIterator<Bytes, byte[]> open2 = store.reverseAll();
+        open1.next();
+        assertEquals(2, ((KstateKeyValueStore) store).openIterators());
+        store.close();
+        assertEquals(0, ((KstateKeyValueStore) store).openIterators());
+        expectClosed(open1::hasNext);
+        expectClosed(open2::next);
+        open1.close();
+    }
+
+    @Test
+    public void nullKeysThrowNullPointerException() {
+        KeyValueStore<Bytes, byte[]> store = open("nulls");
+        Runnable[] calls = {
+            () -> store.put(null, new byte[0]),
+            () -> store.get(null),
+            () -> store.delete(null),
+            () -> store.putIfAbsent(null, new byte[0]),
+            () -> store.putAll(Arrays.asList(KeyValue.pair(b("ok"), new byte[0]), KeyValue.pair(null, new byte[0]))),
+        };
+        for (Runnable call : calls) {
+            try {
+                call.run();
+                fail("expected NullPointerException");
+            } catch (NullPointerException expected) {
+                // Kafka's behaviour
+            }
+        }
+        assertEquals("a rejected putAll writes nothing", 0, TestSupport.drain(store.all()).size());
+        store.close();
+    }
+
+    @Test
+    public void secondInstanceOnTheSameDirectoryIsRejected() {
+        KeyValueStore<Bytes, byte[]> first = open("locked");
+        try {
+            open("locked");
+            fail("expected ProcessorStateException");
+        } catch (ProcessorStateException e) {
+            assertEquals(KstateException.LOCKED, ((KstateException) e).errorCode());
+            assertTrue(e.getMessage(), e.getMessage().contains("LOCKED"));
+        }
+        first.put(b("still"), new byte[] {1});
+        first.close();
+        KeyValueStore<Bytes, byte[]> second = open("locked");
+        second.close();
+    }
+
+    @Test
+    public void plainAndTimestampedFormatsDoNotMix() {
+        KeyValueStore<Bytes, byte[]> plain = open("fmt");
+        plain.close();
+        KeyValueStore<Bytes, byte[]> ts = KstateStores.persistentTimestampedKeyValueStore("fmt").get();
+        try {
+            ts.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), ts);
+            fail("expected ProcessorStateException");
+        } catch (ProcessorStateException e) {
+            assertEquals(KstateException.FORMAT_MISMATCH, ((KstateException) e).errorCode());
+        }
+        assertFalse(ts.isOpen());
+    }
+
+    @Test
+    public void malformedTimestampedValuesAreRejected() {
+        KeyValueStore<Bytes, byte[]> store = KstateStores.persistentTimestampedKeyValueStore("short").get();
+        store.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), store);
+        try {
+            store.put(b("a"), new byte[] {1, 2, 3});
+            fail("expected ProcessorStateException");
+        } catch (ProcessorStateException e) {
+            assertEquals(KstateException.INVALID_VALUE, ((KstateException) e).errorCode());
+        }
+        store.close();
+    }
+}

@@ -1,0 +1,149 @@
+package dev.kstate.streams;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.stream.Stream;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.StreamsMetrics;
+import org.apache.kafka.streams.processor.CommitCallback;
+import org.apache.kafka.streams.processor.StateRestoreCallback;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.processor.StateStoreContext;
+import org.apache.kafka.streams.processor.TaskId;
+import org.apache.kafka.streams.processor.api.MockProcessorContext;
+import org.apache.kafka.streams.processor.api.RecordMetadata;
+import org.apache.kafka.streams.state.KeyValueIterator;
+
+/** Helpers shared by the tests and the crash child. */
+public final class TestSupport {
+    private TestSupport() {
+    }
+
+    /** @return a fresh temp directory under build/test-tmp (or the system temp dir) */
+    public static File tempDir(String prefix) throws IOException {
+        String base = System.getProperty("kstate.test.tmp");
+        if (base != null) {
+            File b = new File(base);
+            b.mkdirs();
+            return Files.createTempDirectory(b.toPath(), prefix).toFile();
+        }
+        return Files.createTempDirectory(prefix).toFile();
+    }
+
+    /** Deletes a directory tree, best effort. */
+    public static void deleteTree(File dir) {
+        if (dir == null || !dir.exists()) {
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(dir.toPath())) {
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            // best effort
+        }
+    }
+
+    /** Streams properties for a test application. */
+    public static Properties props(String appId, File stateDir) {
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
+        p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.getAbsolutePath());
+        return p;
+    }
+
+    /** Every entry of an iterator, closing it. */
+    public static List<KeyValue<Bytes, byte[]>> drain(KeyValueIterator<Bytes, byte[]> it) {
+        List<KeyValue<Bytes, byte[]>> out = new ArrayList<>();
+        try (KeyValueIterator<Bytes, byte[]> i = it) {
+            while (i.hasNext()) {
+                out.add(i.next());
+            }
+        }
+        return out;
+    }
+
+    /**
+     * A StateStoreContext over a MockProcessorContext that captures the registered restore
+     * callback and lets the test set record metadata.
+     */
+    public static final class CapturingContext implements StateStoreContext {
+        public final MockProcessorContext<Object, Object> mock;
+        private final StateStoreContext inner;
+        public volatile StateRestoreCallback restoreCallback;
+
+        public CapturingContext(Properties props, File stateDir) {
+            this.mock = new MockProcessorContext<>(props, new TaskId(0, 0), stateDir);
+            this.inner = mock.getStateStoreContext();
+        }
+
+        public void setRecordMetadata(String topic, int partition, long offset) {
+            mock.setRecordMetadata(topic, partition, offset);
+        }
+
+        @Override
+        public String applicationId() {
+            return inner.applicationId();
+        }
+
+        @Override
+        public TaskId taskId() {
+            return inner.taskId();
+        }
+
+        @Override
+        public Optional<RecordMetadata> recordMetadata() {
+            return mock.recordMetadata();
+        }
+
+        @Override
+        public Serde<?> keySerde() {
+            return inner.keySerde();
+        }
+
+        @Override
+        public Serde<?> valueSerde() {
+            return inner.valueSerde();
+        }
+
+        @Override
+        public File stateDir() {
+            return inner.stateDir();
+        }
+
+        @Override
+        public StreamsMetrics metrics() {
+            return inner.metrics();
+        }
+
+        @Override
+        public void register(StateStore store, StateRestoreCallback callback) {
+            this.restoreCallback = callback;
+        }
+
+        @Override
+        public void register(StateStore store, StateRestoreCallback callback, CommitCallback commitCallback) {
+            this.restoreCallback = callback;
+        }
+
+        @Override
+        public Map<String, Object> appConfigs() {
+            return inner.appConfigs();
+        }
+
+        @Override
+        public Map<String, Object> appConfigsWithPrefix(String prefix) {
+            return inner.appConfigsWithPrefix(prefix);
+        }
+    }
+}
