@@ -156,7 +156,9 @@ if command -v valgrind >/dev/null 2>&1; then
         vdir="$BUILD/valgrind/$t.vg"
         rm -rf "$vdir" && mkdir -p "$vdir"
         # One log per process (%p): forked children are traced until they exec.
-        VG=(valgrind --leak-check=full --errors-for-leak-kinds=definite
+        # --fair-sched=yes: valgrind runs one thread at a time, and its default lock lets
+        # spinning reader threads starve the writer in test_threads for many minutes.
+        VG=(valgrind --fair-sched=yes --leak-check=full --errors-for-leak-kinds=definite
             --error-exitcode=1 --log-file="$vdir/%p.log")
         if [[ $t == example ]]; then
             run_example valgrind "${VG[@]}"
