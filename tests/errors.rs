@@ -220,6 +220,7 @@ fn every_operation_after_close() {
         assert_eq!(code(other.commit(&[], None)), closed);
         assert_eq!(code(other.committed_offset(&tp())), closed);
         assert_eq!(code(other.rollback()), closed);
+        assert_eq!(code(other.compact()), closed);
         assert_eq!(code(other.approximate_num_entries()), closed);
         assert_eq!(code(other.approximate_num_uncommitted_bytes()), closed);
         // The iterator opened before close is closed with its store.

@@ -320,3 +320,25 @@ fn read_committed_view_runs_beside_the_writer() {
     }
     reader.join().unwrap();
 }
+
+#[test]
+fn compaction_keeps_committed_and_uncommitted_data() {
+    for engine in [EngineKind::RocksDb, EngineKind::Memory] {
+        let mut h = Harness::new(engine, 64 << 20);
+        for i in 0..200u8 {
+            h.run(&Step::Put(vec![b'c', i], vec![i; 10], i64::from(i)));
+            if i % 3 == 0 {
+                h.run(&Step::Delete(vec![b'c', i / 2]));
+            }
+        }
+        h.run(&Step::Commit(Some(9)));
+        h.run(&Step::Put(b"pending".to_vec(), b"p".to_vec(), 1));
+        let before = h.model.view();
+        let it = h.store.all().unwrap();
+        h.store.compact().unwrap();
+        assert_eq!(collect(it), before.into_iter().collect::<Vec<_>>());
+        h.check_all();
+        h.run(&Step::Reopen);
+        h.check_all();
+    }
+}

@@ -91,6 +91,10 @@ impl Engine for MemoryEngine {
         Ok(self.families.read_recover()[family.index()].len() as u64)
     }
 
+    fn compact(&self, _family: Family) -> Result<()> {
+        Ok(())
+    }
+
     fn family_names(&self) -> Vec<String> {
         Family::ALL
             .iter()

@@ -110,4 +110,7 @@ pub trait Engine: Send + Sync + 'static {
 
     /// Names of the families this engine holds, as stored (for `kstate inspect`).
     fn family_names(&self) -> Vec<String>;
+
+    /// Compacts `family` fully and waits for it (a no-op for the memory engine).
+    fn compact(&self, family: Family) -> Result<()>;
 }

@@ -264,6 +264,13 @@ impl Engine for RocksEngine {
     fn family_names(&self) -> Vec<String> {
         self.families.clone()
     }
+
+    fn compact(&self, family: Family) -> Result<()> {
+        let cf = self.cf(family)?;
+        self.db.flush_cf(cf).map_err(|e| map_err(&self.path, e))?;
+        self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
+        Ok(())
+    }
 }
 
 /// A RocksDB iterator that owns a reference to its database. The iterator pins the

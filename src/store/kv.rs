@@ -396,6 +396,13 @@ impl KvStore {
         self.shared.iterators.live()
     }
 
+    /// Flushes the committed data to disk and compacts it fully, waiting for the end: a
+    /// maintenance step after a bulk load or many deletes (a no-op in memory). Uncommitted
+    /// writes are unaffected.
+    pub fn compact(&self) -> Result<()> {
+        self.with_core(|c| c.compact())
+    }
+
     /// Names of the engine's families (RocksDB column families), for inspection.
     pub fn family_names(&self) -> Result<Vec<String>> {
         self.with_core(|c| Ok(c.engine().family_names()))

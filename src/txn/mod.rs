@@ -313,6 +313,11 @@ impl TxnCore {
         Ok(MergedIter::new(sources, reverse))
     }
 
+    /// Flushes and fully compacts the committed data.
+    pub(crate) fn compact(&self) -> Result<()> {
+        self.engine.compact(self.config.data)
+    }
+
     /// Approximate bytes of uncommitted writes (buffered plus spilled).
     pub(crate) fn uncommitted_bytes(&self) -> u64 {
         let state = self.state.lock_recover();
