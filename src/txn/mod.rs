@@ -111,14 +111,7 @@ impl TxnCore {
                 let mut spill =
                     engine.iter(Family::Spill, &spill::spill_range(&KeyRange::all()), false)?;
                 if spill.next_entry()?.is_some() {
-                    engine.write(
-                        &[BatchOp::DeleteRange(
-                            Family::Spill,
-                            spill::AREA_START,
-                            spill::AREA_END,
-                        )],
-                        false,
-                    )?;
+                    engine.write(&[spill::CLEAR_AREA], false)?;
                     report.discarded_spill = true;
                 }
                 match engine.get(Family::Meta, meta::KEY_COMMITTED)? {
@@ -401,14 +394,7 @@ impl TxnCore {
         let mut state = self.live_state()?;
         state.buffer.clear();
         if state.spilled_bytes > 0 {
-            self.engine.write(
-                &[BatchOp::DeleteRange(
-                    Family::Spill,
-                    spill::AREA_START,
-                    spill::AREA_END,
-                )],
-                false,
-            )?;
+            self.engine.write(&[spill::CLEAR_AREA], false)?;
             state.spilled_bytes = 0;
         }
         Ok(())
@@ -469,7 +455,7 @@ fn roll_forward(engine: &dyn Engine, config: &TxnConfig, next: &CommittedState) 
         &[
             BatchOp::Put(Family::Meta, meta::KEY_COMMITTED, &record),
             BatchOp::Delete(Family::Meta, meta::KEY_PENDING),
-            BatchOp::DeleteRange(Family::Spill, spill::AREA_START, spill::AREA_END),
+            spill::CLEAR_AREA,
         ],
         config.sync_on_commit,
     )

@@ -3,7 +3,7 @@
 //! tombstone or `[1] ‖ value` for a put. The tag byte gives the whole area finite bounds,
 //! so one range delete discards it.
 
-use crate::engine::KeyRange;
+use crate::engine::{BatchOp, Family, KeyRange};
 use crate::{Error, Result};
 use std::ops::Bound;
 
@@ -13,6 +13,11 @@ pub(crate) const SPILL_TAG: u8 = 0x01;
 pub(crate) const AREA_START: &[u8] = &[SPILL_TAG];
 /// Upper end (exclusive) of the spill area.
 pub(crate) const AREA_END: &[u8] = &[SPILL_TAG + 1];
+
+/// The batch operation that discards the whole spill area (rollback, recovery, and the
+/// end of a roll-forward).
+pub(crate) const CLEAR_AREA: BatchOp<'static> =
+    BatchOp::DeleteRange(Family::Spill, AREA_START, AREA_END);
 
 /// The spill key of a user key.
 pub(crate) fn spill_key(key: &[u8]) -> Vec<u8> {
