@@ -10,13 +10,18 @@
 //!
 //! Run: `cargo bench --bench kv` (`KSTATE_BENCH_KEYS` shrinks the data set).
 
+// The workload is shared source, not library API: each user compiles its own copy.
+#[allow(dead_code)]
+#[path = "../src/workload.rs"]
+mod workload;
+
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use kstate::workload::Rng;
 use kstate::{KvStore, StoreOptions, TopicPartition};
 use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBatch, WriteOptions, DB};
+use workload::Rng;
 
 const VALUE_BYTES: usize = 100;
 const TS: i64 = 1_700_000_000_000;

@@ -134,6 +134,15 @@
 #define KSTATE_ERR_INVALID_VALUE 15
 
 /**
+ * A commit was written but not confirmed durable (the storage failed on the way). It will
+ * complete: the next call on the store (retry `kstate_kv_commit`, or any other) retries it
+ * first; committed readers see the previous commit meanwhile. If the process ends first,
+ * the next open completes it or keeps the previous commit (`kstate_kv_committed_offset`
+ * tells which).
+ */
+#define KSTATE_ERR_COMMIT_IN_DOUBT 16
+
+/**
  * An error returned by a kstate function. Opaque: read it with `kstate_error_code` and
  * `kstate_error_message`, release it with `kstate_error_free`. A function that succeeds
  * returns NULL instead.

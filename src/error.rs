@@ -49,11 +49,17 @@ pub enum ErrorCode {
     IteratorClosed = 14,
     /// A value in the timestamped layout is shorter than its 8-byte timestamp prefix.
     InvalidValue = 15,
+    /// A commit was written but its outcome is not confirmed (the engine failed while
+    /// making it durable). The commit will complete: kstate retries it before the next
+    /// operation on the store (retry `commit`, or make any other call), and committed
+    /// readers see the previous commit until then. If the process ends first, the next open
+    /// finishes it or keeps the previous commit; `committed_offset` tells which.
+    CommitInDoubt = 16,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order (for documentation and exhaustive tests).
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::InvalidArgument,
         ErrorCode::StoreClosed,
         ErrorCode::NotAStore,
@@ -69,6 +75,7 @@ impl ErrorCode {
         ErrorCode::InvalidHandle,
         ErrorCode::IteratorClosed,
         ErrorCode::InvalidValue,
+        ErrorCode::CommitInDoubt,
     ];
 
     /// The stable number of this code.
@@ -99,6 +106,7 @@ impl ErrorCode {
             ErrorCode::InvalidHandle => "INVALID_HANDLE",
             ErrorCode::IteratorClosed => "ITERATOR_CLOSED",
             ErrorCode::InvalidValue => "INVALID_VALUE",
+            ErrorCode::CommitInDoubt => "COMMIT_IN_DOUBT",
         }
     }
 }
@@ -182,6 +190,9 @@ pub enum Error {
     /// See [`ErrorCode::InvalidValue`].
     #[error("invalid value: {0}")]
     InvalidValue(String),
+    /// See [`ErrorCode::CommitInDoubt`].
+    #[error("commit in doubt: {0}; the commit will complete, retry it (or make any other call) once the cause is fixed")]
+    CommitInDoubt(String),
 }
 
 impl Error {
@@ -203,6 +214,7 @@ impl Error {
             Error::InvalidHandle(_) => ErrorCode::InvalidHandle,
             Error::IteratorClosed => ErrorCode::IteratorClosed,
             Error::InvalidValue(_) => ErrorCode::InvalidValue,
+            Error::CommitInDoubt(_) => ErrorCode::CommitInDoubt,
         }
     }
 
@@ -234,12 +246,12 @@ mod tests {
     #[test]
     fn codes_are_stable_and_unique() {
         let numbers: Vec<i32> = ErrorCode::ALL.iter().map(|c| c.as_i32()).collect();
-        assert_eq!(numbers, (1..=15).collect::<Vec<_>>());
+        assert_eq!(numbers, (1..=16).collect::<Vec<_>>());
         for c in ErrorCode::ALL {
             assert_eq!(ErrorCode::from_i32(c.as_i32()), Some(c));
         }
         assert_eq!(ErrorCode::from_i32(0), None);
-        assert_eq!(ErrorCode::from_i32(16), None);
+        assert_eq!(ErrorCode::from_i32(17), None);
     }
 
     #[test]

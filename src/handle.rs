@@ -64,16 +64,6 @@ impl<T> HandleTable<T> {
             .ok_or_else(|| self.invalid(handle))
     }
 
-    /// Number of live handles.
-    pub fn len(&self) -> usize {
-        self.live.read_recover().len()
-    }
-
-    /// True when no handle is live.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn invalid(&self, handle: u64) -> Error {
         if handle == 0 {
             Error::InvalidHandle(format!("null {} handle", self.what))
@@ -105,6 +95,5 @@ mod tests {
         let h2 = t.insert(6);
         assert_ne!(h, h2, "handles are never reused");
         assert!(t.get(h).is_err());
-        assert_eq!(t.len(), 1);
     }
 }

@@ -11,24 +11,24 @@
 //! * Uncommitted writes are bounded in memory and spill to disk past the bound.
 //!
 //! Layers, each depending only on the next: surfaces (`capi`, `jni`) → [`store`] →
-//! [`txn`] → [`engine`] → [`format`].
+//! `txn` → `engine` → [`format`]. Only the surfaces, the stores and the formats are public.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod capi;
-pub mod engine;
 pub mod error;
 pub mod format;
-pub mod handle;
 pub mod jni;
 pub mod store;
-pub mod txn;
-pub mod workload;
 
+mod engine;
 mod failpoint;
+mod handle;
 mod sync;
+mod txn;
 
+pub use engine::rocksdb::RocksOptions;
 pub use engine::{EngineKind, KeyRange};
 pub use error::{Error, ErrorCode, Result};
 pub use format::meta::ValueFormat;

@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::format::value;
-use crate::{KvStore, Result, TopicPartition};
+use kstate::format::value;
+use kstate::{KvStore, Result, TopicPartition};
 
 /// Topic name used for the workload's changelog offsets.
 pub const CHANGELOG_TOPIC: &str = "kstate-workload-changelog";
@@ -300,6 +300,7 @@ pub fn dump(store: &KvStore) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
 
 #[cfg(test)]
 mod tests {
+    #[allow(unused_imports)] // the benches compile this file without its tests
     use super::*;
 
     #[test]

@@ -38,7 +38,13 @@ fn inspect_and_verify_a_sound_store_then_a_damaged_one() {
     let (code, out) = kstate(&["inspect".as_ref(), path.as_os_str()]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("value format:     timestamped"), "{out}");
-    assert!(out.contains("keyValueWithTimestamp    10 entries"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("keyValueWithTimestamp ")
+                && l.contains(" 10 entries")
+                && l.contains("timestamped values")),
+        "{out}"
+    );
     assert!(out.contains("last close:       clean"), "{out}");
     assert!(out.contains("metadata:       3 bytes"), "{out}");
 
@@ -73,4 +79,59 @@ fn a_path_that_is_not_a_store_is_reported() {
     let (code, out) = kstate(&["inspect".as_ref(), dir.path().as_os_str()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("not a kstate or Kafka Streams store"), "{out}");
+}
+
+#[test]
+fn inspect_and_verify_name_every_column_family_of_a_kafka_store() {
+    // A Kafka 4.4 headers-format store with its offsets family, plus a family nobody knows.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kafka");
+    {
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        o.create_missing_column_families(true);
+        let families = [
+            "default",
+            "keyValueWithTimestampAndHeaders",
+            "offsets",
+            "mystery",
+        ];
+        let db = rocksdb::DB::open_cf(&o, &path, families).unwrap();
+        let cf = |n| db.cf_handle(n).unwrap();
+        db.put_cf(
+            cf("keyValueWithTimestampAndHeaders"),
+            b"k",
+            b"\x00\x00\x00\x00\x00\x00\x00\x00\x07v",
+        )
+        .unwrap();
+        db.put_cf(cf("offsets"), b"app-changelog-0", 5i64.to_be_bytes())
+            .unwrap();
+        db.put_cf(cf("offsets"), b"status", 0i64.to_be_bytes())
+            .unwrap();
+        for i in 0..3u8 {
+            db.put_cf(cf("mystery"), [i], b"?").unwrap();
+        }
+    }
+    let (code, out) = kstate(&["inspect".as_ref(), path.as_os_str()]);
+    assert_eq!(code, 0, "{out}");
+    for (name, entries, says) in [
+        ("keyValueWithTimestampAndHeaders", 1, "headers"),
+        ("offsets", 2, "changelog offsets"),
+        ("mystery", 3, "not understood"),
+        ("default", 0, "plain values"),
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{name} "))
+                    && l.contains(&format!(" {entries} entries"))
+                    && l.contains(says)),
+            "{name}: {out}"
+        );
+    }
+    let (code, out) = kstate(&["verify".as_ref(), path.as_os_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("\"mystery\" (3 entries) is unknown to kstate: not understood"),
+        "{out}"
+    );
 }

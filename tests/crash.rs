@@ -10,12 +10,17 @@
 //! `KSTATE_CRASH_KILLS` sets the number of kills (default 200); use thousands for a long
 //! run: `KSTATE_CRASH_KILLS=5000 cargo test --release --test crash -- --nocapture`.
 
+// The workload is shared source, not library API: each user compiles its own copy.
+#[allow(dead_code)]
+#[path = "../src/workload.rs"]
+mod workload;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kstate::workload::{self, Model, Op, Rng, Workload, WorkloadConfig};
 use kstate::{EngineKind, KvStore, StoreOptions};
+use workload::{Model, Op, Rng, Workload, WorkloadConfig};
 
 fn kills() -> usize {
     std::env::var("KSTATE_CRASH_KILLS")
@@ -79,42 +84,11 @@ fn sigkill_at_random_points_always_recovers_a_whole_commit() {
             }
         }
 
-        let store = KvStore::open(&path, &StoreOptions::default())
-            .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
-        let report = store.recovery().clone();
+        let (store, report, offset, commits) =
+            reopen_and_check(&path, round, seed, base, &mut model, config);
         rolled_forward += usize::from(report.rolled_forward);
         discarded += usize::from(report.discarded_spill);
-        let offset = store
-            .committed_offset(&workload::changelog_partition())
-            .unwrap()
-            .unwrap_or(0);
-        assert!(
-            offset >= base,
-            "round {round}: committed offset went backwards: {offset} < {base}"
-        );
-        let commits = (offset - base) as u64;
         commits_seen += commits;
-        workload::replay_commits(&mut model, seed, config, commits);
-        let actual = workload::dump(&store).unwrap();
-        if actual != model.committed {
-            let missing = model
-                .committed
-                .keys()
-                .filter(|k| !actual.contains_key(*k))
-                .count();
-            let extra = actual
-                .keys()
-                .filter(|k| !model.committed.contains_key(*k))
-                .count();
-            let differ = actual
-                .iter()
-                .filter(|(k, v)| model.committed.get(*k).is_some_and(|m| m != *v))
-                .count();
-            panic!(
-                "round {round} (seed {seed}, offset {offset}, {commits} commits this round, recovery {report:?}): \
-                 store differs from the model: {missing} missing, {extra} extra, {differ} different"
-            );
-        }
         if odds.is_some() && report.rolled_forward {
             self_killed += 1;
         }
@@ -138,6 +112,102 @@ fn sigkill_at_random_points_always_recovers_a_whole_commit() {
             "no kill landed inside a spilled, uncommitted transaction"
         );
     }
+}
+
+/// Reopens the store after a kill and checks it against the model, replaying the commits
+/// the killed worker (seed `seed`, starting at offset `base`) completed.
+fn reopen_and_check(
+    path: &Path,
+    round: usize,
+    seed: u64,
+    base: i64,
+    model: &mut Model,
+    config: WorkloadConfig,
+) -> (KvStore, kstate::RecoveryReport, i64, u64) {
+    let store = KvStore::open(path, &StoreOptions::default())
+        .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
+    let report = store.recovery().clone();
+    let offset = store
+        .committed_offset(&workload::changelog_partition())
+        .unwrap()
+        .unwrap_or(0);
+    assert!(
+        offset >= base,
+        "round {round}: committed offset went backwards: {offset} < {base}"
+    );
+    let commits = (offset - base) as u64;
+    workload::replay_commits(model, seed, config, commits);
+    let actual = workload::dump(&store).unwrap();
+    if actual != model.committed {
+        let missing = model
+            .committed
+            .keys()
+            .filter(|k| !actual.contains_key(*k))
+            .count();
+        let extra = actual
+            .keys()
+            .filter(|k| !model.committed.contains_key(*k))
+            .count();
+        let differ = actual
+            .iter()
+            .filter(|(k, v)| model.committed.get(*k).is_some_and(|m| m != *v))
+            .count();
+        panic!(
+            "round {round} (seed {seed}, offset {offset}, {commits} commits this round, recovery {report:?}): \
+             store differs from the model: {missing} missing, {extra} extra, {differ} different"
+        );
+    }
+    (store, report, offset, commits)
+}
+
+/// Kills that land inside store creation (before the rename that publishes it) and inside
+/// recovery (during a roll-forward, before the status write): every directory left behind
+/// opens, holds a whole commit, and verifies clean.
+#[test]
+fn kills_inside_creation_and_recovery_leave_a_store_that_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let config = WorkloadConfig::default();
+    let mut rng = Rng::new(0xBADC0DE ^ u64::from(std::process::id()));
+    let (mut model, mut base) = (Model::default(), 0i64);
+    let (mut fresh, mut self_killed) = (0, 0);
+    for round in 0..90 {
+        if round % 3 == 0 {
+            let _ = std::fs::remove_dir_all(&path);
+            model = Model::default();
+            base = 0;
+            fresh += 1;
+        }
+        let seed = rng.next_u64();
+        let mut child = spawn_worker(&path, seed, Some(2));
+        std::thread::sleep(Duration::from_millis(rng.below(40)));
+        if child.try_wait().unwrap().is_some() {
+            self_killed += 1;
+        } else {
+            child.kill().unwrap();
+        }
+        child.wait().unwrap();
+        let (store, _, offset, _) = reopen_and_check(&path, round, seed, base, &mut model, config);
+        store.close().unwrap();
+        let report = kstate::store::inspect::verify(&path).unwrap();
+        assert!(
+            report.problems.is_empty(),
+            "round {round}: {:?}",
+            report.problems
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("kstate-new"))
+            .collect();
+        assert!(
+            leftovers.is_empty(),
+            "round {round}: staging directories left: {leftovers:?}"
+        );
+        base = offset;
+    }
+    eprintln!("creation/recovery kills: {fresh} fresh stores, {self_killed} workers killed at a crash point");
+    assert!(self_killed > 0, "no kill landed on a crash point");
 }
 
 /// The in-memory engine cannot outlive its process, so its "crash" is in-process: the

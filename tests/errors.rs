@@ -344,3 +344,193 @@ fn a_creation_interrupted_before_the_header_is_redone() {
         b"plain value of a Kafka RocksDBStore"
     );
 }
+
+/// Lists a directory's column families and files (to show a refusal changed nothing).
+fn snapshot_dir(path: &std::path::Path) -> (Vec<String>, Vec<String>) {
+    let mut cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), path).unwrap();
+    cfs.sort();
+    let mut files: Vec<String> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    (cfs, files)
+}
+
+/// A Kafka Streams-like RocksDB store with the given families and entries.
+fn kafka_store(path: &std::path::Path, families: &[&str], entries: &[(&str, &[u8], &[u8])]) {
+    let mut o = rocksdb::Options::default();
+    o.create_if_missing(true);
+    o.create_missing_column_families(true);
+    let db = rocksdb::DB::open_cf(&o, path, families).unwrap();
+    for (cf, k, v) in entries {
+        db.put_cf(db.cf_handle(cf).unwrap(), k, v).unwrap();
+    }
+}
+
+#[test]
+fn kafka_stores_are_adopted_by_allow_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let ts = kstate::format::value::encode(b"v", 42);
+    // Kafka 4.4's RocksDBTimestampedStore: offsets, position and a clean status.
+    let mut position = vec![0u8];
+    position.extend_from_slice(&1i32.to_be_bytes());
+    position.extend_from_slice(&5i32.to_be_bytes());
+    position.extend_from_slice(b"input");
+    position.extend_from_slice(&1i32.to_be_bytes());
+    position.extend_from_slice(&2i32.to_be_bytes());
+    position.extend_from_slice(&99i64.to_be_bytes());
+    position.extend_from_slice(&[0; 30]); // Kafka's PositionSerde pads its buffer
+    let adopted = dir.path().join("adopted");
+    kafka_store(
+        &adopted,
+        &["default", "keyValueWithTimestamp", "offsets"],
+        &[
+            ("keyValueWithTimestamp", b"k", &ts),
+            ("offsets", b"app-store-changelog-3", &41i64.to_be_bytes()),
+            ("offsets", b"status", &0i64.to_be_bytes()),
+            ("offsets", b"position", &position),
+        ],
+    );
+    let s = KvStore::open(&adopted, &opts()).unwrap();
+    assert_eq!(s.get(b"k").unwrap().unwrap().timestamp, 42);
+    let changelog = TopicPartition::new("app-store-changelog", 3);
+    assert_eq!(s.committed_offset(&changelog).unwrap(), Some(41));
+    let meta = s.committed_metadata().unwrap().expect("position imported");
+    assert_eq!(meta[0], 1, "the adapter's position layout");
+    assert!(meta.windows(5).any(|w| w == b"input"));
+    s.close().unwrap();
+    // Adopted for good: reopening keeps the offsets.
+    let s = KvStore::open(&adopted, &opts()).unwrap();
+    assert_eq!(s.committed_offset(&changelog).unwrap(), Some(41));
+    s.close().unwrap();
+
+    // Refused, without changing anything on disk.
+    let (open_status, headers_value) =
+        (1i64.to_be_bytes(), b"\x00\x00\x00\x00\x00\x00\x00\x00\x01v");
+    // (name, column families, entries, expected code, words the message must contain)
+    type Case<'a> = (
+        &'a str,
+        Vec<&'a str>,
+        Vec<(&'a str, &'a [u8], &'a [u8])>,
+        ErrorCode,
+        &'a str,
+    );
+    let refused: Vec<Case> = vec![
+        (
+            "headers",
+            vec!["default", "keyValueWithTimestampAndHeaders", "offsets"],
+            vec![("keyValueWithTimestampAndHeaders", b"k", headers_value)],
+            ErrorCode::FormatMismatch,
+            "headers-format",
+        ),
+        (
+            "unknown",
+            vec!["default", "mystery"],
+            vec![],
+            ErrorCode::FormatMismatch,
+            "mystery",
+        ),
+        (
+            "left-open",
+            vec!["default", "keyValueWithTimestamp", "offsets"],
+            vec![("offsets", b"status", &open_status)],
+            ErrorCode::Corruption,
+            "left open",
+        ),
+        (
+            "plain-values",
+            vec!["default", "offsets"],
+            vec![("default", b"k", b"plain")],
+            ErrorCode::FormatMismatch,
+            "plain values",
+        ),
+    ];
+    for (name, families, entries, want, says) in refused {
+        let path = dir.path().join(name);
+        kafka_store(&path, &families, &entries);
+        let before = snapshot_dir(&path);
+        let err = KvStore::open(&path, &opts()).unwrap_err();
+        assert_eq!(err.code(), want, "{name}: {err}");
+        assert!(err.to_string().contains(says), "{name}: {err}");
+        assert_eq!(
+            snapshot_dir(&path),
+            before,
+            "{name}: refusing changed the directory"
+        );
+    }
+}
+
+#[test]
+fn refusing_the_other_format_adds_no_column_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = StoreOptions::plain(EngineKind::RocksDb);
+    KvStore::open(dir.path().join("s"), &plain)
+        .unwrap()
+        .close()
+        .unwrap();
+    let before = rocksdb::DB::list_cf(&rocksdb::Options::default(), dir.path().join("s")).unwrap();
+    assert_eq!(
+        code(KvStore::open(dir.path().join("s"), &opts())),
+        ErrorCode::FormatMismatch
+    );
+    let after = rocksdb::DB::list_cf(&rocksdb::Options::default(), dir.path().join("s")).unwrap();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn a_deleted_wal_file_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let s = KvStore::open(&path, &opts()).unwrap();
+    for round in 0..3i64 {
+        for i in 0..100u32 {
+            s.put(&i.to_be_bytes(), &[round as u8; 100], round).unwrap();
+        }
+        s.commit(&[(tp(), Some(round))], None).unwrap();
+        // Flushing the data family switches to a new WAL; the old one stays live for the
+        // metadata family, so several WAL files hold the store's recent history.
+        s.compact().unwrap();
+    }
+    let mut logs: Vec<String> = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    logs.sort();
+    assert!(
+        logs.len() >= 2,
+        "expected several WAL files, found {logs:?}"
+    );
+    // A kill leaves the rest in the WAL; then one log file goes missing.
+    std::mem::forget(s);
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    for e in std::fs::read_dir(&path).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if name != "LOCK" && name != logs[0] {
+            std::fs::copy(path.join(&name), copy.join(&name)).unwrap();
+        }
+    }
+    let err = KvStore::open(&copy, &opts()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Corruption, "{err}");
+}
+
+#[test]
+fn an_empty_path_is_an_invalid_argument() {
+    for engine in [EngineKind::RocksDb, EngineKind::Memory] {
+        let err = KvStore::open("", &StoreOptions::timestamped(engine)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument, "{engine:?}: {err}");
+    }
+}
+
+#[test]
+fn a_second_open_of_a_store_is_locked_until_the_first_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let first = KvStore::open(&path, &opts()).unwrap();
+    let err = KvStore::open(&path, &opts()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Locked, "{err}");
+    first.close().unwrap();
+    KvStore::open(&path, &opts()).unwrap().close().unwrap();
+}

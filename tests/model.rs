@@ -2,13 +2,18 @@
 //! rollbacks, reopen) run against both engines and against a `BTreeMap` model; every
 //! observation must match the model.
 
+// The workload is shared source, not library API: each user compiles its own copy.
+#[allow(dead_code)]
+#[path = "../src/workload.rs"]
+mod workload;
+
 use std::collections::BTreeMap;
 
-use kstate::workload::Model;
 use kstate::{
     EngineKind, Isolation, KeyRange, KvStore, StoreOptions, TopicPartition, ValueAndTimestamp,
 };
 use proptest::prelude::*;
+use workload::Model;
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -109,12 +114,12 @@ impl Harness {
         match step {
             Step::Put(k, v, t) => {
                 s.put(k, v, *t).unwrap();
-                m.apply(&kstate::workload::Op::Put(k.clone(), v.clone(), *t));
+                m.apply(&workload::Op::Put(k.clone(), v.clone(), *t));
             }
             Step::Delete(k) => {
                 let old = s.delete(k).unwrap();
                 assert_eq!(old.map(|v| v.encode()), m.get(k).cloned(), "delete return");
-                m.apply(&kstate::workload::Op::Delete(k.clone()));
+                m.apply(&workload::Op::Delete(k.clone()));
             }
             Step::PutIfAbsent(k, v, t) => {
                 let old = s.put_if_absent(k, v, *t).unwrap();
@@ -123,7 +128,7 @@ impl Harness {
                     m.get(k).cloned(),
                     "put_if_absent return"
                 );
-                m.apply(&kstate::workload::Op::PutIfAbsent(k.clone(), v.clone(), *t));
+                m.apply(&workload::Op::PutIfAbsent(k.clone(), v.clone(), *t));
             }
             Step::PutAll(entries) => {
                 let raw: Vec<(Vec<u8>, Option<Vec<u8>>)> = entries
@@ -189,7 +194,7 @@ impl Harness {
             }
             Step::Commit(offset) => {
                 s.commit(&[(tp(), *offset)], None).unwrap();
-                m.apply(&kstate::workload::Op::Commit);
+                m.apply(&workload::Op::Commit);
                 self.offset = *offset;
                 assert_eq!(s.committed_offset(&tp()).unwrap(), self.offset);
                 assert_eq!(s.approximate_num_uncommitted_bytes().unwrap(), 0);
@@ -202,7 +207,7 @@ impl Harness {
             }
             Step::Rollback => {
                 s.rollback().unwrap();
-                m.apply(&kstate::workload::Op::Rollback);
+                m.apply(&workload::Op::Rollback);
             }
             Step::Reopen => {
                 if self.engine == EngineKind::RocksDb {

@@ -1,13 +1,18 @@
 //! `kstate`: inspect, verify and demonstrate kstate stores.
 
+// The workload is shared source, not library API: each user compiles its own copy.
+#[allow(dead_code)]
+#[path = "../workload.rs"]
+mod workload;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use kstate::store::inspect::{inspect, verify};
-use kstate::workload::{self, Model, Workload, WorkloadConfig};
 use kstate::{KvStore, StoreOptions, TopicPartition};
+use workload::{Model, Workload, WorkloadConfig};
 
 #[derive(Parser)]
 #[command(
@@ -95,8 +100,8 @@ fn cmd_inspect(dir: &Path) -> CmdResult {
         None => println!("format:           Kafka Streams store (not yet opened by kstate)"),
     }
     println!("column families:");
-    for (name, n) in &r.families {
-        println!("  {name:<24} {n} entries");
+    for f in &r.families {
+        println!("  {:<32} {:>10} entries  {}", f.name, f.entries, f.role);
     }
     match &r.committed {
         Some(c) => {
@@ -112,8 +117,8 @@ fn cmd_inspect(dir: &Path) -> CmdResult {
     }
     if let Some(p) = &r.pending {
         println!(
-            "pending commit:   #{} (spilled; the next open completes it)",
-            p.sequence
+            "pending commit:   #{} (spilled transaction {}; the next open completes it)",
+            p.state.sequence, p.txn
         );
     }
     println!(

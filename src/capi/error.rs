@@ -174,5 +174,6 @@ fn code_name_cstr(code: ErrorCode) -> &'static std::ffi::CStr {
         ErrorCode::InvalidHandle => c"INVALID_HANDLE",
         ErrorCode::IteratorClosed => c"ITERATOR_CLOSED",
         ErrorCode::InvalidValue => c"INVALID_VALUE",
+        ErrorCode::CommitInDoubt => c"COMMIT_IN_DOUBT",
     }
 }

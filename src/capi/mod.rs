@@ -96,6 +96,12 @@ pub const KSTATE_ERR_INVALID_HANDLE: i32 = 13;
 pub const KSTATE_ERR_ITERATOR_CLOSED: i32 = 14;
 /// A timestamped value is shorter than its 8-byte timestamp prefix.
 pub const KSTATE_ERR_INVALID_VALUE: i32 = 15;
+/// A commit was written but not confirmed durable (the storage failed on the way). It will
+/// complete: the next call on the store (retry `kstate_kv_commit`, or any other) retries it
+/// first; committed readers see the previous commit meanwhile. If the process ends first,
+/// the next open completes it or keeps the previous commit (`kstate_kv_committed_offset`
+/// tells which).
+pub const KSTATE_ERR_COMMIT_IN_DOUBT: i32 = 16;
 
 /// Which data a read sees: `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
 pub type kstate_isolation_t = u32;

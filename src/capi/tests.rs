@@ -44,6 +44,7 @@ fn constants_match_the_core() {
         (KSTATE_ERR_INVALID_HANDLE, ErrorCode::InvalidHandle),
         (KSTATE_ERR_ITERATOR_CLOSED, ErrorCode::IteratorClosed),
         (KSTATE_ERR_INVALID_VALUE, ErrorCode::InvalidValue),
+        (KSTATE_ERR_COMMIT_IN_DOUBT, ErrorCode::CommitInDoubt),
     ];
     assert_eq!(pairs.len(), ErrorCode::ALL.len());
     for (c, core) in pairs {

@@ -1,10 +1,18 @@
-//! Storage engines. An engine stores committed bytes in a few named families and applies
-//! atomic batches; it knows nothing of transactions, timestamps or offsets. Two engines
-//! implement the same trait: [`rocksdb::RocksEngine`] (durable) and
-//! [`memory::MemoryEngine`] (process memory, same semantics, nothing survives the process).
+//! Storage engines. An engine stores committed bytes in named families and applies atomic
+//! batches; it knows nothing of transactions, timestamps or offsets. Two engines implement
+//! the same trait: [`rocksdb::RocksEngine`] (durable) and [`memory::MemoryEngine`] (process
+//! memory, same semantics, nothing survives the process).
+//!
+//! Families are a registry, not a closed list: an engine is opened with the names the store
+//! needs (created when missing) and also carries every family it already had, so a store of
+//! Kafka Streams (with its `offsets` family) or a later kstate store kind (window segments,
+//! the two families of an upgrade) opens with the same code. A [`Family`] is a small index
+//! into that registry, valid for the engine that issued it.
 
-pub mod memory;
-pub mod rocksdb;
+#[cfg(test)]
+pub(crate) mod fault;
+pub(crate) mod memory;
+pub(crate) mod rocksdb;
 
 mod cursor;
 mod range;
@@ -12,7 +20,9 @@ mod range;
 pub(crate) use cursor::OrdCursor;
 pub use range::KeyRange;
 
-use crate::Result;
+use std::sync::Arc;
+
+use crate::{Error, Result};
 
 /// Which engine backs a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,48 +43,97 @@ impl EngineKind {
     }
 }
 
-/// The named key spaces of a store. Their RocksDB column-family names are part of the
-/// on-disk contract (DESIGN.md §3), shared with Kafka's RocksDB stores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Family {
-    /// Plain values (`default`, as in Kafka's `RocksDBStore`).
-    Plain,
-    /// Timestamped values (`keyValueWithTimestamp`, as in `RocksDBTimestampedStore`).
-    Timestamped,
-    /// kstate's metadata: header, committed offsets, status.
-    Meta,
-    /// Staging area for uncommitted writes that overflowed the memory bound.
-    Spill,
+/// Column-family names that are part of the on-disk contract (DESIGN.md §3).
+pub(crate) mod names {
+    /// Plain values (Kafka's `RocksDBStore`; RocksDB's default family).
+    pub const PLAIN: &str = "default";
+    /// Timestamped values (Kafka's `RocksDBTimestampedStore`).
+    pub const TIMESTAMPED: &str = "keyValueWithTimestamp";
+    /// Timestamped values with headers (Kafka 4.3+, KIP-1271): not adopted by kstate.
+    pub const HEADERS: &str = "keyValueWithTimestampAndHeaders";
+    /// Changelog offsets, position and open/closed status of Kafka 4.3+ RocksDB stores.
+    pub const KAFKA_OFFSETS: &str = "offsets";
+    /// kstate's metadata: header, committed state, status.
+    pub const META: &str = "kstate_meta";
+    /// kstate's staging area for uncommitted writes past the memory bound.
+    pub const SPILL: &str = "kstate_spill";
 }
 
-impl Family {
-    /// All families, in a fixed order (also their index in per-family arrays).
-    pub const ALL: [Family; 4] = [
-        Family::Plain,
-        Family::Timestamped,
-        Family::Meta,
-        Family::Spill,
-    ];
+/// A family of one engine: an index into that engine's registry of names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Family(u8);
 
-    /// RocksDB column-family name.
-    pub fn cf_name(self) -> &'static str {
-        match self {
-            Family::Plain => "default",
-            Family::Timestamped => "keyValueWithTimestamp",
-            Family::Meta => "kstate_meta",
-            Family::Spill => "kstate_spill",
-        }
+impl Family {
+    /// The family at `index` of a registry.
+    pub(crate) fn at(index: usize) -> Result<Family> {
+        u8::try_from(index)
+            .map(Family)
+            .map_err(|_| Error::Internal(format!("family index {index} exceeds 255")))
     }
 
-    /// Position in [`Family::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
+    /// Position in the engine's registry.
+    pub(crate) fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The names of an engine's families, in registry order ([`Family`] indexes it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Registry {
+    names: Vec<String>,
+}
+
+impl Registry {
+    /// A registry of `existing` names plus those of `wanted` not among them, in that order.
+    pub(crate) fn new(existing: &[String], wanted: &[&str]) -> Result<Registry> {
+        let mut names = existing.to_vec();
+        for w in wanted {
+            if !names.iter().any(|n| n == w) {
+                names.push((*w).to_string());
+            }
+        }
+        if names.len() > 256 {
+            return Err(Error::Internal(format!(
+                "{} column families exceed kstate's 256",
+                names.len()
+            )));
+        }
+        Ok(Registry { names })
+    }
+
+    /// The family named `name`, if the engine has it.
+    pub(crate) fn find(&self, name: &str) -> Option<Family> {
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| Family(i as u8))
+    }
+
+    /// The family named `name`, or an internal error naming it.
+    pub(crate) fn require(&self, name: &str) -> Result<Family> {
+        self.find(name)
+            .ok_or_else(|| Error::Internal(format!("column family {name} is not open")))
+    }
+
+    /// The name of `family`.
+    pub(crate) fn name(&self, family: Family) -> &str {
+        self.names.get(family.index()).map_or("?", String::as_str)
+    }
+
+    /// Every name, in registry order.
+    pub(crate) fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Number of families.
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
     }
 }
 
 /// One write of an atomic batch. Slices are borrowed so building a batch copies nothing.
 #[derive(Debug, Clone, Copy)]
-pub enum BatchOp<'a> {
+pub(crate) enum BatchOp<'a> {
     /// Insert or overwrite `key` with `value`.
     Put(Family, &'a [u8], &'a [u8]),
     /// Remove `key`.
@@ -83,34 +142,53 @@ pub enum BatchOp<'a> {
     DeleteRange(Family, &'a [u8], &'a [u8]),
 }
 
-/// An owning cursor over committed entries of one family, fixed to the state the engine had
-/// when the cursor was created (later writes are not seen).
-pub trait EngineIter: Send {
+/// An owning cursor over committed entries of one family, fixed to the state the engine (or
+/// the snapshot it was made from) had when the cursor was created.
+pub(crate) trait EngineIter: Send {
     /// The next entry in the cursor's direction, or `None` at the end.
     fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
 }
 
-/// A storage engine: committed bytes, atomic batches, consistent cursors.
-pub trait Engine: Send + Sync + 'static {
-    /// Which engine this is.
-    fn kind(&self) -> EngineKind;
+/// A read-only, pinned view of every family at one instant. Later writes to the engine are
+/// not seen; holding a snapshot never blocks writers.
+pub(crate) trait Snapshot: Send + Sync {
+    /// Reads one value as of the snapshot.
+    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>>;
 
-    /// Reads one committed value.
+    /// A cursor over `range` of `family` as of the snapshot.
+    fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>>;
+}
+
+/// A storage engine: committed bytes, atomic batches, consistent cursors and snapshots.
+pub(crate) trait Engine: Send + Sync + 'static {
+    /// The engine's families.
+    fn registry(&self) -> &Registry;
+
+    /// Reads one value as of now.
     fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>>;
 
     /// Applies all `ops` atomically: after a crash either all or none are visible. With
-    /// `sync`, the batch is on stable storage when this returns.
+    /// `sync`, the batch is on stable storage when this returns. On error the engine may or
+    /// may not have made the batch durable; callers treat the outcome as unknown.
     fn write(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()>;
 
-    /// A cursor over `range` of `family`, ascending or (with `reverse`) descending.
+    /// A cursor over `range` of `family` as of now, ascending or (with `reverse`) descending.
     fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>>;
+
+    /// A pinned view of the engine as of now.
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>>;
 
     /// Approximate number of keys in `family` (exact for the memory engine).
     fn approximate_count(&self, family: Family) -> Result<u64>;
 
-    /// Names of the families this engine holds, as stored (for `kstate inspect`).
-    fn family_names(&self) -> Vec<String>;
-
     /// Compacts `family` fully and waits for it (a no-op for the memory engine).
     fn compact(&self, family: Family) -> Result<()>;
+}
+
+/// True when `family` has at least one entry as of now.
+pub(crate) fn has_entries(engine: &dyn Engine, family: Family) -> Result<bool> {
+    Ok(engine
+        .iter(family, &KeyRange::all(), false)?
+        .next_entry()?
+        .is_some())
 }

@@ -1,15 +1,17 @@
 //! The RocksDB engine. Families are column families named as in Kafka's RocksDB stores;
-//! every batch is one RocksDB `WriteBatch` (atomic, through the WAL).
+//! every batch is one RocksDB `WriteBatch` (atomic, through the WAL), and snapshots are
+//! RocksDB snapshots that own a reference to their database.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType,
-    DBRawIteratorWithThreadMode, Options, ReadOptions, WriteBatch, WriteOptions, DB,
+    DBRawIteratorWithThreadMode, DBRecoveryMode, Options, ReadOptions, SnapshotWithThreadMode,
+    WriteBatch, WriteOptions, DB,
 };
 
-use super::{BatchOp, Engine, EngineIter, EngineKind, Family, KeyRange};
+use super::{BatchOp, Engine, EngineIter, Family, KeyRange, Registry, Snapshot};
 use crate::{Error, Result};
 
 /// Tuning knobs of the RocksDB engine. Defaults follow Kafka Streams' `RocksDBStore`.
@@ -35,7 +37,7 @@ impl Default for RocksOptions {
 
 /// What is found at a path before anything is opened or created there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Probe {
+pub(crate) enum Probe {
     /// Nothing there, or an empty directory: a new store may be created.
     Vacant,
     /// A RocksDB database with these column families.
@@ -46,8 +48,9 @@ pub enum Probe {
 ///
 /// # Errors
 /// [`Error::NotAStore`] for a file, or a non-empty directory with no RocksDB `CURRENT`
-/// file; [`Error::Storage`] when the database's column families cannot be listed.
-pub fn probe(path: &Path) -> Result<Probe> {
+/// file; [`Error::Corruption`] when `CURRENT` does not name an existing manifest;
+/// [`Error::Storage`] when the database's column families cannot be listed.
+pub(crate) fn probe(path: &Path) -> Result<Probe> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Probe::Vacant),
@@ -59,7 +62,8 @@ pub fn probe(path: &Path) -> Result<Probe> {
             reason: "it is a file, not a directory".into(),
         });
     }
-    if !path.join("CURRENT").exists() {
+    let current = path.join("CURRENT");
+    if !current.exists() {
         let mut entries = std::fs::read_dir(path).map_err(|e| Error::io(path, e))?;
         if entries.next().is_none() {
             return Ok(Probe::Vacant);
@@ -69,22 +73,40 @@ pub fn probe(path: &Path) -> Result<Probe> {
             reason: "the directory has files but no RocksDB database (no CURRENT file)".into(),
         });
     }
+    // Check CURRENT ourselves: RocksDB's family listing leaks on a damaged one, and a clear
+    // message beats RocksDB's.
+    let manifest = std::fs::read(&current).map_err(|e| Error::io(&current, e))?;
+    let name = std::str::from_utf8(&manifest)
+        .ok()
+        .and_then(|s| s.strip_suffix('\n'))
+        .filter(|s| {
+            s.strip_prefix("MANIFEST-")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        });
+    match name {
+        Some(name) if path.join(name).is_file() => {}
+        _ => {
+            return Err(Error::Corruption(format!(
+                "{} does not name an existing RocksDB manifest",
+                current.display()
+            )))
+        }
+    }
     let families = DB::list_cf(&Options::default(), path).map_err(|e| map_err(path, e))?;
     Ok(Probe::Database(families))
 }
 
 /// Committed data in a RocksDB database.
-pub struct RocksEngine {
+pub(crate) struct RocksEngine {
     db: Arc<DB>,
     path: PathBuf,
-    families: Vec<String>,
-    present: [bool; 4],
+    registry: Registry,
 }
 
 impl RocksEngine {
     /// Opens (creating if needed) the database at `path` with the column families it
     /// already has plus those in `wanted`.
-    pub fn open(path: &Path, wanted: &[Family], opts: &RocksOptions) -> Result<RocksEngine> {
+    pub(crate) fn open(path: &Path, wanted: &[&str], opts: &RocksOptions) -> Result<RocksEngine> {
         std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
         Self::open_with(path, wanted, opts, false)
     }
@@ -92,7 +114,7 @@ impl RocksEngine {
     /// Opens an existing database read-only, with all its column families. Takes no lock,
     /// so it works while another process has the store open (`kstate inspect`), and
     /// changes nothing on disk.
-    pub fn open_read_only(path: &Path, opts: &RocksOptions) -> Result<RocksEngine> {
+    pub(crate) fn open_read_only(path: &Path, opts: &RocksOptions) -> Result<RocksEngine> {
         if probe(path)? == Probe::Vacant {
             return Err(Error::NotAStore {
                 path: path.to_path_buf(),
@@ -104,7 +126,7 @@ impl RocksEngine {
 
     fn open_with(
         path: &Path,
-        wanted: &[Family],
+        wanted: &[&str],
         opts: &RocksOptions,
         read_only: bool,
     ) -> Result<RocksEngine> {
@@ -112,15 +134,13 @@ impl RocksEngine {
             Probe::Vacant => Vec::new(),
             Probe::Database(f) => f,
         };
+        let mut wanted = wanted.to_vec();
+        wanted.push(super::names::PLAIN);
+        let registry = Registry::new(&existing, &wanted)?;
         let cache = Cache::new_lru_cache(opts.block_cache_bytes);
         let cf_opts = column_family_options(opts, &cache);
-        let mut names: Vec<String> = existing;
-        for f in wanted.iter().chain(std::iter::once(&Family::Plain)) {
-            if !names.iter().any(|n| n == f.cf_name()) {
-                names.push(f.cf_name().to_string());
-            }
-        }
-        let descriptors = names
+        let descriptors = registry
+            .names()
             .iter()
             .map(|n| ColumnFamilyDescriptor::new(n, cf_opts.clone()));
         let mut db_opts = cf_opts.clone();
@@ -131,42 +151,42 @@ impl RocksEngine {
         db_opts.set_keep_log_file_num(2);
         db_opts.set_max_log_file_size(1 << 20);
         db_opts.increase_parallelism(2);
-        // Spill and data column families share one WAL; cap it so a long-idle family
-        // cannot pin gigabytes of log.
-        db_opts.set_max_total_wal_size(256 << 20);
+        // A missing or truncated WAL in the middle of the log is corruption, not a silently
+        // shorter history: the manifest tracks every WAL and open verifies them.
+        db_opts.set_track_and_verify_wals_in_manifest(true);
+        db_opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
+        // All families share one WAL; cap it so that a rarely written family (kstate_meta
+        // holds a few records) is flushed instead of pinning every log file forever.
+        db_opts.set_max_total_wal_size(64 << 20);
         let db = if read_only {
             DB::open_cf_descriptors_read_only(&db_opts, path, descriptors, false)
         } else {
             DB::open_cf_descriptors(&db_opts, path, descriptors)
         }
         .map_err(|e| map_err(path, e))?;
-        let mut present = [false; 4];
-        for f in Family::ALL {
-            present[f.index()] = names.iter().any(|n| n == f.cf_name());
-        }
         Ok(RocksEngine {
             db: Arc::new(db),
             path: path.to_path_buf(),
-            families: names,
-            present,
+            registry,
         })
     }
 
-    /// True when the database has `family`.
-    pub fn has_family(&self, family: Family) -> bool {
-        self.present[family.index()]
+    fn cf(&self, family: Family) -> Result<&rocksdb::ColumnFamily> {
+        let name = self.registry.name(family);
+        self.db
+            .cf_handle(name)
+            .ok_or_else(|| Error::Internal(format!("column family {name} is not open")))
     }
 
-    fn cf(&self, family: Family) -> Result<&rocksdb::ColumnFamily> {
-        if !self.present[family.index()] {
-            return Err(Error::Internal(format!(
-                "column family {} was not opened",
-                family.cf_name()
-            )));
+    fn read_options(range: &KeyRange) -> ReadOptions {
+        let mut ro = ReadOptions::default();
+        if let Some(lo) = range.inclusive_lower() {
+            ro.set_iterate_lower_bound(lo);
         }
-        self.db
-            .cf_handle(family.cf_name())
-            .ok_or_else(|| Error::Internal(format!("column family {} vanished", family.cf_name())))
+        if let Some(hi) = range.exclusive_upper() {
+            ro.set_iterate_upper_bound(hi);
+        }
+        ro
     }
 }
 
@@ -184,8 +204,8 @@ fn column_family_options(opts: &RocksOptions, cache: &Cache) -> Options {
 }
 
 /// Maps a RocksDB error to kstate's, recognising the lock-file conflict RocksDB reports
-/// when another process (or another handle in this one) has the database open.
-fn map_err(path: &Path, e: rocksdb::Error) -> Error {
+/// when another handle in this process has the database open.
+pub(crate) fn map_err(path: &Path, e: rocksdb::Error) -> Error {
     let msg = e.into_string();
     if msg.contains("LOCK") || msg.contains("lock hold") {
         return Error::Locked {
@@ -200,8 +220,8 @@ fn map_err(path: &Path, e: rocksdb::Error) -> Error {
 }
 
 impl Engine for RocksEngine {
-    fn kind(&self) -> EngineKind {
-        EngineKind::RocksDb
+    fn registry(&self) -> &Registry {
+        &self.registry
     }
 
     fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -229,27 +249,35 @@ impl Engine for RocksEngine {
     }
 
     fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>> {
-        let mut ro = ReadOptions::default();
-        if let Some(lo) = range.inclusive_lower() {
-            ro.set_iterate_lower_bound(lo);
-        }
-        if let Some(hi) = range.exclusive_upper() {
-            ro.set_iterate_upper_bound(hi);
-        }
-        let db = Arc::clone(&self.db);
-        let raw = db.raw_iterator_cf_opt(self.cf(family)?, ro);
-        // SAFETY: `raw` borrows the `DB` inside the `Arc` we move into the same struct. The
-        // `DB` lives on the heap, so moving the `Arc` does not move it, and `RocksIter`
-        // declares `raw` before `_db`, so the iterator is dropped before that `Arc`. The
-        // `'static` lifetime is therefore never observed beyond the database's life.
+        let raw = self
+            .db
+            .raw_iterator_cf_opt(self.cf(family)?, Self::read_options(range));
+        // SAFETY: `raw` borrows the `DB` inside `self.db`; the `Arc` clone moved into the
+        // same `RocksIter` keeps that heap-allocated `DB` alive, and `RocksIter` declares
+        // `raw` first so it is dropped before its `Arc`. The `'static` lifetime is thus never
+        // observed beyond the database's life.
         let raw: DBRawIteratorWithThreadMode<'static, DB> = unsafe { std::mem::transmute(raw) };
-        Ok(Box::new(RocksIter {
+        Ok(Box::new(RocksIter::new(
             raw,
-            _db: db,
+            Keepalive::Db(Arc::clone(&self.db)),
+            range,
             reverse,
-            started: range.is_empty(),
-            done: range.is_empty(),
+            &self.path,
+        )))
+    }
+
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
+        let snap = self.db.snapshot();
+        // SAFETY: the snapshot borrows the heap-allocated `DB` that the `Arc` stored after it
+        // in `SnapInner` keeps alive; `SnapInner`'s field order drops the snapshot first.
+        let snap: SnapshotWithThreadMode<'static, DB> = unsafe { std::mem::transmute(snap) };
+        Ok(Arc::new(RocksSnapshot {
+            inner: Arc::new(SnapInner {
+                snap,
+                db: Arc::clone(&self.db),
+            }),
             path: self.path.clone(),
+            registry: self.registry.clone(),
         }))
     }
 
@@ -261,10 +289,6 @@ impl Engine for RocksEngine {
             .map_err(|e| map_err(&self.path, e))
     }
 
-    fn family_names(&self) -> Vec<String> {
-        self.families.clone()
-    }
-
     fn compact(&self, family: Family) -> Result<()> {
         let cf = self.cf(family)?;
         self.db.flush_cf(cf).map_err(|e| map_err(&self.path, e))?;
@@ -273,16 +297,100 @@ impl Engine for RocksEngine {
     }
 }
 
-/// A RocksDB iterator that owns a reference to its database. The iterator pins the
-/// database state of its creation (RocksDB's implicit snapshot).
+/// A RocksDB snapshot that owns a reference to its database.
+struct SnapInner {
+    // Field order is load-bearing: `snap` must drop before `db` (see `RocksEngine::snapshot`).
+    snap: SnapshotWithThreadMode<'static, DB>,
+    db: Arc<DB>,
+}
+
+// SAFETY: a RocksDB snapshot is an immutable sequence number that RocksDB lets any thread
+// read through concurrently; the wrapper exposes only reads and releases it once, on drop.
+unsafe impl Send for SnapInner {}
+// SAFETY: see `Send`: every use takes `&self` and only reads through the snapshot.
+unsafe impl Sync for SnapInner {}
+
+/// The engine's [`Snapshot`]: shared, so that cursors made from it keep it alive.
+struct RocksSnapshot {
+    inner: Arc<SnapInner>,
+    path: PathBuf,
+    registry: Registry,
+}
+
+impl RocksSnapshot {
+    fn cf(&self, family: Family) -> Result<&rocksdb::ColumnFamily> {
+        let name = self.registry.name(family);
+        self.inner
+            .db
+            .cf_handle(name)
+            .ok_or_else(|| Error::Internal(format!("column family {name} is not open")))
+    }
+}
+
+impl Snapshot for RocksSnapshot {
+    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let cf = self.cf(family)?;
+        self.inner
+            .snap
+            .get_pinned_cf_opt(cf, key, ReadOptions::default())
+            .map(|v| v.map(|v| v.to_vec()))
+            .map_err(|e| map_err(&self.path, e))
+    }
+
+    fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>> {
+        let raw = self
+            .inner
+            .snap
+            .raw_iterator_cf_opt(self.cf(family)?, RocksEngine::read_options(range));
+        // SAFETY: `raw` reads through the snapshot and its `DB`; the `Arc<SnapInner>` moved
+        // into the same `RocksIter` (declared after `raw`) keeps both alive until `raw` is
+        // dropped, so the `'static` lifetime is never observed beyond them.
+        let raw: DBRawIteratorWithThreadMode<'static, DB> = unsafe { std::mem::transmute(raw) };
+        Ok(Box::new(RocksIter::new(
+            raw,
+            Keepalive::Snapshot(Arc::clone(&self.inner)),
+            range,
+            reverse,
+            &self.path,
+        )))
+    }
+}
+
+/// What a cursor keeps alive besides itself.
+enum Keepalive {
+    Db(#[allow(dead_code)] Arc<DB>),
+    Snapshot(#[allow(dead_code)] Arc<SnapInner>),
+}
+
+/// A RocksDB iterator that owns a reference to what it reads. The iterator pins the
+/// database state of its creation (RocksDB's implicit snapshot, or the explicit one).
 struct RocksIter {
-    // Field order is load-bearing: `raw` must drop before `_db` (see `RocksEngine::iter`).
+    // Field order is load-bearing: `raw` must drop before `_keep`.
     raw: DBRawIteratorWithThreadMode<'static, DB>,
-    _db: Arc<DB>,
+    _keep: Keepalive,
     reverse: bool,
     started: bool,
     done: bool,
     path: PathBuf,
+}
+
+impl RocksIter {
+    fn new(
+        raw: DBRawIteratorWithThreadMode<'static, DB>,
+        keep: Keepalive,
+        range: &KeyRange,
+        reverse: bool,
+        path: &Path,
+    ) -> Self {
+        RocksIter {
+            raw,
+            _keep: keep,
+            reverse,
+            started: range.is_empty(),
+            done: range.is_empty(),
+            path: path.to_path_buf(),
+        }
+    }
 }
 
 // SAFETY: a RocksDB iterator may be used from any thread as long as it is not used from two
@@ -320,53 +428,55 @@ impl EngineIter for RocksIter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::names;
 
     #[test]
-    fn write_iterate_and_reopen() {
+    fn write_iterate_snapshot_and_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
         {
             let e = RocksEngine::open(
                 &path,
-                &[Family::Timestamped, Family::Meta],
+                &[names::TIMESTAMPED, names::META],
                 &RocksOptions::default(),
             )
             .unwrap();
+            let ts = e.registry().require(names::TIMESTAMPED).unwrap();
             e.write(
                 &[
-                    BatchOp::Put(Family::Timestamped, b"a", b"1"),
-                    BatchOp::Put(Family::Timestamped, b"b", b"2"),
-                    BatchOp::Put(Family::Timestamped, b"c", b"3"),
+                    BatchOp::Put(ts, b"a", b"1"),
+                    BatchOp::Put(ts, b"b", b"2"),
+                    BatchOp::Put(ts, b"c", b"3"),
                 ],
                 true,
             )
             .unwrap();
+            let snap = e.snapshot().unwrap();
             let mut it = e
-                .iter(
-                    Family::Timestamped,
-                    &KeyRange::inclusive(Some(b"b"), None),
-                    true,
-                )
+                .iter(ts, &KeyRange::inclusive(Some(b"b"), None), true)
                 .unwrap();
-            e.write(&[BatchOp::Delete(Family::Timestamped, b"c")], false)
-                .unwrap();
+            e.write(&[BatchOp::Delete(ts, b"c")], false).unwrap();
             assert_eq!(it.next_entry().unwrap().unwrap().0, b"c".to_vec());
             assert_eq!(it.next_entry().unwrap().unwrap().0, b"b".to_vec());
             assert!(it.next_entry().unwrap().is_none());
             assert!(it.next_entry().unwrap().is_none());
+            assert_eq!(snap.get(ts, b"c").unwrap(), Some(b"3".to_vec()));
+            assert_eq!(e.get(ts, b"c").unwrap(), None);
+            let mut sit = snap.iter(ts, &KeyRange::all(), false).unwrap();
+            drop(snap);
             drop(e);
-            // The iterator keeps the database alive after the engine is gone.
+            // Cursors keep the snapshot and the database alive after both are gone.
+            let mut keys = vec![];
+            while let Some((k, _)) = sit.next_entry().unwrap() {
+                keys.push(k);
+            }
+            assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
         }
         let e = RocksEngine::open(&path, &[], &RocksOptions::default()).unwrap();
-        assert_eq!(
-            e.get(Family::Timestamped, b"a").unwrap(),
-            Some(b"1".to_vec())
-        );
-        assert_eq!(e.get(Family::Timestamped, b"c").unwrap(), None);
-        assert!(e
-            .family_names()
-            .contains(&"keyValueWithTimestamp".to_string()));
-        assert!(e.get(Family::Spill, b"x").is_err());
+        let ts = e.registry().require(names::TIMESTAMPED).unwrap();
+        assert_eq!(e.get(ts, b"a").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(e.get(ts, b"c").unwrap(), None);
+        assert!(e.registry().find(names::SPILL).is_none());
     }
 
     #[test]
@@ -380,7 +490,7 @@ mod tests {
     }
 
     #[test]
-    fn probe_recognises_non_stores() {
+    fn probe_recognises_non_stores_and_a_damaged_current() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(probe(&dir.path().join("nope")).unwrap(), Probe::Vacant);
         assert_eq!(probe(dir.path()).unwrap(), Probe::Vacant);
@@ -393,5 +503,12 @@ mod tests {
             probe(&dir.path().join("notes.txt")).unwrap_err().code(),
             crate::ErrorCode::NotAStore
         );
+        let db = dir.path().join("db");
+        drop(RocksEngine::open(&db, &[], &RocksOptions::default()).unwrap());
+        assert!(matches!(probe(&db).unwrap(), Probe::Database(_)));
+        std::fs::write(db.join("CURRENT"), b"garbage\n").unwrap();
+        assert_eq!(probe(&db).unwrap_err().code(), crate::ErrorCode::Corruption);
+        std::fs::write(db.join("CURRENT"), b"MANIFEST-999999\n").unwrap();
+        assert_eq!(probe(&db).unwrap_err().code(), crate::ErrorCode::Corruption);
     }
 }

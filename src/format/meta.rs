@@ -6,7 +6,7 @@
 //! |-------------|---------------------------------------------------------------|
 //! | `header`    | [`StoreHeader`]: format version and value format             |
 //! | `committed` | [`CommittedState`] of the last completed commit               |
-//! | `pending`   | [`CommittedState`] of a spilled commit still rolling forward  |
+//! | `pending`   | [`PendingCommit`]: a spilled commit still rolling forward     |
 //! | `status`    | one byte: 1 = last close was clean, 0 = open or crashed       |
 
 use std::collections::BTreeMap;
@@ -218,6 +218,72 @@ impl CommittedState {
     }
 }
 
+/// A spilled commit past its commit point: the transaction whose spilled writes it applies,
+/// the names of the families those writes go to (by the slot number in each spill key),
+/// and the committed state it completes with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingCommit {
+    /// Transaction id: only spill entries of this transaction are applied.
+    pub txn: u64,
+    /// Family name of each spill slot.
+    pub families: Vec<String>,
+    /// The state the commit makes current.
+    pub state: CommittedState,
+}
+
+const PENDING_VERSION: u8 = 2;
+
+impl PendingCommit {
+    /// Encodes as `[u8 2][u64 txn][u8 n]{[u8 len][name]}*[committed-state record]`, sealed.
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let mut out = vec![PENDING_VERSION];
+        out.extend_from_slice(&self.txn.to_be_bytes());
+        let n = u8::try_from(self.families.len())
+            .map_err(|_| Error::Internal("more than 255 families in one commit".into()))?;
+        out.push(n);
+        for name in &self.families {
+            let len = u8::try_from(name.len())
+                .map_err(|_| Error::Internal(format!("family name {name} is too long")))?;
+            out.push(len);
+            out.extend_from_slice(name.as_bytes());
+        }
+        out.extend_from_slice(&self.state.encode()?);
+        Ok(seal(out))
+    }
+
+    /// Decodes, verifying the checksum and every length.
+    pub fn decode(raw: &[u8]) -> Result<Self> {
+        let body = unseal(raw, "pending-commit record")?;
+        let mut r = Reader {
+            buf: body,
+            what: "pending-commit record",
+        };
+        let version = r.take(1)?[0];
+        if version != PENDING_VERSION {
+            return Err(Error::Corruption(format!(
+                "pending-commit record has version {version}; this kstate reads version \
+                 {PENDING_VERSION} (a spilled commit left by kstate 0.1 cannot be completed)"
+            )));
+        }
+        let txn = r.u64()?;
+        let n = r.take(1)?[0];
+        let mut families = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let len = r.take(1)?[0] as usize;
+            let name = std::str::from_utf8(r.take(len)?).map_err(|_| {
+                Error::Corruption("family name in pending-commit record is not UTF-8".into())
+            })?;
+            families.push(name.to_string());
+        }
+        let state = CommittedState::decode(r.buf)?;
+        Ok(PendingCommit {
+            txn,
+            families,
+            state,
+        })
+    }
+}
+
 /// Encodes the clean-close flag.
 pub fn encode_status(clean: bool) -> Vec<u8> {
     vec![u8::from(clean)]
@@ -369,6 +435,27 @@ mod tests {
         bad[4] = 9;
         assert_eq!(
             StoreHeader::decode(&bad).unwrap_err().code(),
+            ErrorCode::Corruption
+        );
+    }
+
+    #[test]
+    fn pending_commit_round_trips_and_detects_damage() {
+        let p = PendingCommit {
+            txn: 9,
+            families: vec!["keyValueWithTimestamp".into(), "default".into()],
+            state: sample(),
+        };
+        let raw = p.encode().unwrap();
+        assert_eq!(PendingCommit::decode(&raw).unwrap(), p);
+        for i in 0..raw.len() {
+            let mut bad = raw.clone();
+            bad[i] ^= 0x10;
+            assert!(PendingCommit::decode(&bad).is_err(), "byte {i}");
+        }
+        let old = sample().encode().unwrap();
+        assert_eq!(
+            PendingCommit::decode(&old).unwrap_err().code(),
             ErrorCode::Corruption
         );
     }

@@ -42,6 +42,17 @@ impl ValueAndTimestamp {
     }
 }
 
+/// Encodes like [`encode`], straight into a shared buffer: one allocation (the iterator's
+/// exact length lets `Arc` size it once) and one copy of `value`.
+pub(crate) fn encode_shared(value: &[u8], timestamp: i64) -> std::sync::Arc<[u8]> {
+    timestamp
+        .to_be_bytes()
+        .iter()
+        .chain(value)
+        .copied()
+        .collect()
+}
+
 /// Encodes `value` with `timestamp` into the Kafka layout.
 pub fn encode(value: &[u8], timestamp: i64) -> Vec<u8> {
     let mut out = Vec::with_capacity(TIMESTAMP_BYTES + value.len());

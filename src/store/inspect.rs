@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::engine::rocksdb::{RocksEngine, RocksOptions};
-use crate::engine::{Engine, Family, KeyRange};
-use crate::format::meta::{self, CommittedState, StoreHeader};
+use crate::engine::{names, Engine, Family, KeyRange};
+use crate::format::meta::{self, CommittedState, PendingCommit, StoreHeader};
 use crate::format::{self, value, ValueFormat};
 use crate::txn::spill;
 use crate::Result;
@@ -17,14 +17,39 @@ pub struct StoreReport {
     pub path: PathBuf,
     /// The kstate header, or `None` for a Kafka Streams store kstate never opened.
     pub header: Option<StoreHeader>,
-    /// Column families with their exact entry counts.
-    pub families: Vec<(String, u64)>,
+    /// Every column family: its name, exact entry count and what it holds.
+    pub families: Vec<FamilyReport>,
     /// The last completed commit.
     pub committed: Option<CommittedState>,
     /// A spilled commit past its commit point but not yet rolled forward.
-    pub pending: Option<CommittedState>,
+    pub pending: Option<PendingCommit>,
     /// Whether the last session closed the store cleanly (`None`: never opened by kstate).
     pub last_close_clean: Option<bool>,
+}
+
+/// One column family as `kstate inspect` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FamilyReport {
+    /// Column-family name.
+    pub name: String,
+    /// Exact number of entries.
+    pub entries: u64,
+    /// What the family holds, or that kstate does not know it.
+    pub role: &'static str,
+}
+
+/// What a column family of this name holds in a kstate or Kafka Streams store; `None` when
+/// kstate does not know the name.
+pub fn family_role(name: &str) -> Option<&'static str> {
+    Some(match name {
+        names::PLAIN => "plain values (Kafka's RocksDBStore)",
+        names::TIMESTAMPED => "timestamped values (Kafka's RocksDBTimestampedStore)",
+        names::HEADERS => "timestamped values with headers (Kafka 4.3+, not read by kstate)",
+        names::KAFKA_OFFSETS => "Kafka 4.3+ changelog offsets, position and status",
+        names::META => "kstate metadata: header, committed offsets, status",
+        names::SPILL => "kstate staging area for large uncommitted transactions",
+        _ => return None,
+    })
 }
 
 /// What `kstate verify` found.
@@ -36,10 +61,6 @@ pub struct VerifyReport {
     pub problems: Vec<String>,
     /// Observations that are not problems (for instance leftovers recovery will discard).
     pub notes: Vec<String>,
-}
-
-fn family_of(name: &str) -> Option<Family> {
-    Family::ALL.into_iter().find(|f| f.cf_name() == name)
 }
 
 fn count(engine: &RocksEngine, family: Family) -> Result<u64> {
@@ -59,18 +80,18 @@ fn count(engine: &RocksEngine, family: Family) -> Result<u64> {
 pub fn inspect(path: &Path) -> Result<StoreReport> {
     let engine = RocksEngine::open_read_only(path, &RocksOptions::default())?;
     let mut families = Vec::new();
-    for name in engine.family_names() {
-        let n = match family_of(&name) {
-            Some(f) => count(&engine, f)?,
-            None => 0,
-        };
-        families.push((name, n));
+    for (index, name) in engine.registry().names().iter().enumerate() {
+        families.push(FamilyReport {
+            name: name.clone(),
+            entries: count(&engine, Family::at(index)?)?,
+            role: family_role(name).unwrap_or("unknown to kstate: not understood"),
+        });
     }
+    let meta_family = engine.registry().find(names::META);
     let meta_record = |key: &[u8]| -> Result<Option<Vec<u8>>> {
-        if engine.has_family(Family::Meta) {
-            engine.get(Family::Meta, key)
-        } else {
-            Ok(None)
+        match meta_family {
+            Some(f) => engine.get(f, key),
+            None => Ok(None),
         }
     };
     let header = meta_record(meta::KEY_HEADER)?
@@ -80,7 +101,7 @@ pub fn inspect(path: &Path) -> Result<StoreReport> {
         .map(|r| CommittedState::decode(&r))
         .transpose()?;
     let pending = meta_record(meta::KEY_PENDING)?
-        .map(|r| CommittedState::decode(&r))
+        .map(|r| PendingCommit::decode(&r))
         .transpose()?;
     let last_close_clean = meta_record(meta::KEY_STATUS)?
         .map(|r| meta::decode_status(&r))
@@ -103,17 +124,20 @@ pub fn inspect(path: &Path) -> Result<StoreReport> {
 pub fn verify(path: &Path) -> Result<VerifyReport> {
     let engine = RocksEngine::open_read_only(path, &RocksOptions::default())?;
     let mut report = VerifyReport::default();
-    let header = if engine.has_family(Family::Meta) {
-        match engine.get(Family::Meta, meta::KEY_HEADER)? {
+    let registry = engine.registry().clone();
+    let header = if let Some(meta_family) = registry.find(names::META) {
+        match engine.get(meta_family, meta::KEY_HEADER)? {
             Some(raw) => match StoreHeader::decode(&raw) {
                 Ok(h) => Some(h),
                 Err(e) => {
-                    report.problems.push(format!("meta/header: {e}"));
+                    report.problems.push(format!("{}/header: {e}", names::META));
                     None
                 }
             },
             None => {
-                report.problems.push("meta/header: missing".into());
+                report
+                    .problems
+                    .push(format!("{}/header: missing", names::META));
                 None
             }
         }
@@ -128,35 +152,42 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
         // Kafka's own timestamped stores keep timestamped values in that family too.
         _ => true,
     };
-    let mut pending = false;
-    for family in Family::ALL {
-        if !engine.has_family(family) {
+    let mut pending_txn = None;
+    let mut spill_entries = 0u64;
+    let mut pending_entries = 0u64;
+    // Metadata first, so that spilled writes can be matched against a pending commit.
+    let mut order: Vec<usize> = (0..registry.len()).collect();
+    order.sort_by_key(|&i| registry.names()[i] != names::META);
+    for index in order {
+        let family = Family::at(index)?;
+        let name = registry.name(family).to_string();
+        if family_role(&name).is_none() {
+            report.notes.push(format!(
+                "column family {name:?} ({} entries) is unknown to kstate: not understood, not checked",
+                count(&engine, family)?
+            ));
             continue;
         }
         let mut it = engine.iter(family, &KeyRange::all(), false)?;
-        let mut spill_entries = 0u64;
         while let Some((k, v)) = it.next_entry()? {
             report.records_checked += 1;
             let shown = String::from_utf8_lossy(&k[..k.len().min(40)]).into_owned();
-            let mut problem = |what: String| {
-                report
-                    .problems
-                    .push(format!("{}/{shown:?}: {what}", family.cf_name()))
-            };
-            match family {
-                Family::Timestamped | Family::Plain => {
+            let mut problem =
+                |what: String| report.problems.push(format!("{name}/{shown:?}: {what}"));
+            match name.as_str() {
+                names::TIMESTAMPED | names::PLAIN => {
                     if let Err(e) = format::check_key(&k) {
                         problem(e.to_string());
                     }
                     if let Err(e) = format::check_value(&v) {
                         problem(e.to_string());
                     }
-                    if family == Family::Timestamped && timestamped_data {
+                    if name == names::TIMESTAMPED && timestamped_data {
                         if let Err(e) = value::split(&v) {
                             problem(e.to_string());
                         }
                     }
-                    if family == Family::Plain
+                    if name == names::PLAIN
                         && header.map(|h| h.value_format) == Some(ValueFormat::Timestamped)
                     {
                         problem(
@@ -165,14 +196,13 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                         );
                     }
                 }
-                Family::Meta => {
+                names::META => {
                     let result = match k.as_slice() {
                         meta::KEY_HEADER => Ok(()),
                         meta::KEY_COMMITTED => CommittedState::decode(&v).map(drop),
-                        meta::KEY_PENDING => {
-                            pending = true;
-                            CommittedState::decode(&v).map(drop)
-                        }
+                        meta::KEY_PENDING => PendingCommit::decode(&v).map(|p| {
+                            pending_txn = Some(p.txn);
+                        }),
                         meta::KEY_STATUS => meta::decode_status(&v).map(drop),
                         _ => Err(crate::Error::Corruption("unknown metadata record".into())),
                     };
@@ -180,21 +210,31 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                         problem(e.to_string());
                     }
                 }
-                Family::Spill => {
+                names::SPILL => {
                     spill_entries += 1;
-                    if let Err(e) = spill::user_key(&k).and_then(|_| spill::decode_write(&v)) {
-                        problem(e.to_string());
+                    match spill::parse_key(&k)
+                        .and_then(|(txn, ..)| spill::decode_write(&v).map(|_| txn))
+                    {
+                        Ok(txn) if Some(txn) == pending_txn => pending_entries += 1,
+                        Ok(_) => {}
+                        Err(e) => problem(e.to_string()),
                     }
                 }
+                // Kafka's offsets and headers families: counted by inspect, not decoded here.
+                _ => {}
             }
         }
-        if spill_entries > 0 {
-            report.notes.push(if pending {
-                format!("{spill_entries} spilled writes of a committed transaction: the next open completes it")
-            } else {
-                format!("{spill_entries} spilled writes of an uncommitted transaction: the next open discards them")
-            });
-        }
+    }
+    if pending_entries > 0 {
+        report.notes.push(format!(
+            "{pending_entries} spilled writes of a committed transaction: the next open completes it"
+        ));
+    }
+    if spill_entries > pending_entries {
+        report.notes.push(format!(
+            "{} spilled writes of uncommitted transactions: the next open discards them",
+            spill_entries - pending_entries
+        ));
     }
     Ok(report)
 }

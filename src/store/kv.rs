@@ -4,17 +4,25 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use super::iter::{KvIter, Registry};
-use super::open::{data_family, open_memory, open_rocksdb};
+use super::lock::StoreLock;
+use super::open::{open_memory, open_rocksdb, Opened};
 use super::StoreOptions;
-use crate::engine::{EngineKind, KeyRange};
+use crate::engine::{EngineKind, Family, KeyRange};
 use crate::format::meta::ValueFormat;
 use crate::format::{self, value, TopicPartition, ValueAndTimestamp};
 use crate::sync::RwLockExt;
 use crate::txn::{Isolation, RecoveryReport, TxnConfig, TxnCore};
 use crate::{Error, Result};
 
+/// The open part of a store: dropped, in this order, when the store closes.
+struct Live {
+    core: TxnCore,
+    _lock: Option<StoreLock>,
+}
+
 struct Shared {
-    core: RwLock<Option<TxnCore>>,
+    core: RwLock<Option<Live>>,
+    data: Family,
     iterators: Registry,
     path: Option<PathBuf>,
     options: StoreOptions,
@@ -26,7 +34,9 @@ impl Shared {
         let mut core = self.core.write_recover();
         self.iterators.close_all();
         match core.take() {
-            Some(c) => c.close(),
+            // The engine (and kstate's lock) are released whether or not the close
+            // succeeded; a close that could not finish a commit in doubt reports it.
+            Some(live) => live.core.close(),
             None => Ok(()),
         }
     }
@@ -88,11 +98,21 @@ impl KvStore {
     /// [`Error::FormatMismatch`], [`Error::Locked`], [`Error::Storage`], [`Error::Io`].
     pub fn open(path: impl AsRef<Path>, options: &StoreOptions) -> Result<KvStore> {
         let path = path.as_ref();
-        let engine = match options.engine {
+        let opened = match options.engine {
             EngineKind::RocksDb => open_rocksdb(path, options)?,
-            EngineKind::Memory => open_memory(options)?,
+            EngineKind::Memory => {
+                if path.as_os_str().is_empty() {
+                    return Err(Error::InvalidArgument("the store path is empty".into()));
+                }
+                open_memory(options)?
+            }
         };
-        Self::with_engine(engine, Some(path.to_path_buf()), options)
+        Self::with_engine(
+            opened,
+            Some(path.to_path_buf()),
+            options,
+            crate::txn::CHUNK_BYTES,
+        )
     }
 
     /// Opens a fresh store on the memory engine.
@@ -101,13 +121,20 @@ impl KvStore {
             engine: EngineKind::Memory,
             ..options.clone()
         };
-        Self::with_engine(open_memory(&options)?, None, &options)
+        Self::with_engine(
+            open_memory(&options)?,
+            None,
+            &options,
+            crate::txn::CHUNK_BYTES,
+        )
     }
 
-    fn with_engine(
-        engine: Arc<dyn crate::engine::Engine>,
+    /// A store over an opened engine; `chunk_bytes` sizes spill and roll-forward batches.
+    pub(crate) fn with_engine(
+        opened: Opened,
         path: Option<PathBuf>,
         options: &StoreOptions,
+        chunk_bytes: usize,
     ) -> Result<KvStore> {
         if options.max_uncommitted_bytes == 0 {
             return Err(Error::InvalidArgument(
@@ -115,14 +142,18 @@ impl KvStore {
             ));
         }
         let config = TxnConfig {
-            data: data_family(options.value_format),
             max_uncommitted_bytes: options.max_uncommitted_bytes,
             sync_on_commit: options.sync_on_commit,
+            chunk_bytes,
         };
-        let (core, recovery) = TxnCore::recover(engine, config)?;
+        let (core, recovery) = TxnCore::recover(opened.engine, config)?;
         Ok(KvStore {
             shared: Arc::new(Shared {
-                core: RwLock::new(Some(core)),
+                core: RwLock::new(Some(Live {
+                    core,
+                    _lock: opened.lock,
+                })),
+                data: opened.data,
                 iterators: Registry::default(),
                 path,
                 options: options.clone(),
@@ -132,8 +163,8 @@ impl KvStore {
     }
 
     fn with_core<T>(&self, f: impl FnOnce(&TxnCore) -> Result<T>) -> Result<T> {
-        let core = self.shared.core.read_recover();
-        f(core.as_ref().ok_or(Error::StoreClosed)?)
+        let live = self.shared.core.read_recover();
+        f(&live.as_ref().ok_or(Error::StoreClosed)?.core)
     }
 
     fn timestamped_only(&self, what: &str) -> Result<()> {
@@ -163,7 +194,10 @@ impl KvStore {
     /// Writes `value` with `timestamp` for `key` (timestamped stores).
     pub fn put(&self, key: &[u8], value: &[u8], timestamp: i64) -> Result<()> {
         self.timestamped_only("put")?;
-        self.put_raw(key, Some(&value::encode(value, timestamp)))
+        format::check_key(key)?;
+        let encoded = value::encode_shared(value, timestamp);
+        format::check_value(&encoded)?;
+        self.with_core(|c| c.write_all(self.shared.data, std::iter::once((key, Some(encoded)))))
     }
 
     /// Writes `value` unless `key` already has one; returns the existing value, if any.
@@ -189,19 +223,26 @@ impl KvStore {
         Self::decode(self.delete_raw(key)?)
     }
 
-    /// Writes every `(key, value, timestamp)`.
+    /// Writes every `(key, value, timestamp)`. All entries are validated before any is
+    /// written.
     pub fn put_all(&self, entries: &[(&[u8], &[u8], i64)]) -> Result<()> {
         self.timestamped_only("put_all")?;
-        let encoded: Vec<Vec<u8>> = entries
-            .iter()
-            .map(|(_, v, ts)| value::encode(v, *ts))
-            .collect();
-        self.put_all_raw(
-            entries
-                .iter()
-                .zip(&encoded)
-                .map(|((k, _, _), v)| (*k, Some(v.as_slice()))),
-        )
+        let mut encoded = Vec::with_capacity(entries.len());
+        for (k, v, ts) in entries {
+            format::check_key(k)?;
+            let e = value::encode_shared(v, *ts);
+            format::check_value(&e)?;
+            encoded.push(e);
+        }
+        self.with_core(|c| {
+            c.write_all(
+                self.shared.data,
+                entries
+                    .iter()
+                    .zip(encoded)
+                    .map(|((k, _, _), e)| (*k, Some(e))),
+            )
+        })
     }
 
     // ----- raw-bytes API (values in the store's layout, as Kafka hands them over) -------
@@ -216,7 +257,7 @@ impl KvStore {
     pub fn put_if_absent_raw(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         format::check_key(key)?;
         self.check_raw(value)?;
-        self.with_core(|c| c.put_if_absent(key, value))
+        self.with_core(|c| c.put_if_absent(self.shared.data, key, value))
     }
 
     /// The writer's view of `key`, raw.
@@ -227,7 +268,7 @@ impl KvStore {
     /// `key` under `isolation`, raw.
     pub fn get_raw_with(&self, isolation: Isolation, key: &[u8]) -> Result<Option<Vec<u8>>> {
         format::check_key(key)?;
-        self.with_core(|c| c.get(isolation, key))
+        self.with_core(|c| c.get(isolation, self.shared.data, key))
     }
 
     /// `key` under `isolation`, decoded (timestamped stores).
@@ -239,7 +280,7 @@ impl KvStore {
     /// Deletes `key`; returns its raw value in the writer's view.
     pub fn delete_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         format::check_key(key)?;
-        self.with_core(|c| c.delete(key))
+        self.with_core(|c| c.delete(self.shared.data, key))
     }
 
     /// Writes every `(key, raw value or None to delete)`. All entries are validated before
@@ -255,7 +296,14 @@ impl KvStore {
                 self.check_raw(v)?;
             }
         }
-        self.with_core(|c| c.write_all(entries))
+        self.with_core(|c| {
+            c.write_all(
+                self.shared.data,
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, v.map(std::sync::Arc::<[u8]>::from))),
+            )
+        })
     }
 
     // ----- iteration ----------------------------------------------------------------------
@@ -264,10 +312,12 @@ impl KvStore {
     pub fn scan(&self, isolation: Isolation, range: &KeyRange, reverse: bool) -> Result<KvIter> {
         // Registered under the store's read lock, so a concurrent close cannot miss it.
         let slot = self.with_core(|c| {
-            Ok(self
-                .shared
-                .iterators
-                .register(c.iter(isolation, range, reverse)?))
+            Ok(self.shared.iterators.register(c.iter(
+                isolation,
+                self.shared.data,
+                range,
+                reverse,
+            )?))
         })?;
         Ok(KvIter::new(slot, self.shared.options.value_format))
     }
@@ -310,12 +360,12 @@ impl KvStore {
     /// memory engine; RocksDB's estimate otherwise; buffered puts count +1 and buffered
     /// deletes -1.
     pub fn approximate_num_entries(&self) -> Result<u64> {
-        self.with_core(|c| c.approximate_count(Isolation::ReadUncommitted))
+        self.with_core(|c| c.approximate_count(Isolation::ReadUncommitted, self.shared.data))
     }
 
     /// Approximate number of entries under `isolation`.
     pub fn approximate_num_entries_with(&self, isolation: Isolation) -> Result<u64> {
-        self.with_core(|c| c.approximate_count(isolation))
+        self.with_core(|c| c.approximate_count(isolation, self.shared.data))
     }
 
     // ----- transactions -------------------------------------------------------------------
@@ -400,11 +450,11 @@ impl KvStore {
     /// maintenance step after a bulk load or many deletes (a no-op in memory). Uncommitted
     /// writes are unaffected.
     pub fn compact(&self) -> Result<()> {
-        self.with_core(|c| c.compact())
+        self.with_core(|c| c.compact(self.shared.data))
     }
 
     /// Names of the engine's families (RocksDB column families), for inspection.
     pub fn family_names(&self) -> Result<Vec<String>> {
-        self.with_core(|c| Ok(c.engine().family_names()))
+        self.with_core(|c| Ok(c.engine().registry().names().to_vec()))
     }
 }

@@ -3,8 +3,10 @@
 
 pub mod inspect;
 mod iter;
+mod kafka;
 mod kv;
-mod open;
+mod lock;
+pub(crate) mod open;
 mod options;
 
 pub use iter::KvIter;

@@ -1,21 +1,44 @@
-//! Opening a store: recognising what is on disk, adopting Kafka Streams' own RocksDB
-//! stores, creating new ones, and refusing everything else before changing it.
+//! Opening a store: taking kstate's lock, recognising what is on disk, creating new stores
+//! atomically, adopting Kafka Streams' own RocksDB stores by allow-list, and refusing
+//! everything else before changing anything.
+//!
+//! * **Creation** happens in a hidden sibling directory (`.<name>.kstate-new`) that is
+//!   renamed into place once complete, so a kill at any instant leaves either no store or a
+//!   whole one; a leftover sibling is removed by the next open (which holds the lock).
+//! * **Adoption** accepts exactly the column-family sets of Kafka Streams 4.0-4.4's
+//!   `RocksDBStore` (`default`) and `RocksDBTimestampedStore` (`default`,
+//!   `keyValueWithTimestamp`), each with or without the 4.3+ `offsets` family, decided on a
+//!   read-only open. Their committed offsets and position become kstate's. Adding kstate's
+//!   families and writing its header are two steps; an empty `kstate_meta` family therefore
+//!   means "adoption interrupted" and the adoption is redone, checks included.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use super::kafka;
+use super::lock::{sibling, StoreLock};
 use crate::engine::memory::MemoryEngine;
 use crate::engine::rocksdb::{probe, Probe, RocksEngine};
-use crate::engine::{BatchOp, Engine, Family, KeyRange};
-use crate::format::meta::{self, StoreHeader, ValueFormat, FORMAT_VERSION};
+use crate::engine::{has_entries, names, BatchOp, Engine, Family};
+use crate::format::meta::{self, CommittedState, StoreHeader, ValueFormat, FORMAT_VERSION};
 use crate::store::StoreOptions;
 use crate::{Error, Result};
 
-/// The data family of a value format.
-pub(crate) fn data_family(format: ValueFormat) -> Family {
+/// An engine ready for the transaction layer.
+pub(crate) struct Opened {
+    /// The engine, with kstate's meta and spill families.
+    pub engine: Arc<dyn Engine>,
+    /// The family holding the store's values.
+    pub data: Family,
+    /// kstate's lock on the store path (none in memory).
+    pub lock: Option<StoreLock>,
+}
+
+/// The column family holding values of `format`.
+pub(crate) fn data_family_name(format: ValueFormat) -> &'static str {
     match format {
-        ValueFormat::Plain => Family::Plain,
-        ValueFormat::Timestamped => Family::Timestamped,
+        ValueFormat::Plain => names::PLAIN,
+        ValueFormat::Timestamped => names::TIMESTAMPED,
     }
 }
 
@@ -28,43 +51,51 @@ fn header_for(format: ValueFormat) -> Vec<u8> {
 }
 
 /// A fresh in-memory engine with its header.
-pub(crate) fn open_memory(options: &StoreOptions) -> Result<Arc<dyn Engine>> {
-    let engine = MemoryEngine::new();
+pub(crate) fn open_memory(options: &StoreOptions) -> Result<Opened> {
+    let data = data_family_name(options.value_format);
+    let engine = MemoryEngine::new(&[names::META, names::SPILL, data])?;
+    let meta = engine.registry().require(names::META)?;
     engine.write(
         &[BatchOp::Put(
-            Family::Meta,
+            meta,
             meta::KEY_HEADER,
             &header_for(options.value_format),
         )],
         false,
     )?;
-    Ok(Arc::new(engine))
-}
-
-fn family_has_entries(engine: &RocksEngine, family: Family) -> Result<bool> {
-    Ok(engine
-        .iter(family, &KeyRange::all(), false)?
-        .next_entry()?
-        .is_some())
+    let data = engine.registry().require(data)?;
+    Ok(Opened {
+        engine: Arc::new(engine),
+        data,
+        lock: None,
+    })
 }
 
 /// Opens the RocksDB store at `path`, creating it if the path is vacant.
-///
-/// Creating or adopting a store adds kstate's column families first and writes the header
-/// second, so a crash in between leaves an empty `kstate_meta` family. kstate writes the
-/// header before any other record, so such a store is treated as not yet created (or not
-/// yet adopted) and the creation is redone, checks included.
-pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Arc<dyn Engine>> {
+pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened> {
+    if path.as_os_str().is_empty() {
+        return Err(Error::InvalidArgument("the store path is empty".into()));
+    }
+    // What is not a store is refused before the lock file is created next to it.
+    probe(path)?;
+    let lock = StoreLock::acquire(path)?;
+    let staging = sibling(path, "kstate-new")?;
+    if staging.exists() {
+        // A creation killed before its rename: we hold the lock, so nobody is using it.
+        std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    }
     let format = options.value_format;
-    let wanted = [data_family(format), Family::Meta, Family::Spill];
     let existing = match probe(path)? {
-        Probe::Vacant => Vec::new(),
+        Probe::Vacant => {
+            create(path, &staging, options)?;
+            return finish_open(path, options, lock);
+        }
         Probe::Database(families) => families,
     };
-    let has = |f: Family| existing.iter().any(|n| n == f.cf_name());
-    if has(Family::Meta) {
-        let engine = RocksEngine::open(path, &wanted, &options.rocksdb)?;
-        match engine.get(Family::Meta, meta::KEY_HEADER)? {
+    if existing.iter().any(|n| n == names::META) {
+        let engine = RocksEngine::open(path, &[names::META, names::SPILL], &options.rocksdb)?;
+        let meta = engine.registry().require(names::META)?;
+        match engine.get(meta, meta::KEY_HEADER)? {
             Some(raw) => {
                 let header = StoreHeader::decode(&raw)?;
                 if header.value_format != format {
@@ -75,51 +106,151 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Arc<dy
                         format.name()
                     )));
                 }
-                return Ok(Arc::new(engine));
+                return with_data(engine, format, lock);
             }
-            None if family_has_entries(&engine, Family::Meta)? => {
+            None if has_entries(&engine, meta)? => {
                 return Err(Error::Corruption(
                     "kstate metadata column family has records but no header".into(),
                 ));
             }
-            None => check_adoptable(path, &engine, format)?,
+            None => drop(engine),
         }
-        drop(engine);
-    } else if !existing.is_empty() {
-        // A Kafka Streams RocksDB store (RocksDBStore or RocksDBTimestampedStore): look at
-        // it with only its own families before adding ours.
-        check_adoptable(
-            path,
-            &RocksEngine::open(path, &[], &options.rocksdb)?,
-            format,
-        )?;
     }
-    let engine = RocksEngine::open(path, &wanted, &options.rocksdb)?;
-    engine.write(
-        &[BatchOp::Put(
-            Family::Meta,
-            meta::KEY_HEADER,
-            &header_for(format),
-        )],
-        true,
-    )?;
-    Ok(Arc::new(engine))
+    adopt(path, &existing, options)?;
+    finish_open(path, options, lock)
 }
 
-/// Refuses a store whose existing values are in the other format.
-fn check_adoptable(path: &Path, engine: &RocksEngine, format: ValueFormat) -> Result<()> {
-    let (other, other_name) = match format {
-        ValueFormat::Plain => (Family::Timestamped, "timestamped"),
-        ValueFormat::Timestamped => (Family::Plain, "plain"),
-    };
-    if engine.has_family(other) && family_has_entries(engine, other)? {
-        return Err(Error::FormatMismatch(format!(
-            "Kafka Streams store at {} holds {other_name} values in column family '{}'; it \
-             cannot be opened {} without an upgrade",
-            path.display(),
-            other.cf_name(),
-            format.name()
-        )));
+fn finish_open(path: &Path, options: &StoreOptions, lock: StoreLock) -> Result<Opened> {
+    let engine = RocksEngine::open(path, &[names::META, names::SPILL], &options.rocksdb)?;
+    with_data(engine, options.value_format, lock)
+}
+
+fn with_data(engine: RocksEngine, format: ValueFormat, lock: StoreLock) -> Result<Opened> {
+    let data = engine
+        .registry()
+        .find(data_family_name(format))
+        .ok_or_else(|| {
+            Error::Corruption(format!(
+                "the store has no {} column family for its values",
+                data_family_name(format)
+            ))
+        })?;
+    Ok(Opened {
+        engine: Arc::new(engine),
+        data,
+        lock: Some(lock),
+    })
+}
+
+/// Builds a new store in `staging` and renames it to `path`.
+fn create(path: &Path, staging: &Path, options: &StoreOptions) -> Result<()> {
+    let format = options.value_format;
+    {
+        let engine = RocksEngine::open(
+            staging,
+            &[names::META, names::SPILL, data_family_name(format)],
+            &options.rocksdb,
+        )?;
+        let meta = engine.registry().require(names::META)?;
+        engine.write(
+            &[BatchOp::Put(meta, meta::KEY_HEADER, &header_for(format))],
+            true,
+        )?;
+        crate::failpoint::hit("create-before-rename");
+    }
+    if path.exists() {
+        // Vacant means empty: a directory the caller made for us.
+        std::fs::remove_dir(path).map_err(|e| Error::io(path, e))?;
+    }
+    std::fs::rename(staging, path).map_err(|e| Error::io(path, e))?;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        // Make the rename itself durable.
+        std::fs::File::open(parent)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(parent, e))?;
     }
     Ok(())
+}
+
+/// The families Kafka Streams' key-value stores may have that kstate adopts.
+const ADOPTABLE: [&str; 3] = [names::PLAIN, names::TIMESTAMPED, names::KAFKA_OFFSETS];
+
+/// Adopts the Kafka Streams store at `path` (families `existing`) in place, or refuses it
+/// without changing anything.
+fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()> {
+    let format = options.value_format;
+    let foreign: Vec<&String> = existing
+        .iter()
+        .filter(|n| *n != names::META && *n != names::SPILL)
+        .collect();
+    if foreign.iter().any(|n| *n == names::HEADERS) {
+        return Err(Error::FormatMismatch(format!(
+            "{} is a Kafka Streams headers-format store (column family {}, Kafka 4.3+, KIP-1271); \
+             kstate does not adopt that format",
+            path.display(),
+            names::HEADERS
+        )));
+    }
+    let unknown: Vec<&str> = foreign
+        .iter()
+        .filter(|n| !ADOPTABLE.contains(&n.as_str()))
+        .map(|n| n.as_str())
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Error::FormatMismatch(format!(
+            "{} has column families {unknown:?} that neither kstate nor Kafka Streams' \
+             RocksDBStore/RocksDBTimestampedStore use; kstate does not adopt it",
+            path.display()
+        )));
+    }
+    let imported = {
+        let ro = RocksEngine::open_read_only(path, &options.rocksdb)?;
+        let registry = ro.registry();
+        let (other, other_name) = match format {
+            ValueFormat::Plain => (names::TIMESTAMPED, "timestamped"),
+            ValueFormat::Timestamped => (names::PLAIN, "plain"),
+        };
+        if let Some(f) = registry.find(other) {
+            if has_entries(&ro, f)? {
+                return Err(Error::FormatMismatch(format!(
+                    "Kafka Streams store at {} holds {other_name} values in column family \
+                     '{other}'; it cannot be opened {} without an upgrade",
+                    path.display(),
+                    format.name()
+                )));
+            }
+        }
+        match registry.find(names::KAFKA_OFFSETS) {
+            Some(f) => kafka::read(&ro, f)?,
+            None => kafka::KafkaOffsets::default(),
+        }
+    };
+    if imported.left_open {
+        return Err(Error::Corruption(format!(
+            "Kafka Streams store at {} was left open (status 1 in its offsets column family): \
+             its data may not match its offsets, and Kafka itself refuses it under exactly-once; \
+             delete the directory to restore it from the changelog",
+            path.display()
+        )));
+    }
+    let engine = RocksEngine::open(
+        path,
+        &[names::META, names::SPILL, data_family_name(format)],
+        &options.rocksdb,
+    )?;
+    crate::failpoint::hit("adopt-before-header");
+    let meta = engine.registry().require(names::META)?;
+    let committed = CommittedState {
+        sequence: 0,
+        offsets: imported.offsets,
+        metadata: imported.position,
+    }
+    .encode()?;
+    engine.write(
+        &[
+            BatchOp::Put(meta, meta::KEY_COMMITTED, &committed),
+            BatchOp::Put(meta, meta::KEY_HEADER, &header_for(format)),
+        ],
+        true,
+    )
 }

@@ -27,7 +27,11 @@ fn cost(key: &[u8], write: &Write) -> u64 {
 impl WriteBuffer {
     /// Records a write, replacing any earlier write of the same key.
     pub(crate) fn insert(&mut self, key: &[u8], write: Option<&[u8]>) {
-        let write: Write = write.map(Arc::from);
+        self.insert_shared(key, write.map(Arc::from));
+    }
+
+    /// Records a write whose value is already shared (no copy).
+    pub(crate) fn insert_shared(&mut self, key: &[u8], write: Write) {
         let added = cost(key, &write);
         if let Some(old) = self.map.insert(Arc::from(key), write) {
             self.bytes -= cost(key, &old);

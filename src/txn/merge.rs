@@ -1,7 +1,6 @@
 //! Merged, ordered views over layered sources: uncommitted buffer over spilled writes over
 //! committed data. The highest-priority source wins for a key; tombstones hide the key.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::buffer::Write;
@@ -61,12 +60,16 @@ struct Layer {
 }
 
 impl Layer {
-    fn head(&mut self) -> Result<Option<&[u8]>> {
+    fn prime(&mut self) -> Result<()> {
         if !self.primed {
             self.head = self.source.next_write()?;
             self.primed = true;
         }
-        Ok(self.head.as_ref().map(|(k, _)| k.as_slice()))
+        Ok(())
+    }
+
+    fn key(&self) -> Option<&[u8]> {
+        self.head.as_ref().map(|(k, _)| k.as_slice())
     }
 
     fn take(&mut self) -> Option<KeyWrite> {
@@ -99,40 +102,56 @@ impl MergedIter {
 
     /// The next live entry of the merged view.
     pub(crate) fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        loop {
-            // Find the layer whose head comes first in our direction; ties go to the
-            // earlier (higher-priority) layer.
-            let mut best: Option<(usize, Vec<u8>)> = None;
-            for i in 0..self.layers.len() {
-                if let Some(k) = self.layers[i].head()? {
-                    let better = match &best {
-                        None => true,
-                        Some((_, bk)) => {
-                            let ord = k.cmp(bk.as_slice());
-                            if self.reverse {
-                                ord == Ordering::Greater
-                            } else {
-                                ord == Ordering::Less
-                            }
-                        }
-                    };
-                    if better {
-                        best = Some((i, k.to_vec()));
-                    }
+        if let [only] = self.layers.as_mut_slice() {
+            // One layer (committed reads, or a writer with nothing uncommitted): entries
+            // pass straight through, copied once by the engine.
+            loop {
+                match only.source.next_write()? {
+                    None => return Ok(None),
+                    Some((k, Some(v))) => return Ok(Some((k, v))),
+                    Some((_, None)) => continue,
                 }
             }
-            let Some((winner, key)) = best else {
+        }
+        loop {
+            for layer in &mut self.layers {
+                layer.prime()?;
+            }
+            // The layer whose head comes first in our direction; ties go to the earlier
+            // (higher-priority) layer.
+            let mut best: Option<usize> = None;
+            for i in 0..self.layers.len() {
+                let Some(k) = self.layers[i].key() else {
+                    continue;
+                };
+                let better = match best.and_then(|b| self.layers[b].key()) {
+                    None => true,
+                    Some(bk) => {
+                        if self.reverse {
+                            k > bk
+                        } else {
+                            k < bk
+                        }
+                    }
+                };
+                if better {
+                    best = Some(i);
+                }
+            }
+            let Some(winner) = best else {
                 return Ok(None);
             };
-            let taken = self.layers[winner].take();
+            let Some((key, write)) = self.layers[winner].take() else {
+                return Ok(None);
+            };
             // Shadowed writes of the same key in lower layers are dropped.
             for layer in self.layers.iter_mut().skip(winner + 1) {
-                if layer.head()? == Some(key.as_slice()) {
+                if layer.key() == Some(key.as_slice()) {
                     layer.take();
                 }
             }
-            if let Some((k, Some(v))) = taken {
-                return Ok(Some((k, v)));
+            if let Some(v) = write {
+                return Ok(Some((key, v)));
             }
         }
     }

@@ -1,30 +1,43 @@
 //! The transaction layer (KIP-844): an uncommitted write buffer over an engine, merged read
 //! views, atomic commit of data with changelog offsets, rollback, spill to disk, and
-//! recovery after a crash.
+//! recovery after a crash. One transaction spans any number of the engine's families.
 //!
 //! # Commit protocol
 //! * **Buffered transaction** (the common case): one engine batch holds every buffered
-//!   write plus the new [`CommittedState`] record. The engine applies it atomically, so a
-//!   crash leaves either the old commit or the new one.
+//!   write of every family plus the new [`CommittedState`] record. The batch is the commit
+//!   point: a crash leaves either the old commit or the new one.
 //! * **Spilled transaction** (the buffer outgrew `max_uncommitted_bytes` and its writes
-//!   were moved to the spill family): the rest of the buffer is spilled, then a `pending`
-//!   record carrying the new committed state is written. That record is the commit point.
-//!   The spilled writes are then applied to the data family in bounded batches, and a final
-//!   batch writes the `committed` record, deletes `pending` and clears the spill area.
-//!   Re-applying spilled writes is idempotent, so recovery simply redoes this roll-forward
-//!   whenever it finds a `pending` record; without one, it discards the spill area.
+//!   were moved to the spill family under this transaction's id): the rest of the buffer is
+//!   spilled, then a [`PendingCommit`] record naming the transaction is written. That record
+//!   is the commit point. The transaction's spilled writes are then applied to their
+//!   families in bounded batches, and a final batch writes the `committed` record, deletes
+//!   `pending` and clears the spill area. Re-applying is idempotent, so recovery redoes the
+//!   roll-forward whenever it finds a `pending` record, and otherwise discards the area.
 //!
-//! Read-committed readers take [`TxnCore::gate`] shared while they open a view; a
-//! roll-forward holds it exclusively, so readers never observe half of a spilled commit.
+//! # States
+//! `Open` (writes buffer and spill) → a commit either completes (back to `Open`, next
+//! transaction) or fails. A failure before the commit point (a spill batch) leaves the
+//! transaction `Open` and usable. A failure of the commit write itself leaves the outcome
+//! unknown to the engine (RocksDB may have made the batch durable before reporting an error)
+//! and the transaction `InDoubt`: the caller gets [`Error::CommitInDoubt`], committed
+//! readers keep the previous commit, and the next call on the store retries the same
+//! idempotent commit, without a reopen, before doing its own work. A close that cannot
+//! finish it reports it, and the next open finishes or discards it. Damage found on the way
+//! makes the transaction `Broken`: every call reports it until the store is reopened.
+//!
+//! # Readers
+//! Committed readers never wait for the writer: they read a pinned [`CommittedView`] (an
+//! engine snapshot plus the committed state it reflects) that a completed commit, spilled or
+//! not, replaces in one pointer swap.
 
 mod buffer;
 mod merge;
 pub(crate) mod spill;
 
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use crate::engine::{BatchOp, Engine, Family, KeyRange, OrdCursor};
-use crate::format::meta::{self, CommittedState};
+use crate::engine::{BatchOp, Engine, Family, KeyRange, OrdCursor, Snapshot};
+use crate::format::meta::{self, CommittedState, PendingCommit};
 use crate::format::TopicPartition;
 use crate::sync::{MutexExt, RwLockExt};
 use crate::{Error, Result};
@@ -34,7 +47,7 @@ pub(crate) use merge::MergedIter;
 use merge::{Buffered, Committed, Source, Spilled};
 
 /// Bytes per engine batch when spilling or rolling forward: bounds transient memory.
-const CHUNK_BYTES: usize = 4 << 20;
+pub(crate) const CHUNK_BYTES: usize = 4 << 20;
 
 /// Which writes a read observes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,84 +74,146 @@ pub struct RecoveryReport {
 /// Transaction settings.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TxnConfig {
-    pub data: Family,
     pub max_uncommitted_bytes: u64,
     pub sync_on_commit: bool,
+    /// Bytes per engine batch when spilling or rolling forward.
+    pub chunk_bytes: usize,
+}
+
+/// The last completed commit, as committed readers see it.
+pub(crate) struct CommittedView {
+    /// The engine pinned at the end of that commit.
+    pub snapshot: Arc<dyn Snapshot>,
+    /// The offsets and metadata it committed.
+    pub state: CommittedState,
+}
+
+enum Phase {
+    Open,
+    /// The commit of `next` reached the engine but its outcome is unknown; it is retried
+    /// before anything else happens on the store.
+    InDoubt {
+        next: CommittedState,
+        spilled: bool,
+    },
+    Broken(String),
 }
 
 struct TxnState {
-    buffer: WriteBuffer,
-    /// Bytes moved to the spill family by the current transaction (0: nothing spilled).
+    phase: Phase,
+    /// Buffered writes per family (indexed by family).
+    buffers: Vec<WriteBuffer>,
+    /// Bytes moved to the spill family by the current transaction.
     spilled_bytes: u64,
+    /// Spilled puts minus spilled deletes, for entry estimates.
+    spilled_net: i64,
+    /// Id of the current transaction: its spill entries carry it.
+    txn: u64,
+    /// The spill area may hold entries (of this or earlier transactions) to clear.
+    area_dirty: bool,
+    /// The last completed commit.
     committed: CommittedState,
-    /// Set when a commit failed after its commit point: the store must be reopened so
-    /// recovery can finish it.
-    broken: Option<String>,
 }
 
-/// An engine plus one open transaction on one data family.
+impl TxnState {
+    fn buffered_bytes(&self) -> u64 {
+        self.buffers.iter().map(WriteBuffer::bytes).sum()
+    }
+
+    fn buffered_entries(&self) -> usize {
+        self.buffers.iter().map(WriteBuffer::len).sum()
+    }
+
+    /// Ends the current transaction: its writes are applied or discarded.
+    fn next_transaction(&mut self) {
+        for b in &mut self.buffers {
+            b.clear();
+        }
+        self.spilled_bytes = 0;
+        self.spilled_net = 0;
+        self.txn += 1;
+    }
+}
+
+/// An engine plus one open transaction over its families.
 pub(crate) struct TxnCore {
-    engine: std::sync::Arc<dyn Engine>,
+    engine: Arc<dyn Engine>,
+    meta: Family,
+    spill: Family,
     config: TxnConfig,
     state: Mutex<TxnState>,
-    gate: RwLock<()>,
+    view: RwLock<Arc<CommittedView>>,
 }
 
 impl TxnCore {
-    /// Takes over `engine`, first finishing or discarding whatever a crash left behind.
+    /// Takes over `engine` (which must have kstate's meta and spill families), first
+    /// finishing or discarding whatever a crash left behind. Every step is idempotent, so a
+    /// kill during recovery is recovered by the next open.
     pub(crate) fn recover(
-        engine: std::sync::Arc<dyn Engine>,
+        engine: Arc<dyn Engine>,
         config: TxnConfig,
     ) -> Result<(TxnCore, RecoveryReport)> {
+        let meta = engine.registry().require(crate::engine::names::META)?;
+        let spill = engine.registry().require(crate::engine::names::SPILL)?;
         let mut report = RecoveryReport {
-            previous_close_clean: match engine.get(Family::Meta, meta::KEY_STATUS)? {
+            previous_close_clean: match engine.get(meta, meta::KEY_STATUS)? {
                 Some(raw) => meta::decode_status(&raw)?,
                 None => true,
             },
             ..RecoveryReport::default()
         };
         let pending = engine
-            .get(Family::Meta, meta::KEY_PENDING)?
-            .map(|raw| CommittedState::decode(&raw))
+            .get(meta, meta::KEY_PENDING)?
+            .map(|raw| PendingCommit::decode(&raw))
             .transpose()?;
         let committed = match pending {
             Some(pending) => {
-                roll_forward(engine.as_ref(), &config, &pending)?;
+                roll_forward(engine.as_ref(), meta, spill, &pending, &config)?;
                 report.rolled_forward = true;
-                pending
+                pending.state
             }
             None => {
-                let mut spill =
-                    engine.iter(Family::Spill, &spill::spill_range(&KeyRange::all()), false)?;
-                if spill.next_entry()?.is_some() {
-                    engine.write(&[spill::CLEAR_AREA], false)?;
+                let mut leftovers = engine.iter(spill, &spill::area(), false)?;
+                if leftovers.next_entry()?.is_some() {
+                    engine.write(&[spill::clear_area(spill)], false)?;
                     report.discarded_spill = true;
                 }
-                match engine.get(Family::Meta, meta::KEY_COMMITTED)? {
+                match engine.get(meta, meta::KEY_COMMITTED)? {
                     Some(raw) => CommittedState::decode(&raw)?,
                     None => CommittedState::default(),
                 }
             }
         };
+        crate::failpoint::hit("recover-before-status");
         engine.write(
             &[BatchOp::Put(
-                Family::Meta,
+                meta,
                 meta::KEY_STATUS,
                 &meta::encode_status(false),
             )],
             config.sync_on_commit,
         )?;
         report.commit_sequence = committed.sequence;
+        let view = Arc::new(CommittedView {
+            snapshot: engine.snapshot()?,
+            state: committed.clone(),
+        });
+        let families = engine.registry().len();
         let core = TxnCore {
             engine,
+            meta,
+            spill,
             config,
             state: Mutex::new(TxnState {
-                buffer: WriteBuffer::default(),
+                phase: Phase::Open,
+                buffers: (0..families).map(|_| WriteBuffer::default()).collect(),
                 spilled_bytes: 0,
+                spilled_net: 0,
+                txn: 1,
+                area_dirty: false,
                 committed,
-                broken: None,
             }),
-            gate: RwLock::new(()),
+            view: RwLock::new(view),
         };
         Ok((core, report))
     }
@@ -148,183 +223,274 @@ impl TxnCore {
         self.engine.as_ref()
     }
 
-    fn live_state(&self) -> Result<std::sync::MutexGuard<'_, TxnState>> {
-        let state = self.state.lock_recover();
-        if let Some(why) = &state.broken {
-            return Err(Error::Storage(format!(
-                "a commit failed after its commit point ({why}); reopen the store to finish it"
-            )));
-        }
+    /// The last completed commit, pinned: never waits for the writer's I/O.
+    pub(crate) fn committed_view(&self) -> Arc<CommittedView> {
+        Arc::clone(&self.view.read_recover())
+    }
+
+    /// The writer's state, after finishing a commit left in doubt.
+    fn writer(&self) -> Result<MutexGuard<'_, TxnState>> {
+        let mut state = self.state.lock_recover();
+        self.settle(&mut state)?;
         Ok(state)
     }
 
-    /// Reads `key` under `isolation`.
-    pub(crate) fn get(&self, isolation: Isolation, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match isolation {
-            Isolation::ReadCommitted => {
-                let _gate = self.gate.read_recover();
-                self.engine.get(self.config.data, key)
-            }
-            Isolation::ReadUncommitted => {
-                let state = self.live_state()?;
-                self.get_uncommitted(&state, key)
+    /// Retries a commit left in doubt; reports a broken transaction.
+    fn settle(&self, state: &mut TxnState) -> Result<()> {
+        match &state.phase {
+            Phase::Open => Ok(()),
+            Phase::Broken(why) => Err(Error::Storage(format!(
+                "the store is broken ({why}); reopen it to recover"
+            ))),
+            Phase::InDoubt { next, spilled, .. } => {
+                let (next, spilled) = (next.clone(), *spilled);
+                match self.finish_commit(state, &next, spilled) {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(self.in_doubt(state, next, spilled, e)),
+                }
             }
         }
     }
 
-    fn get_uncommitted(&self, state: &TxnState, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(write) = state.buffer.get(key) {
+    /// Records that the commit of `next` is in doubt because of `e`; the error to return.
+    fn in_doubt(
+        &self,
+        state: &mut TxnState,
+        next: CommittedState,
+        spilled: bool,
+        e: Error,
+    ) -> Error {
+        if matches!(e, Error::Corruption(_)) {
+            state.phase = Phase::Broken(e.to_string());
+            return e;
+        }
+        let cause = match e {
+            Error::CommitInDoubt(cause) => cause,
+            other => other.to_string(),
+        };
+        state.phase = Phase::InDoubt { next, spilled };
+        Error::CommitInDoubt(cause)
+    }
+
+    fn check_family(&self, family: Family) -> Result<()> {
+        if family == self.meta
+            || family == self.spill
+            || family.index() >= self.engine.registry().len()
+        {
+            return Err(Error::Internal(format!(
+                "family {} is not a data family",
+                self.engine.registry().name(family)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads `key` of `family` under `isolation`.
+    pub(crate) fn get(
+        &self,
+        isolation: Isolation,
+        family: Family,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        self.check_family(family)?;
+        match isolation {
+            Isolation::ReadCommitted => self.committed_view().snapshot.get(family, key),
+            Isolation::ReadUncommitted => {
+                let state = self.writer()?;
+                self.get_uncommitted(&state, family, key)
+            }
+        }
+    }
+
+    fn get_uncommitted(
+        &self,
+        state: &TxnState,
+        family: Family,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        if let Some(write) = state.buffers[family.index()].get(key) {
             return Ok(write.as_ref().map(|v| v.to_vec()));
         }
         if state.spilled_bytes > 0 {
-            if let Some(raw) = self.engine.get(Family::Spill, &spill::spill_key(key))? {
+            let k = spill::spill_key(state.txn, family, key);
+            if let Some(raw) = self.engine.get(self.spill, &k)? {
                 return Ok(spill::decode_write(&raw)?.map(<[u8]>::to_vec));
             }
         }
-        self.engine.get(self.config.data, key)
+        self.engine.get(family, key)
     }
 
-    /// Buffers writes (`None` deletes), spilling if the buffer outgrows its bound.
+    /// Buffers writes to `family` (`None` deletes), spilling if the buffer outgrows its
+    /// bound. If spilling fails, the writes stay buffered and the transaction is intact;
+    /// only the move to disk failed (it is retried by the next write or the commit).
     pub(crate) fn write_all<'a>(
         &self,
-        writes: impl IntoIterator<Item = (&'a [u8], Option<&'a [u8]>)>,
+        family: Family,
+        writes: impl IntoIterator<Item = (&'a [u8], buffer::Write)>,
     ) -> Result<()> {
-        let mut state = self.live_state()?;
+        self.check_family(family)?;
+        let mut state = self.writer()?;
+        let buffer = &mut state.buffers[family.index()];
         for (key, value) in writes {
-            state.buffer.insert(key, value);
+            buffer.insert_shared(key, value);
         }
         self.maybe_spill(&mut state)
     }
 
     /// Buffers `value` for `key` unless the key has a value in the writer's view; returns
     /// the existing value.
-    pub(crate) fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
-        let mut state = self.live_state()?;
-        let existing = self.get_uncommitted(&state, key)?;
+    pub(crate) fn put_if_absent(
+        &self,
+        family: Family,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        self.check_family(family)?;
+        let mut state = self.writer()?;
+        let existing = self.get_uncommitted(&state, family, key)?;
         if existing.is_none() {
-            state.buffer.insert(key, Some(value));
+            state.buffers[family.index()].insert(key, Some(value));
             self.maybe_spill(&mut state)?;
         }
         Ok(existing)
     }
 
     /// Buffers a delete of `key`; returns the value it had in the writer's view.
-    pub(crate) fn delete(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let mut state = self.live_state()?;
-        let existing = self.get_uncommitted(&state, key)?;
-        state.buffer.insert(key, None);
+    pub(crate) fn delete(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_family(family)?;
+        let mut state = self.writer()?;
+        let existing = self.get_uncommitted(&state, family, key)?;
+        state.buffers[family.index()].insert(key, None);
         self.maybe_spill(&mut state)?;
         Ok(existing)
     }
 
     fn maybe_spill(&self, state: &mut TxnState) -> Result<()> {
-        if state.buffer.bytes() > self.config.max_uncommitted_bytes {
+        if state.buffered_bytes() > self.config.max_uncommitted_bytes {
             self.spill(state)?;
         }
         Ok(())
     }
 
-    /// Moves the whole buffer to the spill family, in bounded batches. Not synced: spilled
-    /// writes matter only once a synced `pending` record follows them in the WAL.
+    /// Moves every buffered write to the spill family, in bounded batches. Not synced:
+    /// spilled writes matter only once a synced `pending` record follows them in the WAL.
+    ///
+    /// The buffer is emptied only after every batch succeeded. If one fails, the entries
+    /// already spilled duplicate writes still buffered (which win every read and are
+    /// spilled again, overwriting them, by the next successful spill), so the transaction
+    /// stays exactly as it was.
     fn spill(&self, state: &mut TxnState) -> Result<()> {
+        state.area_dirty = true;
+        let txn = state.txn;
         let mut keys: Vec<Vec<u8>> = Vec::new();
         let mut values: Vec<Vec<u8>> = Vec::new();
         let mut size = 0usize;
         let mut total = 0u64;
-        let flush = |keys: &mut Vec<Vec<u8>>, values: &mut Vec<Vec<u8>>| -> Result<()> {
-            let ops: Vec<BatchOp<'_>> = keys
-                .iter()
-                .zip(values.iter())
-                .map(|(k, v)| BatchOp::Put(Family::Spill, k, v))
-                .collect();
-            self.engine.write(&ops, false)?;
-            keys.clear();
-            values.clear();
-            Ok(())
-        };
-        for (key, write) in state.buffer.iter() {
-            let k = spill::spill_key(key);
-            let v = spill::encode_write(write.as_deref());
-            size += k.len() + v.len();
-            total += (k.len() + v.len()) as u64;
-            keys.push(k);
-            values.push(v);
-            if size >= CHUNK_BYTES {
-                flush(&mut keys, &mut values)?;
-                size = 0;
+        let mut net = 0i64;
+        for (index, buffer) in state.buffers.iter().enumerate() {
+            let family = Family::at(index)?;
+            for (key, write) in buffer.iter() {
+                let k = spill::spill_key(txn, family, key);
+                let v = spill::encode_write(write.as_deref());
+                size += k.len() + v.len();
+                total += (k.len() + v.len()) as u64;
+                net += if write.is_some() { 1 } else { -1 };
+                keys.push(k);
+                values.push(v);
+                if size >= self.config.chunk_bytes {
+                    self.write_spill_chunk(&mut keys, &mut values)?;
+                    size = 0;
+                }
             }
         }
         if !keys.is_empty() {
-            flush(&mut keys, &mut values)?;
+            self.write_spill_chunk(&mut keys, &mut values)?;
         }
         state.spilled_bytes += total.max(1);
-        state.buffer.clear();
+        state.spilled_net += net;
+        for b in &mut state.buffers {
+            b.clear();
+        }
         Ok(())
     }
 
-    /// A merged, ordered view of `range` under `isolation`, fixed at the time of the call.
+    fn write_spill_chunk(&self, keys: &mut Vec<Vec<u8>>, values: &mut Vec<Vec<u8>>) -> Result<()> {
+        let ops: Vec<BatchOp<'_>> = keys
+            .iter()
+            .zip(values.iter())
+            .map(|(k, v)| BatchOp::Put(self.spill, k, v))
+            .collect();
+        self.engine.write(&ops, false)?;
+        crate::failpoint::hit("spill-chunk");
+        keys.clear();
+        values.clear();
+        Ok(())
+    }
+
+    /// A merged, ordered view of `range` of `family` under `isolation`, fixed at the time of
+    /// the call.
     pub(crate) fn iter(
         &self,
         isolation: Isolation,
+        family: Family,
         range: &KeyRange,
         reverse: bool,
     ) -> Result<MergedIter> {
+        self.check_family(family)?;
         let mut sources: Vec<Box<dyn Source>> = Vec::with_capacity(3);
         match isolation {
             Isolation::ReadCommitted => {
-                let _gate = self.gate.read_recover();
-                sources.push(Box::new(Committed(self.engine.iter(
-                    self.config.data,
-                    range,
-                    reverse,
-                )?)));
+                let view = self.committed_view();
+                sources.push(Box::new(Committed(
+                    view.snapshot.iter(family, range, reverse)?,
+                )));
             }
             Isolation::ReadUncommitted => {
-                let state = self.live_state()?;
-                if !state.buffer.is_empty() {
+                let state = self.writer()?;
+                let buffer = &state.buffers[family.index()];
+                if !buffer.is_empty() {
                     sources.push(Box::new(Buffered(OrdCursor::new(
-                        state.buffer.snapshot(),
+                        buffer.snapshot(),
                         range.clone(),
                         reverse,
                     ))));
                 }
                 if state.spilled_bytes > 0 {
-                    let r = spill::spill_range(range);
-                    sources.push(Box::new(Spilled(self.engine.iter(
-                        Family::Spill,
-                        &r,
-                        reverse,
-                    )?)));
+                    let r = spill::family_range(state.txn, family, range);
+                    sources.push(Box::new(Spilled(
+                        self.engine.iter(self.spill, &r, reverse)?,
+                    )));
                 }
-                sources.push(Box::new(Committed(self.engine.iter(
-                    self.config.data,
-                    range,
-                    reverse,
-                )?)));
+                sources.push(Box::new(Committed(
+                    self.engine.iter(family, range, reverse)?,
+                )));
             }
         }
         Ok(MergedIter::new(sources, reverse))
     }
 
-    /// Flushes and fully compacts the committed data.
-    pub(crate) fn compact(&self) -> Result<()> {
-        self.engine.compact(self.config.data)
+    /// Flushes and fully compacts `family`.
+    pub(crate) fn compact(&self, family: Family) -> Result<()> {
+        self.engine.compact(family)
     }
 
     /// Approximate bytes of uncommitted writes (buffered plus spilled).
     pub(crate) fn uncommitted_bytes(&self) -> u64 {
         let state = self.state.lock_recover();
-        state.buffer.bytes() + state.spilled_bytes
+        state.buffered_bytes() + state.spilled_bytes
     }
 
-    /// Approximate entry count under `isolation`.
-    pub(crate) fn approximate_count(&self, isolation: Isolation) -> Result<u64> {
-        let committed = self.engine.approximate_count(self.config.data)?;
+    /// Approximate entry count of `family` under `isolation`: the engine's estimate of the
+    /// committed entries, plus, for the writer's view, buffered and spilled puts minus
+    /// deletes.
+    pub(crate) fn approximate_count(&self, isolation: Isolation, family: Family) -> Result<u64> {
+        self.check_family(family)?;
+        let committed = self.engine.approximate_count(family)?;
         match isolation {
             Isolation::ReadCommitted => Ok(committed),
             Isolation::ReadUncommitted => {
-                let state = self.live_state()?;
-                let net = state.buffer.net_entries();
+                let state = self.writer()?;
+                let net = state.buffers[family.index()].net_entries() + state.spilled_net;
                 Ok((committed as i64).saturating_add(net).max(0) as u64)
             }
         }
@@ -332,18 +498,22 @@ impl TxnCore {
 
     /// The state of the last completed commit.
     pub(crate) fn committed(&self) -> CommittedState {
-        self.state.lock_recover().committed.clone()
+        self.committed_view().state.clone()
     }
 
     /// Commits every uncommitted write together with `offsets` (Kafka's map semantics: an
     /// empty slice clears all offsets, a `None` offset clears that partition) and, when
     /// given, `metadata` (otherwise the previous metadata is kept).
+    ///
+    /// # Errors
+    /// Before the commit point (spilling the rest of the buffer) any error leaves the
+    /// transaction open and unchanged. A failed commit write is [`Error::CommitInDoubt`].
     pub(crate) fn commit(
         &self,
         offsets: &[(TopicPartition, Option<i64>)],
         metadata: Option<&[u8]>,
     ) -> Result<()> {
-        let mut state = self.live_state()?;
+        let mut state = self.writer()?;
         let mut next = state.committed.clone();
         next.sequence += 1;
         if offsets.is_empty() {
@@ -358,59 +528,106 @@ impl TxnCore {
         if let Some(m) = metadata {
             next.metadata = Some(m.to_vec());
         }
-        let record = next.encode()?;
-        if state.spilled_bytes == 0 {
-            let data = self.config.data;
-            let mut ops: Vec<BatchOp<'_>> = Vec::with_capacity(state.buffer.len() + 1);
-            for (k, w) in state.buffer.iter() {
-                ops.push(match w {
-                    Some(v) => BatchOp::Put(data, k, v),
-                    None => BatchOp::Delete(data, k),
-                });
-            }
-            ops.push(BatchOp::Put(Family::Meta, meta::KEY_COMMITTED, &record));
-            self.engine.write(&ops, self.config.sync_on_commit)?;
-        } else {
+        // Validate the records before anything is written.
+        next.encode()?;
+        let spilled = state.spilled_bytes > 0;
+        if spilled {
+            // Still before the commit point: a failure leaves the transaction usable.
             self.spill(&mut state)?;
+        }
+        match self.finish_commit(&mut state, &next, spilled) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.in_doubt(&mut state, next, spilled, e)),
+        }
+    }
+
+    /// Writes the commit of `next` (again, if it is in doubt) and completes it. Idempotent.
+    fn finish_commit(
+        &self,
+        state: &mut TxnState,
+        next: &CommittedState,
+        spilled: bool,
+    ) -> Result<()> {
+        let record = next.encode()?;
+        if spilled {
+            let pending = PendingCommit {
+                txn: state.txn,
+                families: self.engine.registry().names().to_vec(),
+                state: next.clone(),
+            };
             self.engine.write(
-                &[BatchOp::Put(Family::Meta, meta::KEY_PENDING, &record)],
+                &[BatchOp::Put(
+                    self.meta,
+                    meta::KEY_PENDING,
+                    &pending.encode()?,
+                )],
                 self.config.sync_on_commit,
             )?;
             crate::failpoint::hit("commit-after-pending");
-            let _gate = self.gate.write_recover();
-            if let Err(e) = roll_forward(self.engine.as_ref(), &self.config, &next) {
-                state.broken = Some(e.to_string());
-                return Err(e);
+            roll_forward(
+                self.engine.as_ref(),
+                self.meta,
+                self.spill,
+                &pending,
+                &self.config,
+            )?;
+        } else {
+            let mut ops: Vec<BatchOp<'_>> = Vec::with_capacity(state.buffered_entries() + 2);
+            for (index, buffer) in state.buffers.iter().enumerate() {
+                let family = Family::at(index)?;
+                for (k, w) in buffer.iter() {
+                    ops.push(match w {
+                        Some(v) => BatchOp::Put(family, k, v),
+                        None => BatchOp::Delete(family, k),
+                    });
+                }
             }
-            state.spilled_bytes = 0;
+            ops.push(BatchOp::Put(self.meta, meta::KEY_COMMITTED, &record));
+            if state.area_dirty {
+                ops.push(spill::clear_area(self.spill));
+            }
+            self.engine.write(&ops, self.config.sync_on_commit)?;
         }
-        state.buffer.clear();
-        state.committed = next;
+        // The commit is durable (as far as the engine's sync setting goes): publish it.
+        state.area_dirty = false;
+        state.next_transaction();
+        state.committed = next.clone();
+        state.phase = Phase::Open;
+        let view = Arc::new(CommittedView {
+            snapshot: self.engine.snapshot()?,
+            state: next.clone(),
+        });
+        *self.view.write_recover() = view;
         Ok(())
     }
 
-    /// Discards every uncommitted write.
+    /// Discards every uncommitted write. A commit in doubt is finished first (it is no
+    /// longer this transaction's to discard).
     pub(crate) fn rollback(&self) -> Result<()> {
-        let mut state = self.live_state()?;
-        state.buffer.clear();
-        if state.spilled_bytes > 0 {
-            self.engine.write(&[spill::CLEAR_AREA], false)?;
-            state.spilled_bytes = 0;
+        let mut state = self.writer()?;
+        self.discard(&mut state)
+    }
+
+    fn discard(&self, state: &mut TxnState) -> Result<()> {
+        // The next transaction gets a new id first, so whatever stays in the area is never
+        // applied even if clearing it fails.
+        state.next_transaction();
+        if state.area_dirty {
+            self.engine.write(&[spill::clear_area(self.spill)], false)?;
+            state.area_dirty = false;
         }
         Ok(())
     }
 
-    /// Discards uncommitted writes and records a clean close.
+    /// Discards uncommitted writes and records a clean close. A commit in doubt is finished
+    /// first; if it cannot be, the error says so, the status stays "unclean" and the next
+    /// open completes or discards it.
     pub(crate) fn close(&self) -> Result<()> {
-        let broken = self.state.lock_recover().broken.is_some();
-        if broken {
-            // Leave the status "unclean" and the pending record for recovery.
-            return Ok(());
-        }
-        self.rollback()?;
+        let mut state = self.writer()?;
+        self.discard(&mut state)?;
         self.engine.write(
             &[BatchOp::Put(
-                Family::Meta,
+                self.meta,
                 meta::KEY_STATUS,
                 &meta::encode_status(true),
             )],
@@ -419,10 +636,21 @@ impl TxnCore {
     }
 }
 
-/// Applies the spilled writes of a transaction whose `pending` record is written, then
-/// completes the commit. Safe to repeat after a crash at any point.
-fn roll_forward(engine: &dyn Engine, config: &TxnConfig, next: &CommittedState) -> Result<()> {
-    let mut it = engine.iter(Family::Spill, &spill::spill_range(&KeyRange::all()), false)?;
+/// Applies the spilled writes of the transaction a `pending` record names, then completes
+/// the commit. Safe to repeat after a crash or a failure at any point.
+fn roll_forward(
+    engine: &dyn Engine,
+    meta: Family,
+    spill: Family,
+    pending: &PendingCommit,
+    config: &TxnConfig,
+) -> Result<()> {
+    let slots: Vec<Option<Family>> = pending
+        .families
+        .iter()
+        .map(|name| engine.registry().find(name))
+        .collect();
+    let mut it = engine.iter(spill, &spill::txn_range(pending.txn), false)?;
     let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut size = 0usize;
     loop {
@@ -432,13 +660,19 @@ fn roll_forward(engine: &dyn Engine, config: &TxnConfig, next: &CommittedState) 
             size += k.len() + v.len();
             chunk.push((k, v));
         }
-        if size >= CHUNK_BYTES || (done && !chunk.is_empty()) {
+        if size >= config.chunk_bytes || (done && !chunk.is_empty()) {
             let mut ops = Vec::with_capacity(chunk.len());
             for (k, v) in &chunk {
-                let key = spill::user_key(k)?;
+                let (_, slot, key) = spill::parse_key(k)?;
+                let family = slots.get(slot).copied().flatten().ok_or_else(|| {
+                    Error::Corruption(format!(
+                        "a spilled write of the pending commit names family slot {slot}, which \
+                         the store does not have"
+                    ))
+                })?;
                 ops.push(match spill::decode_write(v)? {
-                    Some(value) => BatchOp::Put(config.data, key, value),
-                    None => BatchOp::Delete(config.data, key),
+                    Some(value) => BatchOp::Put(family, key, value),
+                    None => BatchOp::Delete(family, key),
                 });
             }
             engine.write(&ops, false)?;
@@ -450,13 +684,16 @@ fn roll_forward(engine: &dyn Engine, config: &TxnConfig, next: &CommittedState) 
             break;
         }
     }
-    let record = next.encode()?;
+    let record = pending.state.encode()?;
     engine.write(
         &[
-            BatchOp::Put(Family::Meta, meta::KEY_COMMITTED, &record),
-            BatchOp::Delete(Family::Meta, meta::KEY_PENDING),
-            spill::CLEAR_AREA,
+            BatchOp::Put(meta, meta::KEY_COMMITTED, &record),
+            BatchOp::Delete(meta, meta::KEY_PENDING),
+            spill::clear_area(spill),
         ],
         config.sync_on_commit,
     )
 }
+
+#[cfg(test)]
+mod fault_tests;

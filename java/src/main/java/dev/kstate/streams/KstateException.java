@@ -35,6 +35,11 @@ public interface KstateException {
     int ITERATOR_CLOSED = 14;
     /** A timestamped value is shorter than its 8-byte timestamp prefix. */
     int INVALID_VALUE = 15;
+    /**
+     * A commit was written but not confirmed durable. It will complete: the next call on the
+     * store retries it first, and committed readers see the previous commit meanwhile.
+     */
+    int COMMIT_IN_DOUBT = 16;
 
     /** @return the stable native error code, one of the constants above */
     int errorCode();

@@ -1,0 +1,88 @@
+//! kstate's own store lock. RocksDB's `LOCK` file is held per process, and only one handle
+//! in a process can take it, but two copies of kstate in one process (two class loaders,
+//! each with its own extracted `libkstate.so`) each think they are the only one. An `flock`
+//! on a sibling file is held per open file description, so every open anywhere (another
+//! process, another handle, another copy of the library) conflicts with it.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use fs2::FileExt;
+
+use crate::{Error, Result};
+
+/// An exclusive lock on a store path, held until dropped.
+#[derive(Debug)]
+pub(crate) struct StoreLock {
+    _file: File,
+}
+
+/// A hidden file or directory next to the store: `<parent>/.<name>.<suffix>`.
+pub(crate) fn sibling(store: &Path, suffix: &str) -> Result<PathBuf> {
+    let name = store.file_name().ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "store path {} does not end in a directory name",
+            store.display()
+        ))
+    })?;
+    let parent = match store.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut file = std::ffi::OsString::from(".");
+    file.push(name);
+    file.push(".");
+    file.push(suffix);
+    Ok(parent.join(file))
+}
+
+impl StoreLock {
+    /// Takes the lock of the store at `store`, creating its parent directory if needed.
+    ///
+    /// # Errors
+    /// [`Error::Locked`] when any other open holds it; [`Error::Io`] when the lock file
+    /// cannot be created.
+    pub(crate) fn acquire(store: &Path) -> Result<StoreLock> {
+        let path = sibling(store, "kstate-lock")?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        match file.try_lock_exclusive() {
+            Ok(()) => Ok(StoreLock { _file: file }),
+            Err(e) if e.kind() == fs2::lock_contended_error().kind() => Err(Error::Locked {
+                path: store.to_path_buf(),
+                detail: format!("{} is held by another open of this store", path.display()),
+            }),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_is_refused_until_the_first_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("nested").join("s");
+        let first = StoreLock::acquire(&store).unwrap();
+        assert!(dir.path().join("nested").join(".s.kstate-lock").is_file());
+        let err = StoreLock::acquire(&store).unwrap_err();
+        assert_eq!(err.code(), crate::ErrorCode::Locked, "{err}");
+        drop(first);
+        StoreLock::acquire(&store).unwrap();
+        assert_eq!(
+            sibling(Path::new("rel"), "x").unwrap(),
+            PathBuf::from("./.rel.x")
+        );
+        assert!(sibling(Path::new("/"), "x").is_err());
+    }
+}
