@@ -35,9 +35,9 @@ fi
 
 j_passed=0; j_failed=0
 if [ -f java/build.gradle ]; then
-  step "Java suite (gradle -p java test, -Xcheck:jni)"
-  gradle -p java test --console=plain
-  for f in java/build/test-results/test/*.xml; do
+  step "Java suite (gradle -p java test compatTest, -Xcheck:jni; compatTest = Kafka Streams 4.0, 4.2, 4.3)"
+  gradle -p java test compatTest --console=plain
+  for f in java/build/test-results/test/*.xml java/build/test-results/testKafka*/*.xml; do
     [ -f "$f" ] || continue
     t=$(grep -o 'tests="[0-9]*"' "$f" | head -1 | tr -dc 0-9)
     fl=$(grep -o 'failures="[0-9]*"' "$f" | head -1 | tr -dc 0-9)

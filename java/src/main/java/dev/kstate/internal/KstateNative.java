@@ -8,7 +8,14 @@ package dev.kstate.internal;
  */
 public final class KstateNative {
     static {
-        NativeLoader.load();
+        // Never let the static initialiser fail: a failed one turns every later use of the
+        // class into "NoClassDefFoundError: Could not initialize class". The loader remembers
+        // the failure and ensureLoaded() (called before every open) rethrows it clearly.
+        try {
+            NativeLoader.load();
+        } catch (UnsatisfiedLinkError remembered) {
+            // rethrown by ensureLoaded()
+        }
     }
 
     /** Returned by {@link #committedOffset} when no offset is committed. */
@@ -21,9 +28,13 @@ public final class KstateNative {
     private KstateNative() {
     }
 
-    /** Forces the library to load (throws UnsatisfiedLinkError if it cannot). */
+    /**
+     * Makes sure the library is loaded.
+     *
+     * @throws UnsatisfiedLinkError with the loader's message, on every call, if it cannot be
+     */
     public static void ensureLoaded() {
-        // the static initialiser did the work
+        NativeLoader.load();
     }
 
     static native long open(String path, int engine, boolean timestamped, long maxUncommittedBytes,

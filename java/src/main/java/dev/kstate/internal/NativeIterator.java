@@ -7,15 +7,20 @@ import java.util.NoSuchElementException;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
-import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.internals.ManagedKeyValueIterator;
 
 /**
  * A native iterator fetched in packed batches (one JNI crossing per batch, batches growing
  * from 16 to 1024 entries, at most 1 MiB). Keeps its store reachable; closed exactly once,
  * explicitly or when the store closes, after which every call throws
  * {@code InvalidStateStoreException}.
+ *
+ * <p>Implements Kafka's {@link ManagedKeyValueIterator} (an internal interface present in Kafka
+ * Streams 4.0 to 4.4) because Kafka's own wrappers cast IQv2 range results to it: for instance
+ * {@code KeyValueToTimestampedKeyValueByteStoreAdapter}, which Kafka puts around a plain store
+ * behind a timestamped store builder.
  */
-public final class NativeIterator implements KeyValueIterator<Bytes, byte[]> {
+public final class NativeIterator implements ManagedKeyValueIterator<Bytes, byte[]> {
     private static final int FIRST_BATCH = 16;
     private static final int MAX_BATCH = 1024;
     private static final int MAX_BATCH_BYTES = 1 << 20;
@@ -26,6 +31,7 @@ public final class NativeIterator implements KeyValueIterator<Bytes, byte[]> {
     private int batchSize = FIRST_BATCH;
     private boolean exhausted;
     private KeyValue<Bytes, byte[]> next;
+    private volatile Runnable closeCallback;
 
     NativeIterator(NativeStore store, long handle) {
         this.store = store;
@@ -89,7 +95,18 @@ public final class NativeIterator implements KeyValueIterator<Bytes, byte[]> {
         return next.key;
     }
 
-    /** Closes the iterator. Idempotent. */
+    /**
+     * Registers a callback run once when this iterator closes (Kafka's
+     * {@link ManagedKeyValueIterator} contract; Kafka's stores use it to forget open iterators).
+     *
+     * @param closeCallback the callback
+     */
+    @Override
+    public void onClose(Runnable closeCallback) {
+        this.closeCallback = closeCallback;
+    }
+
+    /** Closes the iterator, then runs the {@link #onClose} callback if any. Idempotent. */
     @Override
     public void close() {
         long h = handle.getAndSet(0);
@@ -103,6 +120,11 @@ public final class NativeIterator implements KeyValueIterator<Bytes, byte[]> {
             KstateNative.closeIterator(h);
         } catch (KstateInvalidStateStoreException alreadyGone) {
             // cannot happen for a handle we owned; nothing to release either way
+        } finally {
+            Runnable callback = closeCallback;
+            if (callback != null) {
+                callback.run();
+            }
         }
     }
 }

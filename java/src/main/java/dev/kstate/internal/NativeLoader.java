@@ -6,6 +6,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Locale;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Loads {@code libkstate}: a copy on {@code java.library.path} wins; otherwise the platform's
@@ -17,13 +19,23 @@ public final class NativeLoader {
     /** Platforms whose library the jar carries. */
     public static final String[] SUPPORTED_PLATFORMS = {"linux-x86_64"};
 
+    private static final Logger LOG = LoggerFactory.getLogger(NativeLoader.class);
+
     private static volatile String loadedFrom;
+    /**
+     * The first failure, kept so that every later call fails with the same clear message
+     * (instead of the JVM's "NoClassDefFoundError: Could not initialize class" once a static
+     * initialiser has failed).
+     */
+    private static volatile UnsatisfiedLinkError failure;
 
     private NativeLoader() {
     }
 
     /**
-     * Loads the library once per class loader.
+     * Loads the library once per class loader. A failure is remembered: every later call throws
+     * a new {@link UnsatisfiedLinkError} with the same message and the first failure as its
+     * cause.
      *
      * @throws UnsatisfiedLinkError if no library for this platform can be found or loaded; the
      *     message names the platform and the supported ones
@@ -32,6 +44,24 @@ public final class NativeLoader {
         if (loadedFrom != null) {
             return;
         }
+        if (failure != null) {
+            UnsatisfiedLinkError again = new UnsatisfiedLinkError(failure.getMessage());
+            again.initCause(failure);
+            throw again;
+        }
+        try {
+            loadOnce();
+            LOG.info("kstate: loaded libkstate from {}", loadedFrom);
+        } catch (UnsatisfiedLinkError | RuntimeException e) {
+            UnsatisfiedLinkError error = e instanceof UnsatisfiedLinkError ? (UnsatisfiedLinkError) e
+                : (UnsatisfiedLinkError) new UnsatisfiedLinkError("kstate: cannot load libkstate: " + e).initCause(e);
+            failure = error;
+            LOG.error("kstate: cannot load libkstate: {}", error.getMessage());
+            throw error;
+        }
+    }
+
+    private static void loadOnce() {
         UnsatisfiedLinkError fromPath;
         try {
             System.loadLibrary("kstate");

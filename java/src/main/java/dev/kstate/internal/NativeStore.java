@@ -42,6 +42,7 @@ public final class NativeStore implements AutoCloseable {
     public static NativeStore open(String name, String path, int engine, boolean timestamped,
                                    long maxUncommittedBytes, boolean syncOnCommit,
                                    long blockCacheBytes, long writeBufferBytes) {
+        KstateNative.ensureLoaded();
         long h = KstateNative.open(path, engine, timestamped, maxUncommittedBytes, syncOnCommit,
             blockCacheBytes, writeBufferBytes);
         return new NativeStore(name, h);

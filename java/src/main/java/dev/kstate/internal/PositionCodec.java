@@ -72,4 +72,39 @@ public final class PositionCodec {
         }
         return position;
     }
+
+    /**
+     * Decodes a {@link Position} in the layout of Kafka Streams' {@code PositionSerde} (version
+     * 0: {@code [byte 0][int topics]{[int len][UTF-8 topic][int partitions]{[int partition][long
+     * offset]}}}, big-endian), the layout of the {@code "c"} header Kafka writes on changelog
+     * records when the IQ consistency vector is enabled. Kafka pads the value with zeros past the
+     * last field; trailing bytes are ignored, as Kafka's own reader does.
+     *
+     * @param bytes the header value
+     * @return the position
+     * @throws IllegalArgumentException for an unknown version or truncated bytes
+     */
+    public static Position decodeKafka(byte[] bytes) {
+        java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(bytes);
+        try {
+            byte version = buf.get();
+            if (version != 0) {
+                throw new IllegalArgumentException("Unknown version " + version + " when deserializing Position");
+            }
+            Position position = Position.emptyPosition();
+            int topics = buf.getInt();
+            for (int t = 0; t < topics; t++) {
+                byte[] name = new byte[buf.getInt()];
+                buf.get(name);
+                String topic = new String(name, java.nio.charset.StandardCharsets.UTF_8);
+                int partitions = buf.getInt();
+                for (int p = 0; p < partitions; p++) {
+                    position = position.withComponent(topic, buf.getInt(), buf.getLong());
+                }
+            }
+            return position;
+        } catch (java.nio.BufferUnderflowException | NegativeArraySizeException e) {
+            throw new IllegalArgumentException("truncated Position in changelog header", e);
+        }
+    }
 }

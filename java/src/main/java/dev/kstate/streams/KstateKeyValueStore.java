@@ -7,25 +7,28 @@ import dev.kstate.internal.Packing;
 import dev.kstate.internal.PositionCodec;
 import java.io.File;
 import java.nio.ByteBuffer;
+import java.lang.reflect.Method;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsConfig;
-import org.apache.kafka.streams.processor.BatchingStateRestoreCallback;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.processor.StateStoreContext;
 import org.apache.kafka.streams.processor.api.RecordMetadata;
+import org.apache.kafka.streams.processor.internals.RecordBatchingStateRestoreCallback;
 import org.apache.kafka.streams.query.FailureReason;
 import org.apache.kafka.streams.query.KeyQuery;
 import org.apache.kafka.streams.query.Position;
@@ -41,27 +44,48 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.internals.ManagedKeyValueIterator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A kstate key-value store speaking Kafka Streams 4.4's {@link StateStore} contract.
  *
  * <p>Writes form a transaction: {@link #commit(Map)} makes them durable together with the
  * changelog offsets and the store's {@link Position} in one atomic native step
- * ({@link #managesOffsets()} is true). The threads that initialise, write to or restore the
- * store read their own uncommitted writes; any other thread (interactive queries) reads
- * committed data, or uncommitted data when {@code default.interactive.query.isolation.level}
- * is {@code READ_UNCOMMITTED}. Values are stored as handed over (for the timestamped
- * subclass: Kafka's 8-byte timestamp + value layout).
+ * ({@link #managesOffsets()} is true).
+ *
+ * <p>Isolation follows Kafka's transactional stores: the plain read methods ({@link #get},
+ * {@link #range}, {@link #all}, {@link #prefixScan}, ...) are the writer's view (uncommitted
+ * writes included), whatever thread calls them. Committed-only reads are asked for explicitly,
+ * the way Kafka asks: {@link #readOnly(IsolationLevel)} (IQv1, with Kafka's
+ * {@code default.interactive.query.isolation.level}) and the {@link QueryConfig} of an IQv2
+ * query. Values are stored as handed over (for the timestamped subclass: Kafka's 8-byte
+ * timestamp + value layout).
  */
 public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
+    private static final Logger LOG = LoggerFactory.getLogger(KstateKeyValueStore.class);
+    /** Kafka's directory for its own RocksDB key-value stores, under the task directory. */
+    static final String KAFKA_ROCKSDB_DIR = "rocksdb";
+    /** Kafka's internal config that turns on the IQ consistency vector in changelog headers. */
+    static final String IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED = "__iq.consistency.offset.vector.enabled__";
+    /** Application ids already warned about exactly-once without transactional state stores. */
+    private static final Set<String> EOS_WARNED = ConcurrentHashMap.newKeySet();
+    /** {@code QueryConfig#getIsolationLevel()}, absent before Kafka Streams 4.4. */
+    private static final Method QUERY_ISOLATION = queryIsolationMethod();
+
     private final KstateStoreOptions options;
-    private final Set<Long> writerThreads = ConcurrentHashMap.newKeySet();
     private volatile NativeStore store;
     private volatile StateStoreContext context;
-    private volatile IsolationLevel iqIsolation = IsolationLevel.READ_COMMITTED;
     private volatile Position position = Position.emptyPosition();
     private volatile Position committedPosition = Position.emptyPosition();
     private volatile File directory;
+    private volatile boolean consistencyEnabled;
+    /**
+     * True while the store was created empty by this init and nothing has been written,
+     * restored or adopted since: a committed offset would claim data the store does not hold.
+     */
+    private volatile boolean emptySinceCreation;
 
     KstateKeyValueStore(KstateStoreOptions options) {
         this.options = options;
@@ -80,17 +104,35 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             throw new IllegalStateException("store " + name() + " is already initialised");
         }
         Map<String, Object> configs = context.appConfigs();
+        KstateStoreOptions.warnAboutUnknownKeys(configs);
         String path = null;
         int engine = KstateNative.ENGINE_MEMORY;
+        String origin;
+        boolean fresh = true;
         if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
-            File dir = new File(context.stateDir(), name());
-            if (!dir.isDirectory() && !dir.mkdirs()) {
-                throw new KstateProcessorStateException("cannot create the directory " + dir + " of store " + name(),
-                    KstateException.IO);
+            File own = new File(context.stateDir(), name());
+            File kafka = new File(new File(context.stateDir(), KAFKA_ROCKSDB_DIR), name());
+            File dir;
+            if (!hasFiles(own) && hasFiles(kafka)) {
+                // Kafka Streams' own RocksDB store of the same name (a migration to kstate, or a
+                // store kstate adopted earlier): open it in place, never beside it empty.
+                dir = kafka;
+                origin = "Kafka Streams' RocksDB store directory, opened in place (adopted)";
+                fresh = false;
+            } else {
+                dir = own;
+                fresh = !hasFiles(own);
+                origin = fresh ? "new store" : "existing store";
+                if (!dir.isDirectory() && !dir.mkdirs()) {
+                    throw new KstateProcessorStateException("cannot create the directory " + dir + " of store " + name(),
+                        KstateException.IO);
+                }
             }
             directory = dir;
             path = dir.getAbsolutePath();
             engine = KstateNative.ENGINE_ROCKSDB;
+        } else {
+            origin = "new in-memory store";
         }
         NativeStore opened = NativeStore.open(name(), path, engine, options.timestamped,
             options.resolvedMaxUncommittedBytes(configs), options.resolvedSyncOnCommit(configs),
@@ -104,58 +146,134 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             throw new KstateProcessorStateException("store " + name() + ": unreadable position metadata: " + e.getMessage(),
                 KstateException.CORRUPTION);
         }
-        this.iqIsolation = isolationFrom(configs);
+        this.consistencyEnabled = booleanConfig(configs, IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
+        this.emptySinceCreation = fresh;
         this.context = context;
         this.store = opened;
-        markWriter();
+        LOG.info("kstate store {} (task {}): opened {}{}, {} values; committed position {}",
+            name(), context.taskId(), origin, path == null ? "" : " at " + path,
+            options.timestamped ? "timestamped" : "plain", committedPosition);
+        warnIfExactlyOnceWithoutTransactionalStores(context.applicationId(), configs);
         context.register(root, new RestoreCallback());
     }
 
     /**
-     * The isolation level of IQv1 reads from threads other than the writers: {@value
-     * KstateStoreOptions#IQ_ISOLATION_LEVEL_CONFIG} if set; else Kafka's {@code
-     * default.interactive.query.isolation.level} when it says READ_COMMITTED, or when {@code
-     * enable.transactional.statestores=true} (Kafka documents the setting as meaningful only
-     * then; its default is READ_UNCOMMITTED); else READ_COMMITTED, kstate's own default.
+     * Kafka Streams 4.4 commits the stores of a running task under {@code exactly_once_v2} only
+     * when the commit is forced (revocation, close) or {@code enable.transactional.statestores}
+     * is true (StreamTask#postCommit). Without the flag, kstate's writes stay uncommitted
+     * between forced commits, and after a crash Kafka wipes the task's state anyway.
      */
-    static IsolationLevel isolationFrom(Map<String, Object> configs) {
+    private void warnIfExactlyOnceWithoutTransactionalStores(String applicationId, Map<String, Object> configs) {
         if (configs == null) {
-            return IsolationLevel.READ_COMMITTED;
+            return;
         }
-        Object own = configs.get(KstateStoreOptions.IQ_ISOLATION_LEVEL_CONFIG);
-        if (own != null) {
-            return parseIsolation(own);
+        boolean eos = StreamsConfig.EXACTLY_ONCE_V2.equals(String.valueOf(configs.get(StreamsConfig.PROCESSING_GUARANTEE_CONFIG)));
+        if (eos && !booleanConfig(configs, StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG)
+            && EOS_WARNED.add(String.valueOf(applicationId))) {
+            LOG.warn("kstate store {}: processing.guarantee=exactly_once_v2 without {}=true. Kafka Streams then commits "
+                    + "state stores only on forced commits (revocation, close), not on every commit: kstate's "
+                    + "uncommitted writes grow until then, and after a crash or a dirty close Kafka Streams wipes the "
+                    + "task's state and restores it from the changelog. Set {}=true (Kafka Streams 4.4 or later) so that "
+                    + "every commit commits kstate's stores with their changelog offsets.",
+                name(), StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG, StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG);
         }
-        Object kafka = configs.get(StreamsConfig.DEFAULT_INTERACTIVE_QUERY_ISOLATION_LEVEL_CONFIG);
-        if (kafka == null) {
-            return IsolationLevel.READ_COMMITTED;
-        }
-        IsolationLevel level = parseIsolation(kafka);
-        Object transactional = configs.get(StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG);
-        if (level == IsolationLevel.READ_COMMITTED
-            || (transactional != null && Boolean.parseBoolean(String.valueOf(transactional).trim()))) {
-            return level;
-        }
-        return IsolationLevel.READ_COMMITTED;
     }
 
-    private static IsolationLevel parseIsolation(Object v) {
-        if (v instanceof IsolationLevel) {
-            return (IsolationLevel) v;
-        }
-        return IsolationLevel.valueOf(String.valueOf(v).trim().toUpperCase(Locale.ROOT));
+    private static boolean booleanConfig(Map<String, Object> configs, String key) {
+        Object v = configs == null ? null : configs.get(key);
+        return v != null && (v instanceof Boolean ? (Boolean) v : Boolean.parseBoolean(String.valueOf(v).trim()));
     }
 
-    /** Writes each changelog batch with one native call. */
-    private final class RestoreCallback implements BatchingStateRestoreCallback {
+    private static boolean hasFiles(File dir) {
+        String[] names = dir.list();
+        return names != null && names.length > 0;
+    }
+
+    private static Method queryIsolationMethod() {
+        try {
+            return QueryConfig.class.getMethod("getIsolationLevel");
+        } catch (NoSuchMethodException beforeKafka44) {
+            return null;
+        }
+    }
+
+    /**
+     * The isolation level of an IQv2 query: its {@link QueryConfig}'s on Kafka Streams 4.4 and
+     * later; READ_UNCOMMITTED (the writer's view, as Kafka's stores answer) on older runtimes,
+     * whose QueryConfig carries no level.
+     */
+    static IsolationLevel isolationOf(QueryConfig config) {
+        if (QUERY_ISOLATION == null) {
+            return IsolationLevel.READ_UNCOMMITTED;
+        }
+        try {
+            Object level = QUERY_ISOLATION.invoke(config);
+            return level == null ? IsolationLevel.READ_UNCOMMITTED : (IsolationLevel) level;
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot read the isolation level of " + config, e);
+        }
+    }
+
+    /**
+     * Writes each changelog batch with one native call. Implements Kafka's internal
+     * {@link RecordBatchingStateRestoreCallback} (present in Kafka Streams 4.0 to 4.4) to get the
+     * records with their headers: with the IQ consistency vector enabled, the store's
+     * {@link Position} is rebuilt from them, as Kafka's own stores do.
+     */
+    private final class RestoreCallback implements RecordBatchingStateRestoreCallback {
+        @Override
+        public void restoreBatch(Collection<ConsumerRecord<byte[], byte[]>> records) {
+            NativeStore s = open();
+            if (records.isEmpty()) {
+                return;
+            }
+            List<KeyValue<byte[], byte[]>> entries = new ArrayList<>(records.size());
+            Position restored = consistencyEnabled ? position.copy() : null;
+            for (ConsumerRecord<byte[], byte[]> record : records) {
+                if (restored != null) {
+                    mergeConsistencyHeaders(record, restored);
+                }
+                entries.add(KeyValue.pair(record.key(), record.value()));
+            }
+            s.putAllPacked(Packing.packRaw(entries));
+            emptySinceCreation = false;
+            if (restored != null) {
+                position = restored;
+            }
+        }
+
         @Override
         public void restoreAll(Collection<KeyValue<byte[], byte[]>> records) {
             NativeStore s = open();
-            markWriter();
             if (!records.isEmpty()) {
                 s.putAllPacked(Packing.packRaw(records));
+                emptySinceCreation = false;
             }
         }
+    }
+
+    /**
+     * Kafka's rule (ChangelogRecordDeserializationHelper#applyChecksAndUpdatePosition, an
+     * internal class, replicated here): header {@code "v"} = version; for version 0 the header
+     * {@code "c"} must hold a Position (PositionSerde layout), merged into the store's position;
+     * a newer version is skipped with a warning; no {@code "v"} header, nothing to do.
+     */
+    static void mergeConsistencyHeaders(ConsumerRecord<byte[], byte[]> record, Position into) {
+        Header version = record.headers().lastHeader("v");
+        if (version == null || version.value() == null || version.value().length == 0) {
+            return;
+        }
+        if (version.value()[0] != 0) {
+            LOG.warn("Changelog records have been encoded using a larger version than this server understands. "
+                + "Please upgrade your server.");
+            return;
+        }
+        Header vector = record.headers().lastHeader("c");
+        if (vector == null || vector.value() == null) {
+            throw new org.apache.kafka.streams.errors.StreamsException("This should not happen. Consistency is enabled but "
+                + "the changelog contains records without consistency information.");
+        }
+        into.merge(PositionCodec.decodeKafka(vector.value()));
     }
 
     @Override
@@ -163,15 +281,24 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     public void flush() {
         // Kafka Streams 4.0-4.2 call flush() to make writes durable and keep offsets in their
         // own checkpoint file; 4.4 calls commit(Map) instead and never flush().
-        markWriter();
-        open().flush(PositionCodec.encode(position));
-        committedPosition = position.copy();
+        NativeStore s = open();
+        Position snapshot = position.copy();
+        s.flush(PositionCodec.encode(snapshot));
+        committedPosition = snapshot;
     }
 
     @Override
     public void commit(Map<TopicPartition, Long> changelogOffsets) {
         NativeStore s = open();
-        markWriter();
+        if (emptySinceCreation && changelogOffsets != null && changelogOffsets.values().stream().anyMatch(Objects::nonNull)) {
+            // Kafka Streams migrates a legacy .checkpoint by committing its offsets right after
+            // init. This store was created empty by that init: accepting them would make Kafka
+            // skip restoring data the store does not hold.
+            LOG.info("kstate store {}: ignoring committed offsets {}: the store was created empty in this init and holds "
+                + "no data for them (a legacy .checkpoint from another store?). Kafka Streams will restore it from the "
+                + "changelog.", name(), changelogOffsets);
+            return;
+        }
         Position snapshot = position.copy();
         s.commit(changelogOffsets == null ? Collections.emptyMap() : changelogOffsets, PositionCodec.encode(snapshot));
         committedPosition = snapshot;
@@ -201,8 +328,14 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     @Override
     public void close() {
         NativeStore s = store;
-        if (s != null) {
+        if (s != null && s.isOpen()) {
+            int leaked = s.openIterators();
+            if (leaked > 0) {
+                // As Kafka's RocksDBStore: an iterator left open is a bug in the caller.
+                LOG.warn("Closing {} open iterators for store {}", leaked, name());
+            }
             s.close();
+            LOG.debug("kstate store {} closed", name());
         }
     }
 
@@ -248,13 +381,8 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         return s;
     }
 
-    private void markWriter() {
-        writerThreads.add(Thread.currentThread().getId());
-    }
-
-    /** Reads by a writer thread see its writes; other threads read at the IQ isolation level. */
-    private boolean readCommitted() {
-        return !writerThreads.contains(Thread.currentThread().getId()) && iqIsolation == IsolationLevel.READ_COMMITTED;
+    private void written() {
+        emptySinceCreation = false;
     }
 
     private void updatePosition() {
@@ -279,7 +407,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     public void put(Bytes key, byte[] value) {
         byte[] k = key(key);
         NativeStore s = open();
-        markWriter();
+        written();
         s.put(k, value);
         updatePosition();
     }
@@ -288,13 +416,13 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     public byte[] putIfAbsent(Bytes key, byte[] value) {
         byte[] k = key(key);
         NativeStore s = open();
-        markWriter();
         if (value == null) {
             // Kafka: putIfAbsent(k, null) writes nothing and returns the current value
             return s.get(k, false);
         }
         byte[] existing = s.putIfAbsent(k, value);
         if (existing == null) {
+            written();
             updatePosition();
         }
         return existing;
@@ -306,7 +434,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             key(e.key);
         }
         NativeStore s = open();
-        markWriter();
+        written();
         if (!entries.isEmpty()) {
             s.putAllPacked(Packing.packBytes(entries));
             updatePosition();
@@ -317,7 +445,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     public byte[] delete(Bytes key) {
         byte[] k = key(key);
         NativeStore s = open();
-        markWriter();
+        written();
         byte[] old = s.delete(k);
         updatePosition();
         return old;
@@ -325,7 +453,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
 
     @Override
     public byte[] get(Bytes key) {
-        return get(key, readCommitted());
+        return get(key, false);
     }
 
     private byte[] get(Bytes key, boolean committed) {
@@ -334,77 +462,116 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
 
     @Override
     public KeyValueIterator<Bytes, byte[]> range(Bytes from, Bytes to) {
-        return scan(from, to, false, readCommitted());
+        return scan(from, to, false, false);
     }
 
     @Override
     public KeyValueIterator<Bytes, byte[]> reverseRange(Bytes from, Bytes to) {
-        return scan(from, to, true, readCommitted());
+        return scan(from, to, true, false);
     }
 
     @Override
     public KeyValueIterator<Bytes, byte[]> all() {
-        return scan(null, null, false, readCommitted());
+        return scan(null, null, false, false);
     }
 
     @Override
     public KeyValueIterator<Bytes, byte[]> reverseAll() {
-        return scan(null, null, true, readCommitted());
+        return scan(null, null, true, false);
     }
 
     @Override
     public <PS extends Serializer<P>, P> KeyValueIterator<Bytes, byte[]> prefixScan(P prefix, PS prefixKeySerializer) {
+        return prefixScan(prefix, prefixKeySerializer, false);
+    }
+
+    private <PS extends Serializer<P>, P> KeyValueIterator<Bytes, byte[]> prefixScan(P prefix, PS prefixKeySerializer,
+                                                                                   boolean committed) {
         Objects.requireNonNull(prefix, "prefix cannot be null");
         Objects.requireNonNull(prefixKeySerializer, "prefixKeySerializer cannot be null");
         byte[] bytes = prefixKeySerializer.serialize(null, prefix);
-        return open().scan(bytes, null, true, false, readCommitted());
+        return open().scan(bytes, null, true, false, committed);
     }
 
-    private KeyValueIterator<Bytes, byte[]> scan(Bytes from, Bytes to, boolean reverse, boolean committed) {
-        NativeIterator it = open().scan(from == null ? null : from.get(), to == null ? null : to.get(), false, reverse, committed);
-        return it;
+    private NativeIterator scan(Bytes from, Bytes to, boolean reverse, boolean committed) {
+        return open().scan(from == null ? null : from.get(), to == null ? null : to.get(), false, reverse, committed);
     }
 
     @Override
     public long approximateNumEntries() {
-        return open().approximateNumEntries(readCommitted());
+        return open().approximateNumEntries(false);
     }
 
+    /**
+     * A read-only view at an isolation level: READ_COMMITTED reads the last completed commit
+     * (a pinned snapshot, never waiting for the writer), READ_UNCOMMITTED the writer's view.
+     * Kafka's IQv1 ({@code KafkaStreams#store}) calls this on every store with
+     * {@code default.interactive.query.isolation.level} (or the level of
+     * {@code ReadOnlyKeyValueStore#readOnly} on the composite store it returns).
+     *
+     * @param isolationLevel the level
+     * @return the view; every read method, {@code prefixScan} included, is supported
+     */
     @Override
     public ReadOnlyKeyValueStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
-        final boolean committed = isolationLevel == IsolationLevel.READ_COMMITTED;
-        final KstateKeyValueStore self = this;
-        return new ReadOnlyKeyValueStore<Bytes, byte[]>() {
-            @Override
-            public byte[] get(Bytes key) {
-                return self.get(key, committed);
-            }
+        Objects.requireNonNull(isolationLevel, "isolationLevel cannot be null");
+        return new ReadOnlyView(isolationLevel);
+    }
 
-            @Override
-            public KeyValueIterator<Bytes, byte[]> range(Bytes from, Bytes to) {
-                return self.scan(from, to, false, committed);
-            }
+    /** See {@link #readOnly(IsolationLevel)}. */
+    private final class ReadOnlyView implements ReadOnlyKeyValueStore<Bytes, byte[]> {
+        private final IsolationLevel level;
+        private final boolean committed;
 
-            @Override
-            public KeyValueIterator<Bytes, byte[]> reverseRange(Bytes from, Bytes to) {
-                return self.scan(from, to, true, committed);
-            }
+        ReadOnlyView(IsolationLevel level) {
+            this.level = level;
+            this.committed = level == IsolationLevel.READ_COMMITTED;
+        }
 
-            @Override
-            public KeyValueIterator<Bytes, byte[]> all() {
-                return self.scan(null, null, false, committed);
-            }
+        @Override
+        public byte[] get(Bytes key) {
+            return KstateKeyValueStore.this.get(key, committed);
+        }
 
-            @Override
-            public KeyValueIterator<Bytes, byte[]> reverseAll() {
-                return self.scan(null, null, true, committed);
-            }
+        @Override
+        public KeyValueIterator<Bytes, byte[]> range(Bytes from, Bytes to) {
+            return scan(from, to, false, committed);
+        }
 
-            @Override
-            public long approximateNumEntries() {
-                return self.open().approximateNumEntries(committed);
-            }
-        };
+        @Override
+        public KeyValueIterator<Bytes, byte[]> reverseRange(Bytes from, Bytes to) {
+            return scan(from, to, true, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Bytes, byte[]> all() {
+            return scan(null, null, false, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Bytes, byte[]> reverseAll() {
+            return scan(null, null, true, committed);
+        }
+
+        @Override
+        public <PS extends Serializer<P>, P> KeyValueIterator<Bytes, byte[]> prefixScan(P prefix, PS prefixKeySerializer) {
+            return KstateKeyValueStore.this.prefixScan(prefix, prefixKeySerializer, committed);
+        }
+
+        @Override
+        public long approximateNumEntries() {
+            return open().approximateNumEntries(committed);
+        }
+
+        @Override
+        public ReadOnlyKeyValueStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
+            return KstateKeyValueStore.this.readOnly(isolationLevel);
+        }
+
+        @Override
+        public String toString() {
+            return "ReadOnlyView{" + name() + ", " + level + "}";
+        }
     }
 
     // ----- IQv2 ---------------------------------------------------------------------------
@@ -413,7 +580,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     @SuppressWarnings("unchecked")
     public <R> QueryResult<R> query(Query<R> query, PositionBound positionBound, QueryConfig config) {
         long start = System.nanoTime();
-        boolean committed = config.getIsolationLevel() == IsolationLevel.READ_COMMITTED;
+        boolean committed = isolationOf(config) == IsolationLevel.READ_COMMITTED;
         Position current = committed ? committedPosition : position;
         StateStoreContext ctx = context;
         int partition = ctx == null ? 0 : ctx.taskId().partition();
@@ -452,7 +619,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         } else if (query instanceof TimestampedRangeQuery && timestampedValues()) {
             TimestampedRangeQuery<Bytes, byte[]> q = (TimestampedRangeQuery<Bytes, byte[]>) query;
             boolean reverse = q.resultOrder() == ResultOrder.DESCENDING;
-            KeyValueIterator<Bytes, byte[]> raw = scan(q.lowerBound().orElse(null), q.upperBound().orElse(null), reverse, committed);
+            NativeIterator raw = scan(q.lowerBound().orElse(null), q.upperBound().orElse(null), reverse, committed);
             return (QueryResult<R>) QueryResult.forResult(new DecodingIterator(raw));
         } else {
             return QueryResult.forUnknownQueryType(query, this);
@@ -500,12 +667,20 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         return ValueAndTimestamp.make(value, timestamp);
     }
 
-    /** A range result decoded to values and timestamps. */
-    private static final class DecodingIterator implements KeyValueIterator<Bytes, ValueAndTimestamp<byte[]>> {
-        private final KeyValueIterator<Bytes, byte[]> inner;
+    /**
+     * A range result decoded to values and timestamps; a {@link ManagedKeyValueIterator} like
+     * every range result kstate hands to Kafka (whose wrappers cast to it).
+     */
+    private static final class DecodingIterator implements ManagedKeyValueIterator<Bytes, ValueAndTimestamp<byte[]>> {
+        private final NativeIterator inner;
 
-        DecodingIterator(KeyValueIterator<Bytes, byte[]> inner) {
+        DecodingIterator(NativeIterator inner) {
             this.inner = inner;
+        }
+
+        @Override
+        public void onClose(Runnable closeCallback) {
+            inner.onClose(closeCallback);
         }
 
         @Override

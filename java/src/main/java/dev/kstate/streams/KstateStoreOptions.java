@@ -1,7 +1,15 @@
 package dev.kstate.streams;
 
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.common.config.ConfigException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Options of one kstate store. Unset options fall back to the application-wide
@@ -15,11 +23,11 @@ import java.util.Map;
  * <tr><td>{@value #SYNC_ON_COMMIT_CONFIG}</td><td>fsync the WAL on every commit</td><td>false</td></tr>
  * <tr><td>{@value #BLOCK_CACHE_BYTES_CONFIG}</td><td>RocksDB block cache per store</td><td>50 MiB</td></tr>
  * <tr><td>{@value #WRITE_BUFFER_BYTES_CONFIG}</td><td>RocksDB memtable size</td><td>16 MiB</td></tr>
- * <tr><td>{@value #IQ_ISOLATION_LEVEL_CONFIG}</td><td>isolation of IQv1 reads from other threads</td><td>READ_COMMITTED</td></tr>
  * <tr><td>{@value #ENGINE_CONFIG}</td><td>engine of DSL stores made by {@link KstateDslStoreSuppliers}</td><td>rocksdb</td></tr>
  * </table>
  */
 public final class KstateStoreOptions {
+    private static final Logger LOG = LoggerFactory.getLogger(KstateStoreOptions.class);
     /** Application-wide default of {@link Builder#maxUncommittedBytes}. */
     public static final String MAX_UNCOMMITTED_BYTES_CONFIG = "kstate.max.uncommitted.bytes";
     /** Application-wide default of {@link Builder#syncOnCommit}. */
@@ -28,11 +36,6 @@ public final class KstateStoreOptions {
     public static final String BLOCK_CACHE_BYTES_CONFIG = "kstate.rocksdb.block.cache.bytes";
     /** Application-wide default of {@link Builder#writeBufferBytes}. */
     public static final String WRITE_BUFFER_BYTES_CONFIG = "kstate.rocksdb.write.buffer.bytes";
-    /**
-     * Isolation level (READ_COMMITTED or READ_UNCOMMITTED) of IQv1 reads from threads that do
-     * not write the store; overrides Kafka's {@code default.interactive.query.isolation.level}.
-     */
-    public static final String IQ_ISOLATION_LEVEL_CONFIG = "kstate.interactive.query.isolation.level";
     /** Engine of the DSL stores made by {@link KstateDslStoreSuppliers}: rocksdb or memory. */
     public static final String ENGINE_CONFIG = "kstate.engine";
 
@@ -51,7 +54,7 @@ public final class KstateStoreOptions {
             if (s.equals("MEMORY") || s.equals("IN_MEMORY") || s.equals("IN-MEMORY")) {
                 return MEMORY;
             }
-            throw new IllegalArgumentException("unknown kstate engine '" + value + "' (rocksdb or memory)");
+            throw new ConfigException(ENGINE_CONFIG, value, "accepted values: rocksdb, memory");
         }
     }
 
@@ -96,8 +99,54 @@ public final class KstateStoreOptions {
         if (syncOnCommit != null) {
             return syncOnCommit;
         }
-        Object v = appConfigs == null ? null : appConfigs.get(SYNC_ON_COMMIT_CONFIG);
-        return v != null && Boolean.parseBoolean(String.valueOf(v).trim());
+        return booleanConfig(appConfigs, SYNC_ON_COMMIT_CONFIG, false);
+    }
+
+    /**
+     * A boolean {@code kstate.*} key: a Boolean, or the string true/false (any case).
+     *
+     * @throws ConfigException naming the key and the accepted values for anything else
+     */
+    static boolean booleanConfig(Map<String, ?> configs, String key, boolean fallback) {
+        Object v = configs == null ? null : configs.get(key);
+        if (v == null) {
+            return fallback;
+        }
+        if (v instanceof Boolean) {
+            return (Boolean) v;
+        }
+        String s = String.valueOf(v).trim();
+        if (s.equalsIgnoreCase("true")) {
+            return true;
+        }
+        if (s.equalsIgnoreCase("false")) {
+            return false;
+        }
+        throw new ConfigException(key, v, "accepted values: true, false");
+    }
+
+    /** Every application-wide key kstate reads. */
+    static final List<String> KNOWN_KEYS = Collections.unmodifiableList(Arrays.asList(MAX_UNCOMMITTED_BYTES_CONFIG,
+        SYNC_ON_COMMIT_CONFIG, BLOCK_CACHE_BYTES_CONFIG, WRITE_BUFFER_BYTES_CONFIG, ENGINE_CONFIG));
+    private static final Set<String> WARNED_KEYS = ConcurrentHashMap.newKeySet();
+
+    /**
+     * Warns once per key about {@code kstate.*} keys kstate does not know (a typo, or the
+     * removed {@code kstate.interactive.query.isolation.level}), which would otherwise be
+     * silently ignored.
+     */
+    static void warnAboutUnknownKeys(Map<String, ?> configs) {
+        if (configs == null) {
+            return;
+        }
+        for (String key : configs.keySet()) {
+            if (key.startsWith("kstate.") && !KNOWN_KEYS.contains(key) && WARNED_KEYS.add(key)) {
+                LOG.warn("Unknown kstate config {} is ignored; kstate's keys are {}{}", key, KNOWN_KEYS,
+                    key.equals("kstate.interactive.query.isolation.level")
+                        ? " (the IQ isolation level now comes from Kafka Streams' default.interactive.query.isolation.level "
+                        + "and from each IQv2 query)" : "");
+            }
+        }
     }
 
     long resolvedBlockCacheBytes(Map<String, Object> appConfigs) {
@@ -113,14 +162,20 @@ public final class KstateStoreOptions {
         if (v == null) {
             return fallback;
         }
+        long parsed;
         if (v instanceof Number) {
-            return ((Number) v).longValue();
+            parsed = ((Number) v).longValue();
+        } else {
+            try {
+                parsed = Long.parseLong(String.valueOf(v).trim());
+            } catch (NumberFormatException e) {
+                throw new ConfigException(key, v, "accepted values: a positive number of bytes");
+            }
         }
-        try {
-            return Long.parseLong(String.valueOf(v).trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("config " + key + " must be a number of bytes, got '" + v + "'", e);
+        if (parsed <= 0) {
+            throw new ConfigException(key, v, "accepted values: a positive number of bytes");
         }
+        return parsed;
     }
 
     @Override

@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.DslStoreFormat;
 import org.apache.kafka.streams.KeyValue;
@@ -27,6 +28,7 @@ import org.apache.kafka.streams.state.DslSessionParams;
 import org.apache.kafka.streams.state.DslWindowParams;
 import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
 import org.apache.kafka.streams.state.TimestampedBytesStore;
 import org.junit.After;
 import org.junit.Before;
@@ -73,6 +75,8 @@ public class ConcurrencyAndSuppliersTest {
             store.put(key(i), value(0));
         }
         store.commit(Collections.singletonMap(CHANGELOG, 0L));
+        // Interactive queries ask for committed data explicitly, as Kafka's IQv1 does.
+        ReadOnlyKeyValueStore<Bytes, byte[]> committed = store.readOnly(IsolationLevel.READ_COMMITTED);
         AtomicBoolean stop = new AtomicBoolean();
         AtomicReference<String> problem = new AtomicReference<>();
         AtomicInteger snapshots = new AtomicInteger();
@@ -82,7 +86,7 @@ public class ConcurrencyAndSuppliersTest {
             readers[r] = new Thread(() -> {
                 while (!stop.get() && problem.get() == null) {
                     int floor = committedBatch.get();
-                    List<KeyValue<Bytes, byte[]>> all = TestSupport.drain(store.all());
+                    List<KeyValue<Bytes, byte[]>> all = TestSupport.drain(committed.all());
                     if (all.size() != keys) {
                         problem.set("snapshot of " + all.size() + " entries");
                         return;
@@ -98,7 +102,7 @@ public class ConcurrencyAndSuppliersTest {
                         problem.set("read batch " + batch + " after batch " + floor + " was committed");
                         return;
                     }
-                    byte[] one = store.get(key(7));
+                    byte[] one = committed.get(key(7));
                     if (ByteBuffer.wrap(one).getLong() < batch) {
                         problem.set("point read went back in time");
                         return;

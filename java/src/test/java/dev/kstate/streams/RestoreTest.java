@@ -14,10 +14,23 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import java.util.Optional;
+import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.errors.StreamsException;
 import org.apache.kafka.streams.processor.BatchingStateRestoreCallback;
+import org.apache.kafka.streams.processor.internals.RecordBatchingStateRestoreCallback;
+import org.apache.kafka.streams.processor.internals.StateRestoreCallbackAdapter;
+import org.apache.kafka.streams.query.KeyQuery;
+import org.apache.kafka.streams.query.Position;
+import org.apache.kafka.streams.query.PositionBound;
+import org.apache.kafka.streams.query.QueryConfig;
+import org.apache.kafka.streams.state.internals.PositionSerde;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.junit.After;
 import org.junit.Before;
@@ -93,5 +106,95 @@ public class RestoreTest {
         }
         assertNull(reopened.get(Bytes.wrap("absent".getBytes(StandardCharsets.UTF_8))));
         reopened.close();
+    }
+
+    /** A changelog record as Kafka writes it with the IQ consistency vector on: headers v=0, c=position. */
+    private static ConsumerRecord<byte[], byte[]> record(long offset, String key, String value, Position position) {
+        RecordHeaders headers = new RecordHeaders();
+        if (position != null) {
+            headers.add("v", new byte[] {0});
+            // Kafka writes PositionSerde's whole (zero-padded) backing array
+            headers.add("c", PositionSerde.serialize(position).array());
+        }
+        byte[] v = value == null ? null : timestamped(offset, value.getBytes(StandardCharsets.UTF_8));
+        return new ConsumerRecord<>(CHANGELOG.topic(), 0, offset, offset, TimestampType.CREATE_TIME, -1, -1,
+            key.getBytes(StandardCharsets.UTF_8), v, headers, Optional.empty());
+    }
+
+    private static Position at(String topic, int partition, long offset) {
+        return Position.emptyPosition().withComponent(topic, partition, offset);
+    }
+
+    private KeyValueStore<Bytes, byte[]> restoreWithHeaders(boolean consistency, String name) {
+        Properties props = TestSupport.props("app", dir);
+        if (consistency) {
+            props.put("__iq.consistency.offset.vector.enabled__", "true");
+        }
+        KeyValueStore<Bytes, byte[]> store = KstateStores.persistentTimestampedKeyValueStore(name).get();
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props, dir);
+        store.init(ctx, store);
+        assertTrue("the callback receives whole records", ctx.restoreCallback instanceof RecordBatchingStateRestoreCallback);
+        // exactly how ProcessorStateManager#restore hands batches over
+        RecordBatchingStateRestoreCallback callback = StateRestoreCallbackAdapter.adapt(ctx.restoreCallback);
+        List<ConsumerRecord<byte[], byte[]>> first = new ArrayList<>();
+        first.add(record(0, "a", "1", at("input", 0, 5)));
+        first.add(record(1, "b", "2", at("input", 1, 3)));
+        callback.restoreBatch(first);
+        List<ConsumerRecord<byte[], byte[]>> second = new ArrayList<>();
+        second.add(record(2, "a", "3", at("input", 0, 7).withComponent("other", 0, 9)));
+        second.add(record(3, "b", null, null)); // a tombstone written without the vector
+        callback.restoreBatch(second);
+        return store;
+    }
+
+    /**
+     * With {@code __iq.consistency.offset.vector.enabled__}, restore rebuilds the store's
+     * Position from the changelog headers (as Kafka's RocksDBStore#restoreBatch does), commits
+     * it with the restored offset, and IQv2 position bounds see it.
+     */
+    @Test
+    public void restoreRebuildsThePositionFromChangelogHeaders() {
+        KeyValueStore<Bytes, byte[]> store = restoreWithHeaders(true, "vector");
+        Position expected = at("input", 0, 7).withComponent("input", 1, 3).withComponent("other", 0, 9);
+        assertEquals(expected, store.getPosition());
+        assertEquals(1, TestSupport.drain(store.all()).size());
+        PositionBound bound = PositionBound.at(at("input", 0, 7));
+        assertTrue(store.query(KeyQuery.<Bytes, byte[]>withKey(Bytes.wrap("a".getBytes(StandardCharsets.UTF_8))), bound,
+            new QueryConfig(false)).isSuccess());
+        store.commit(Collections.singletonMap(CHANGELOG, 3L));
+        store.close();
+        KeyValueStore<Bytes, byte[]> reopened = KstateStores.persistentTimestampedKeyValueStore("vector").get();
+        reopened.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), reopened);
+        assertEquals("the restored position was committed with the offset", expected, reopened.getPosition());
+        reopened.close();
+    }
+
+    /** Without the internal flag the headers are ignored, as Kafka's stores ignore them. */
+    @Test
+    public void restoreIgnoresHeadersWithoutTheConsistencyVector() {
+        KeyValueStore<Bytes, byte[]> store = restoreWithHeaders(false, "novector");
+        assertEquals(Position.emptyPosition(), store.getPosition());
+        assertEquals(1, TestSupport.drain(store.all()).size());
+        store.close();
+    }
+
+    /** Kafka's rule: a version-0 record without the position header is an error. */
+    @Test
+    public void aRecordWithoutItsPositionHeaderFailsTheRestore() {
+        Properties props = TestSupport.props("app", dir);
+        props.put("__iq.consistency.offset.vector.enabled__", true);
+        KeyValueStore<Bytes, byte[]> store = KstateStores.persistentTimestampedKeyValueStore("broken").get();
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props, dir);
+        store.init(ctx, store);
+        ConsumerRecord<byte[], byte[]> bad = record(0, "a", "1", null);
+        bad.headers().add("v", new byte[] {0});
+        try {
+            StateRestoreCallbackAdapter.adapt(ctx.restoreCallback).restoreBatch(Collections.singletonList(bad));
+            throw new AssertionError("expected a StreamsException");
+        } catch (StreamsException expected) {
+            assertTrue(expected.getMessage(), expected.getMessage().contains("without consistency information"));
+        } finally {
+            store.close();
+        }
     }
 }

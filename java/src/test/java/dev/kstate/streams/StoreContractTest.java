@@ -212,21 +212,26 @@ public class StoreContractTest {
         store.put(b("a"), ts(200, "pending"));
         store.put(b("b"), ts(300, "pending"));
 
-        // The writer thread sees its own writes.
+        // Plain reads are the writer's view, from any thread (as in Kafka's transactional stores).
         assertArrayEquals(ts(200, "pending"), store.get(b("a")));
-        // Another thread (an interactive query) reads committed data by default.
         final KeyValueStore<Bytes, byte[]> s = store;
         AtomicReference<byte[]> seen = new AtomicReference<>();
         AtomicReference<Integer> count = new AtomicReference<>();
+        AtomicReference<byte[]> seenCommitted = new AtomicReference<>();
+        AtomicReference<Integer> countCommitted = new AtomicReference<>();
         Thread reader = new Thread(() -> {
             seen.set(s.get(b("a")));
             count.set(TestSupport.drain(s.all()).size());
+            seenCommitted.set(s.readOnly(IsolationLevel.READ_COMMITTED).get(b("a")));
+            countCommitted.set(TestSupport.drain(s.readOnly(IsolationLevel.READ_COMMITTED).all()).size());
         });
         reader.start();
         reader.join();
-        assertArrayEquals(ts(100, "committed"), seen.get());
-        assertEquals(Integer.valueOf(1), count.get());
-        // readOnly(isolation) views
+        assertArrayEquals(ts(200, "pending"), seen.get());
+        assertEquals(Integer.valueOf(2), count.get());
+        // Committed data only when asked for, through readOnly(READ_COMMITTED).
+        assertArrayEquals(ts(100, "committed"), seenCommitted.get());
+        assertEquals(Integer.valueOf(1), countCommitted.get());
         assertArrayEquals(ts(100, "committed"), store.readOnly(IsolationLevel.READ_COMMITTED).get(b("a")));
         assertArrayEquals(ts(200, "pending"), store.readOnly(IsolationLevel.READ_UNCOMMITTED).get(b("a")));
 
@@ -259,27 +264,6 @@ public class StoreContractTest {
         assertTrue(store.query(KeyQuery.<Bytes, byte[]>withKey(b("a")), at4, uncommitted).isSuccess());
         QueryResult<byte[]> behind = store.query(KeyQuery.<Bytes, byte[]>withKey(b("a")), at4, committed);
         assertTrue(behind.isFailure());
-        store.close();
-    }
-
-    @Test
-    public void readUncommittedIsolationFromConfig() throws Exception {
-        Properties props = TestSupport.props("app", dir);
-        props.put(StreamsConfig.DEFAULT_INTERACTIVE_QUERY_ISOLATION_LEVEL_CONFIG, "READ_UNCOMMITTED");
-        assertEquals("Kafka's setting counts only with transactional state stores enabled",
-            IsolationLevel.READ_COMMITTED, KstateKeyValueStore.isolationFrom(new HashMap<>(toMap(props))));
-        props.put(StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG, "true");
-        assertEquals(IsolationLevel.READ_UNCOMMITTED, KstateKeyValueStore.isolationFrom(new HashMap<>(toMap(props))));
-        Map<String, Object> own = new HashMap<>();
-        own.put(KstateStoreOptions.IQ_ISOLATION_LEVEL_CONFIG, "read_uncommitted");
-        assertEquals(IsolationLevel.READ_UNCOMMITTED, KstateKeyValueStore.isolationFrom(own));
-        KeyValueStore<Bytes, byte[]> store = open(KstateStores.persistentTimestampedKeyValueStore("ru"), props);
-        store.put(b("a"), ts(1, "x"));
-        AtomicReference<byte[]> seen = new AtomicReference<>();
-        Thread reader = new Thread(() -> seen.set(store.get(b("a"))));
-        reader.start();
-        reader.join();
-        assertArrayEquals(ts(1, "x"), seen.get());
         store.close();
     }
 

@@ -1,0 +1,65 @@
+package dev.kstate.streams;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.slf4j.ILoggerFactory;
+import org.slf4j.Logger;
+import org.slf4j.event.EventRecodingLogger;
+import org.slf4j.event.Level;
+import org.slf4j.event.SubstituteLoggingEvent;
+import org.slf4j.helpers.MessageFormatter;
+import org.slf4j.helpers.NOPLogger;
+import org.slf4j.helpers.SubstituteLogger;
+
+/**
+ * The log events of kstate's loggers ({@code dev.kstate.*}) in this JVM, recorded by the test
+ * SLF4J binding ({@code org.slf4j.impl.StaticLoggerBinder}). Other loggers (Kafka's) are
+ * dropped, as slf4j-nop did.
+ */
+public final class CapturedLogs {
+    private static final Queue<SubstituteLoggingEvent> EVENTS = new ConcurrentLinkedQueue<>();
+
+    private CapturedLogs() {
+    }
+
+    /** Forgets every recorded event. */
+    public static void clear() {
+        EVENTS.clear();
+    }
+
+    /**
+     * @param level the level
+     * @return the formatted messages recorded at that level, oldest first
+     */
+    public static List<String> messages(Level level) {
+        List<String> out = new ArrayList<>();
+        for (SubstituteLoggingEvent e : EVENTS) {
+            if (e.getLevel() == level) {
+                out.add(MessageFormatter.arrayFormat(e.getMessage(), e.getArgumentArray()).getMessage());
+            }
+        }
+        return out;
+    }
+
+    /**
+     * @param level the level
+     * @param fragment text to look for
+     * @return the number of messages at that level containing the fragment
+     */
+    public static long count(Level level, String fragment) {
+        return messages(level).stream().filter(m -> m.contains(fragment)).count();
+    }
+
+    /** The logger factory of the test binding. */
+    public static final class Factory implements ILoggerFactory {
+        @Override
+        public Logger getLogger(String name) {
+            if (name.startsWith("dev.kstate")) {
+                return new EventRecodingLogger(new SubstituteLogger(name, EVENTS, false), EVENTS);
+            }
+            return NOPLogger.NOP_LOGGER;
+        }
+    }
+}

@@ -1,0 +1,109 @@
+package dev.kstate.streams;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.junit.After;
+import org.junit.Before;
+import org.junit.Test;
+import org.slf4j.event.Level;
+
+/** kstate's log events and its config errors. */
+public class LoggingAndConfigTest {
+    private File dir;
+
+    @Before
+    public void setUp() throws Exception {
+        dir = TestSupport.tempDir("logging");
+        CapturedLogs.clear();
+    }
+
+    @After
+    public void tearDown() {
+        TestSupport.deleteTree(dir);
+    }
+
+    private KeyValueStore<Bytes, byte[]> open(String name, Properties props) {
+        KeyValueStore<Bytes, byte[]> store = KstateStores.persistentKeyValueStore(name).get();
+        store.init(new TestSupport.CapturingContext(props, dir), store);
+        return store;
+    }
+
+    private static Bytes b(String s) {
+        return Bytes.wrap(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** One INFO line per open saying what was opened; a WARN naming the leaked iterators at close. */
+    @Test
+    public void openAndLeakedIteratorsAreLogged() {
+        KeyValueStore<Bytes, byte[]> store = open("logged", TestSupport.props("app", dir));
+        assertEquals(CapturedLogs.messages(Level.INFO).toString(), 1, CapturedLogs.count(Level.INFO, "kstate store logged"));
+        assertTrue(CapturedLogs.count(Level.INFO, "opened new store at") == 1);
+        store.put(b("a"), "1".getBytes(StandardCharsets.UTF_8));
+        store.commit(Collections.emptyMap());
+        KeyValueIterator<Bytes, byte[]> leaked = store.all();
+        KeyValueIterator<Bytes, byte[]> closed = store.all();
+        closed.close();
+        store.close();
+        assertEquals(CapturedLogs.messages(Level.WARN).toString(), 1,
+            CapturedLogs.count(Level.WARN, "Closing 1 open iterators for store logged"));
+        store.close(); // idempotent, no second warning
+        assertEquals(1, CapturedLogs.count(Level.WARN, "open iterators"));
+        leaked.close();
+        KeyValueStore<Bytes, byte[]> again = open("logged", TestSupport.props("app", dir));
+        assertEquals(1, CapturedLogs.count(Level.INFO, "opened existing store at"));
+        again.close();
+    }
+
+    private void assertRejected(String key, Object value, String accepted) {
+        Properties props = TestSupport.props("app", dir);
+        props.put(key, value);
+        try {
+            open("bad", props).close();
+            fail("accepted " + key + "=" + value);
+        } catch (ConfigException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains(key));
+            assertTrue(e.getMessage(), e.getMessage().contains(String.valueOf(value)));
+            assertTrue(e.getMessage(), e.getMessage().contains(accepted));
+        }
+    }
+
+    /** A bad value names the key, the value and the accepted values. */
+    @Test
+    public void badConfigValuesNameTheKeyAndTheAcceptedValues() {
+        assertRejected(KstateStoreOptions.SYNC_ON_COMMIT_CONFIG, "yes", "true, false");
+        assertRejected(KstateStoreOptions.MAX_UNCOMMITTED_BYTES_CONFIG, "64MB", "positive number of bytes");
+        assertRejected(KstateStoreOptions.BLOCK_CACHE_BYTES_CONFIG, "-1", "positive number of bytes");
+        assertRejected(KstateStoreOptions.WRITE_BUFFER_BYTES_CONFIG, "0", "positive number of bytes");
+        Map<String, Object> configs = new HashMap<>();
+        configs.put(KstateStoreOptions.ENGINE_CONFIG, "lmdb");
+        try {
+            new KstateDslStoreSuppliers().configure(configs);
+            fail("accepted kstate.engine=lmdb");
+        } catch (ConfigException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains("kstate.engine") && e.getMessage().contains("lmdb")
+                && e.getMessage().contains("rocksdb, memory"));
+        }
+    }
+
+    /** The removed kstate.interactive.query.isolation.level (or any unknown kstate.* key) is reported, once. */
+    @Test
+    public void unknownKstateKeysAreReported() {
+        Properties props = TestSupport.props("app", dir);
+        props.put("kstate.interactive.query.isolation.level", "READ_COMMITTED");
+        open("one", props).close();
+        open("two", props).close();
+        assertEquals(1, CapturedLogs.count(Level.WARN, "Unknown kstate config kstate.interactive.query.isolation.level"));
+    }
+}

@@ -1,0 +1,186 @@
+package dev.kstate.streams;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertTrue;
+
+import java.io.File;
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.stream.Stream;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.processor.internals.StreamTask;
+import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.junit.After;
+import org.junit.Before;
+import org.junit.Test;
+import org.slf4j.event.Level;
+
+/**
+ * Moving an application from Kafka's own RocksDB stores to kstate loses nothing: kstate opens
+ * (adopts) the task directory Kafka's store left ({@code <taskDir>/rocksdb/<name>}) and accepts
+ * the offsets of a legacy {@code .checkpoint} for it; a store kstate creates empty never accepts
+ * offsets for data it does not hold. The Kafka side is written by Kafka's own
+ * {@code RocksDBTimestampedStore} through TopologyTestDriver; the kstate side runs Kafka 4.4's
+ * real init and legacy-checkpoint migration (ProcessorStateManager, LegacyCheckpointingStateStore).
+ */
+public class MigrationTest {
+    private static final String APP = "mig";
+    private static final TopicPartition CHANGELOG = new TopicPartition(APP + "-s-changelog", 0);
+    private File dir;
+
+    @Before
+    public void setUp() throws Exception {
+        dir = TestSupport.tempDir("migration");
+        CapturedLogs.clear();
+    }
+
+    @After
+    public void tearDown() {
+        TestSupport.deleteTree(dir);
+    }
+
+    private static StreamsBuilder table(KeyValueBytesStoreSupplier supplier) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.table("in", Consumed.with(Serdes.String(), Serdes.String()),
+            Materialized.<String, String>as(supplier).withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
+                .withCachingDisabled());
+        return builder;
+    }
+
+    private static List<String> contents(TopologyTestDriver driver) {
+        List<String> out = new ArrayList<>();
+        KeyValueStore<String, ValueAndTimestamp<String>> store = driver.getTimestampedKeyValueStore("s");
+        try (KeyValueIterator<String, ValueAndTimestamp<String>> it = store.all()) {
+            while (it.hasNext()) {
+                KeyValue<String, ValueAndTimestamp<String>> kv = it.next();
+                out.add(kv.key + "=" + kv.value.value() + "@" + kv.value.timestamp());
+            }
+        }
+        return out;
+    }
+
+    private static void writeLegacyCheckpoint(File taskDir, long offset) throws IOException {
+        taskDir.mkdirs();
+        Files.write(new File(taskDir, ".checkpoint").toPath(),
+            ("0\n1\n" + CHANGELOG.topic() + " " + CHANGELOG.partition() + " " + offset + "\n").getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static void copyTree(Path from, Path to) throws IOException {
+        try (Stream<Path> paths = Files.walk(from)) {
+            for (Path p : (Iterable<Path>) paths::iterator) {
+                Path target = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p)) {
+                    Files.createDirectories(target);
+                } else {
+                    Files.copy(p, target);
+                }
+            }
+        }
+    }
+
+    /**
+     * Runs a topology on Kafka's own persistent timestamped store, closes its task cleanly
+     * (what TopologyTestDriver#close does, minus the state directory clean-up) and copies the
+     * application's state directory to {@code into}.
+     *
+     * @return the store's final contents
+     */
+    private List<String> kafkaWrites(File into, int records) throws Exception {
+        File stateDir = new File(dir, "kafka");
+        TopologyTestDriver driver = new TopologyTestDriver(table(Stores.persistentTimestampedKeyValueStore("s")).build(),
+            TestSupport.props(APP, stateDir));
+        List<String> contents;
+        try {
+            TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+            for (int i = 0; i < records; i++) {
+                in.pipeInput("key-" + (i % 150), "value-" + i, 1000L + i);
+            }
+            contents = contents(driver);
+            Field f = TopologyTestDriver.class.getDeclaredField("task");
+            f.setAccessible(true);
+            StreamTask task = (StreamTask) f.get(driver);
+            task.suspend();
+            task.prepareCommit(true);
+            task.postCommit(true);
+            task.closeClean();
+            f.set(driver, null); // closed above; the driver's own close must not touch it again
+            copyTree(new File(stateDir, APP).toPath(), new File(into, APP).toPath());
+        } finally {
+            driver.close();
+        }
+        assertTrue("Kafka's store lives in <taskDir>/rocksdb/s", new File(into, APP + "/0_0/rocksdb/s/CURRENT").isFile());
+        return contents;
+    }
+
+    /**
+     * A task directory left by Kafka's own RocksDB store, plus a legacy .checkpoint (as Kafka
+     * Streams 4.2 and older keep offsets), reopened with a kstate store of the same name: kstate
+     * opens Kafka's directory in place, holds every entry with its timestamp, and accepts the
+     * migrated offset.
+     */
+    @Test
+    public void kstateAdoptsKafkasStoreAndItsLegacyCheckpoint() throws Exception {
+        File stateDir = new File(dir, "kstate");
+        List<String> kafkaContents = kafkaWrites(stateDir, 400);
+        assertEquals(150, kafkaContents.size());
+        File taskDir = new File(stateDir, APP + "/0_0");
+        writeLegacyCheckpoint(taskDir, 399);
+        try (TopologyTestDriver driver = new TopologyTestDriver(
+            table(KstateStores.persistentTimestampedKeyValueStore("s")).build(), TestSupport.props(APP, stateDir))) {
+            assertEquals("every entry of Kafka's store, values and timestamps", kafkaContents, contents(driver));
+            StateStore store = (StateStore) driver.getTimestampedKeyValueStore("s");
+            assertEquals("the legacy checkpoint's offset was accepted", Long.valueOf(399L), store.committedOffset(CHANGELOG));
+            assertFalse("Kafka deleted the migrated .checkpoint", new File(taskDir, ".checkpoint").exists());
+            assertFalse("no empty kstate store beside Kafka's", new File(taskDir, "s").exists());
+            assertTrue(CapturedLogs.count(Level.INFO, "adopted") > 0);
+            // and it keeps working there
+            driver.createInputTopic("in", new StringSerializer(), new StringSerializer()).pipeInput("key-0", "after", 5000L);
+            assertTrue(contents(driver).contains("key-0=after@5000"));
+        }
+    }
+
+    /**
+     * A legacy .checkpoint but no store data (the data lived elsewhere, or was lost): the kstate
+     * store created empty by this init ignores the offsets Kafka migrates to it, so Kafka
+     * restores from the changelog instead of trusting an offset for data nobody holds. Once
+     * the store holds data, commits carry offsets again.
+     */
+    @Test
+    public void anEmptyNewStoreIgnoresMigratedOffsets() throws Exception {
+        File stateDir = new File(dir, "fresh");
+        File taskDir = new File(stateDir, APP + "/0_0");
+        writeLegacyCheckpoint(taskDir, 399);
+        try (TopologyTestDriver driver = new TopologyTestDriver(
+            table(KstateStores.persistentTimestampedKeyValueStore("s")).build(), TestSupport.props(APP, stateDir))) {
+            StateStore store = (StateStore) driver.getTimestampedKeyValueStore("s");
+            assertEquals(0, contents(driver).size());
+            assertNull("no offset for data the store does not hold", store.committedOffset(CHANGELOG));
+            assertFalse(new File(taskDir, ".checkpoint").exists());
+            assertEquals(1, CapturedLogs.count(Level.INFO, "ignoring committed offsets {" + CHANGELOG + "=399}"));
+            driver.createInputTopic("in", new StringSerializer(), new StringSerializer()).pipeInput("k", "v", 1L);
+            assertEquals(1, contents(driver).size());
+            assertEquals("the first write's changelog offset", Long.valueOf(0L), store.committedOffset(CHANGELOG));
+        }
+    }
+}
