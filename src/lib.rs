@@ -16,11 +16,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod bridge;
 pub mod capi;
 pub mod engine;
 pub mod error;
 pub mod format;
-pub mod handle;
+mod handle;
 pub mod jni;
 pub mod store;
 pub mod txn;
