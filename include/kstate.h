@@ -9,8 +9,11 @@
  *    so they are defined even on failure. A NULL out-parameter is KSTATE_ERR_INVALID_ARGUMENT.
  *  - Byte spans are (pointer, length) pairs; a NULL pointer is allowed only with length 0.
  *  - Bytes returned to the caller are kstate_bytes_t, released with kstate_bytes_free.
- *  - Handles (kstate_kv_t*, kstate_kv_iter_t*) are opaque numbers checked on every call:
- *    a NULL, closed or made-up handle yields an error, never undefined behaviour.
+ *  - Handles (kstate_kv_t*, kstate_kv_iter_t*) are opaque numbers, never addresses, from
+ *    one table shared with the Java adapter; each number carries its kind and is never
+ *    reused. They are checked on every call: a NULL, made-up or wrong-kind handle (an
+ *    iterator passed as a store) is KSTATE_ERR_INVALID_HANDLE, a closed one
+ *    KSTATE_ERR_STORE_CLOSED / KSTATE_ERR_ITERATOR_CLOSED; never undefined behaviour.
  *  - Error codes are the KSTATE_ERR_* constants; they never change meaning.
  *
  * Link with -lkstate (libkstate.so). Requires a 64-bit platform.
@@ -58,7 +61,8 @@
 
 /**
  * An argument was malformed: a NULL pointer where one is required, NULL data with a
- * non-zero length, a topic that is not UTF-8, an option or enum value out of range.
+ * non-zero length, an empty path, a topic that is not UTF-8, an option or enum value out
+ * of range.
  */
 #define KSTATE_ERR_INVALID_ARGUMENT 1
 
@@ -119,7 +123,8 @@
 #define KSTATE_ERR_INTERNAL 12
 
 /**
- * A handle is NULL or not a handle kstate issued.
+ * A handle is NULL, not a handle kstate issued, or a handle of the other kind (an
+ * iterator handle passed as a store handle, or back; open or closed).
  */
 #define KSTATE_ERR_INVALID_HANDLE 13
 
@@ -154,9 +159,11 @@ typedef struct kstate_error_t kstate_error_t;
 
 /**
  * An iterator over a store's entries in key order (ascending or descending), fixed at the
- * moment it was created. Opaque handle like `kstate_kv_t`; released by
- * `kstate_kv_iter_close`. Closing its store closes it: later calls fail with
- * `KSTATE_ERR_ITERATOR_CLOSED`, but the handle must still be released.
+ * moment it was created. Opaque handle number like `kstate_kv_t`: a NULL or made-up
+ * handle, or a store handle cast to `kstate_kv_iter_t*`, is `KSTATE_ERR_INVALID_HANDLE`;
+ * a released one `KSTATE_ERR_ITERATOR_CLOSED`. Released by `kstate_kv_iter_close`.
+ * Closing its store closes it: later calls fail with `KSTATE_ERR_ITERATOR_CLOSED`, but
+ * the handle must still be released.
  *
  * Thread safety: an iterator may be used from any thread; concurrent calls on the same
  * iterator are serialised (each entry is returned once). Batches it returned are owned by
@@ -165,10 +172,12 @@ typedef struct kstate_error_t kstate_error_t;
 typedef struct kstate_kv_iter_t kstate_kv_iter_t;
 
 /**
- * An open key-value store. Opaque: the pointer value is a handle number that kstate looks
- * up on every call, so a NULL, closed or made-up handle is reported as an error
- * (`KSTATE_ERR_INVALID_HANDLE`, or `KSTATE_ERR_STORE_CLOSED` once closed), never
- * dereferenced. Released by `kstate_kv_close`.
+ * An open key-value store. Opaque: the pointer value is a handle number (the same kind
+ * of number the Java adapter uses) that kstate looks up on every call, never a memory
+ * address. A NULL or made-up handle, or a handle of another kind (a `kstate_kv_iter_t*`
+ * cast to `kstate_kv_t*`), is reported as `KSTATE_ERR_INVALID_HANDLE`; a closed one as
+ * `KSTATE_ERR_STORE_CLOSED`. Numbers are never reused, so a stale handle can never reach
+ * a store opened later. Released by `kstate_kv_close`.
  *
  * Thread safety: a store handle may be shared by any number of threads and every function
  * may be called on it concurrently. Writes and writer-view reads are serialised; committed
@@ -603,7 +612,8 @@ void kstate_kv_batch_free(struct kstate_kv_batch_t *batch);
  * unless the error is `KSTATE_ERR_INVALID_HANDLE` / `KSTATE_ERR_STORE_CLOSED`.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_HANDLE` - `store` is NULL or was never a store handle.
+ * * `KSTATE_ERR_INVALID_HANDLE` - `store` is NULL, not a store handle (an iterator handle,
+ *   say), or never issued.
  * * `KSTATE_ERR_STORE_CLOSED` - `store` was already closed (double close).
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - recording the clean close failed; the store
  *   is closed anyway and will be recovered on next open.
@@ -872,7 +882,8 @@ struct kstate_error_t *kstate_kv_get_raw(struct kstate_kv_t *store,
  * NULL on success, else an error.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL or never an iterator handle.
+ * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, not an iterator handle (a store handle,
+ *   say), or never issued.
  * * `KSTATE_ERR_ITERATOR_CLOSED` - `iter` was already released (double close).
  *
  * # Safety
@@ -888,6 +899,13 @@ struct kstate_error_t *kstate_kv_iter_close(struct kstate_kv_iter_t *iter);
  * keys and values returned reach `max_bytes` (at least one entry is returned while any
  * remains). A batch of length 0 means the iterator is exhausted.
  *
+ * Errors never lose entries. Every value of a timestamped store is checked before it is
+ * returned; when an entry cannot be read or is shorter than its 8-byte timestamp after
+ * other entries were already taken for the batch, this call succeeds with those entries
+ * and the next call fails with the error. A failing entry is reported once and skipped:
+ * the call after the error continues with the entry after it (for
+ * `KSTATE_ERR_INVALID_VALUE`, whose message names the key).
+ *
  * # Arguments
  * * `iter` - the iterator.
  * * `max_entries` - most entries to return; > 0.
@@ -899,10 +917,14 @@ struct kstate_error_t *kstate_kv_iter_close(struct kstate_kv_iter_t *iter);
  * NULL on success, else an error.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL or never an iterator handle.
- * * `KSTATE_ERR_ITERATOR_CLOSED` - the iterator, or its store, was closed.
+ * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, not an iterator handle (a store handle,
+ *   say), or never issued.
+ * * `KSTATE_ERR_ITERATOR_CLOSED` - the iterator (`kstate_kv_iter_close`) or its store was
+ *   closed.
  * * `KSTATE_ERR_INVALID_ARGUMENT` - `max_entries` 0, `batch_out` NULL.
- * * `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE` - a stored entry could not be read.
+ * * `KSTATE_ERR_INVALID_VALUE` - the next entry of a timestamped store has a value shorter
+ *   than 8 bytes (see above).
+ * * `KSTATE_ERR_STORAGE` - the next entry could not be read.
  *
  * # Safety
  * `batch_out` NULL or writable.
@@ -920,8 +942,8 @@ struct kstate_error_t *kstate_kv_iter_next_batch(struct kstate_kv_iter_t *iter,
  * Opens (creating it if absent) and recovers the store at `path`.
  *
  * # Arguments
- * * `path` - NUL-terminated directory path (any bytes but NUL). For the memory engine it
- *   only names the store and may be NULL.
+ * * `path` - NUL-terminated directory path, not empty (any other bytes; it need not be
+ *   UTF-8). For the memory engine it only names the store and may be NULL.
  * * `options` - options from `kstate_kv_options_default()`, possibly changed; NULL means
  *   the defaults.
  * * `store_out` - receives the store handle; set to NULL on entry and on failure.
@@ -930,9 +952,9 @@ struct kstate_error_t *kstate_kv_iter_next_batch(struct kstate_kv_iter_t *iter,
  * NULL on success, else an error (free it with `kstate_error_free`).
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB; an option
- *   out of range (unknown engine or format, zero `max_uncommitted_bytes` or write buffer
- *   size, fewer than 1 write buffer).
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB; `path`
+ *   empty (`""`); an option out of range (unknown engine or format, zero
+ *   `max_uncommitted_bytes` or write buffer size, fewer than 1 write buffer).
  * * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
  * * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with the other value format.
  * * `KSTATE_ERR_NOT_A_STORE`, `KSTATE_ERR_UNSUPPORTED_FORMAT`, `KSTATE_ERR_CORRUPTION`,

@@ -16,6 +16,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod bridge;
 pub mod capi;
 pub mod error;
 pub mod format;

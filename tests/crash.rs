@@ -5,10 +5,14 @@
 //! exactly the model state of the commit whose offset `committed_offset` reports.
 //!
 //! Some rounds also arm kstate's crash points (`KSTATE_FAILPOINT_ODDS`), so kills land
-//! inside spilled commits: between the commit point and the end of the roll-forward.
+//! inside spilled commits: between the commit point and the end of the roll-forward. The
+//! crash points exist only with the `failpoints` cargo feature, which this test requires
+//! (`required-features` in Cargo.toml): `cargo test --release --features failpoints --test
+//! crash`.
 //!
 //! `KSTATE_CRASH_KILLS` sets the number of kills (default 200); use thousands for a long
-//! run: `KSTATE_CRASH_KILLS=5000 cargo test --release --test crash -- --nocapture`.
+//! run: `KSTATE_CRASH_KILLS=5000 cargo test --release --features failpoints --test crash --
+//! --nocapture`.
 
 // The workload is shared source, not library API: each user compiles its own copy.
 #[allow(dead_code)]

@@ -1,21 +1,21 @@
 //! Iterators over a store, read in batches: one call returns many entries.
 
 use std::ffi::c_void;
-use std::sync::{LazyLock, Mutex};
 
 use super::bytes::{init, opt_span, out, span};
 use super::error::{ffi_call, kstate_error_t};
-use super::handles::Handles;
-use super::kv::{kstate_kv_t, store};
-use super::{isolation, kstate_isolation_t};
+use super::kv::kstate_kv_t;
+use super::{isolation, kstate_isolation_t, number, pointer};
+use crate::bridge::{self, RawEntry};
 use crate::format::value;
-use crate::sync::MutexExt;
-use crate::{Error, Isolation, KeyRange, KvIter, KvStore, Result, ValueFormat};
+use crate::{handle, Isolation, KeyRange, KvIter, KvStore, Result, ValueFormat};
 
 /// An iterator over a store's entries in key order (ascending or descending), fixed at the
-/// moment it was created. Opaque handle like `kstate_kv_t`; released by
-/// `kstate_kv_iter_close`. Closing its store closes it: later calls fail with
-/// `KSTATE_ERR_ITERATOR_CLOSED`, but the handle must still be released.
+/// moment it was created. Opaque handle number like `kstate_kv_t`: a NULL or made-up
+/// handle, or a store handle cast to `kstate_kv_iter_t*`, is `KSTATE_ERR_INVALID_HANDLE`;
+/// a released one `KSTATE_ERR_ITERATOR_CLOSED`. Released by `kstate_kv_iter_close`.
+/// Closing its store closes it: later calls fail with `KSTATE_ERR_ITERATOR_CLOSED`, but
+/// the handle must still be released.
 ///
 /// Thread safety: an iterator may be used from any thread; concurrent calls on the same
 /// iterator are serialised (each entry is returned once). Batches it returned are owned by
@@ -71,41 +71,21 @@ impl kstate_kv_batch_t {
 /// What `owner` points to: the entries and the bytes they point into.
 struct BatchStorage {
     entries: Vec<kstate_kv_entry_t>,
-    _data: Vec<(Vec<u8>, Vec<u8>)>,
+    _data: Vec<RawEntry>,
 }
 
-/// An iterator handle's object: the core iterator (locked: calls on one iterator are
-/// serialised) and the value layout of its store.
-pub(crate) struct CIter {
-    iter: Mutex<KvIter>,
-    format: ValueFormat,
-}
-
-/// Tag of iterator handles (see `handles`): the top bit, so an iterator handle used as a
-/// store handle, or the reverse, is outside the other kind's range.
-const ITER_TAG: u64 = 1 << 63;
-
-pub(crate) static ITERS: LazyLock<Handles<CIter>> =
-    LazyLock::new(|| Handles::new("iterator", || Error::IteratorClosed, ITER_TAG));
-
-/// Opens an iterator over `range` on `store` and publishes it through `iter_out`.
+/// Opens an iterator with `make` on `store` and publishes its handle through `iter_out`.
 ///
 /// # Safety
 /// `iter_out` was initialised by the caller (NULL or valid and initialised).
 unsafe fn open_iter(
-    store_handle: *mut kstate_kv_t,
+    store: *mut kstate_kv_t,
     iter_out: *mut *mut kstate_kv_iter_t,
     make: impl FnOnce(&KvStore) -> Result<KvIter>,
 ) -> Result<()> {
     // SAFETY: forwarded to the caller.
     let iter_out = unsafe { out(iter_out, "iter_out")? };
-    let s = store(store_handle)?;
-    let iter = make(&s)?;
-    let format = s.options().value_format;
-    *iter_out = ITERS.insert(CIter {
-        iter: Mutex::new(iter),
-        format,
-    });
+    *iter_out = pointer(bridge::open_iter(number(store), make)?);
     Ok(())
 }
 
@@ -342,6 +322,13 @@ pub unsafe extern "C" fn kstate_kv_scan(
 /// keys and values returned reach `max_bytes` (at least one entry is returned while any
 /// remains). A batch of length 0 means the iterator is exhausted.
 ///
+/// Errors never lose entries. Every value of a timestamped store is checked before it is
+/// returned; when an entry cannot be read or is shorter than its 8-byte timestamp after
+/// other entries were already taken for the batch, this call succeeds with those entries
+/// and the next call fails with the error. A failing entry is reported once and skipped:
+/// the call after the error continues with the entry after it (for
+/// `KSTATE_ERR_INVALID_VALUE`, whose message names the key).
+///
 /// # Arguments
 /// * `iter` - the iterator.
 /// * `max_entries` - most entries to return; > 0.
@@ -353,10 +340,14 @@ pub unsafe extern "C" fn kstate_kv_scan(
 /// NULL on success, else an error.
 ///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL or never an iterator handle.
-/// * `KSTATE_ERR_ITERATOR_CLOSED` - the iterator, or its store, was closed.
+/// * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, not an iterator handle (a store handle,
+///   say), or never issued.
+/// * `KSTATE_ERR_ITERATOR_CLOSED` - the iterator (`kstate_kv_iter_close`) or its store was
+///   closed.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - `max_entries` 0, `batch_out` NULL.
-/// * `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE` - a stored entry could not be read.
+/// * `KSTATE_ERR_INVALID_VALUE` - the next entry of a timestamped store has a value shorter
+///   than 8 bytes (see above).
+/// * `KSTATE_ERR_STORAGE` - the next entry could not be read.
 ///
 /// # Safety
 /// `batch_out` NULL or writable.
@@ -376,27 +367,20 @@ pub unsafe extern "C" fn kstate_kv_iter_next_batch(
     ffi_call(|| {
         // SAFETY: initialised above.
         let batch_out = unsafe { out(batch_out, "batch_out")? };
-        if max_entries == 0 {
-            return Err(Error::InvalidArgument(
-                "max_entries must be positive".into(),
-            ));
-        }
-        let it = ITERS.get(iter)?;
-        let mut data = Vec::new();
+        let it = handle::iter(number(iter))?;
         let max_bytes = if max_bytes == 0 {
             usize::MAX
         } else {
             max_bytes
         };
-        it.iter
-            .lock_recover()
-            .next_batch(max_entries, max_bytes, &mut data)?;
+        let data = it.next_batch(max_entries, max_bytes)?;
         if data.is_empty() {
             return Ok(());
         }
         let mut entries = Vec::with_capacity(data.len());
         for (k, raw) in &data {
-            let (timestamp, v): (i64, &[u8]) = match it.format {
+            // `next_batch` checked every timestamped value, so this split cannot fail.
+            let (timestamp, v): (i64, &[u8]) = match it.format() {
                 ValueFormat::Timestamped => value::split(raw)?,
                 ValueFormat::Plain => (-1, raw),
             };
@@ -466,7 +450,8 @@ pub unsafe extern "C" fn kstate_kv_batch_free(batch: *mut kstate_kv_batch_t) {
 /// NULL on success, else an error.
 ///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL or never an iterator handle.
+/// * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, not an iterator handle (a store handle,
+///   say), or never issued.
 /// * `KSTATE_ERR_ITERATOR_CLOSED` - `iter` was already released (double close).
 ///
 /// # Safety
@@ -476,8 +461,5 @@ pub unsafe extern "C" fn kstate_kv_batch_free(batch: *mut kstate_kv_batch_t) {
 /// Safe from any thread; a call running on the iterator in another thread finishes first.
 #[no_mangle]
 pub extern "C" fn kstate_kv_iter_close(iter: *mut kstate_kv_iter_t) -> *mut kstate_error_t {
-    ffi_call(|| {
-        ITERS.remove(iter)?.iter.lock_recover().close();
-        Ok(())
-    })
+    ffi_call(|| bridge::close_iter(number(iter)))
 }

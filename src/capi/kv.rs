@@ -2,19 +2,22 @@
 //! transactions.
 
 use std::ffi::c_char;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use super::bytes::{array, cstr, init, kstate_bytes_t, opt_span, out, span, utf8};
 use super::error::{ffi_call, kstate_error_t};
-use super::handles::Handles;
 use super::options::kstate_kv_options_t;
 use super::{isolation, kstate_isolation_t};
+use super::{number, pointer};
+use crate::bridge;
 use crate::{Error, KvStore, Result, TopicPartition, ValueAndTimestamp};
 
-/// An open key-value store. Opaque: the pointer value is a handle number that kstate looks
-/// up on every call, so a NULL, closed or made-up handle is reported as an error
-/// (`KSTATE_ERR_INVALID_HANDLE`, or `KSTATE_ERR_STORE_CLOSED` once closed), never
-/// dereferenced. Released by `kstate_kv_close`.
+/// An open key-value store. Opaque: the pointer value is a handle number (the same kind
+/// of number the Java adapter uses) that kstate looks up on every call, never a memory
+/// address. A NULL or made-up handle, or a handle of another kind (a `kstate_kv_iter_t*`
+/// cast to `kstate_kv_t*`), is reported as `KSTATE_ERR_INVALID_HANDLE`; a closed one as
+/// `KSTATE_ERR_STORE_CLOSED`. Numbers are never reused, so a stale handle can never reach
+/// a store opened later. Released by `kstate_kv_close`.
 ///
 /// Thread safety: a store handle may be shared by any number of threads and every function
 /// may be called on it concurrently. Writes and writer-view reads are serialised; committed
@@ -58,15 +61,9 @@ pub struct kstate_offset_t {
     pub has_offset: bool,
 }
 
-/// Tag of store handles (see `handles`): stores keep the table's numbers as they are.
-const STORE_TAG: u64 = 0;
-
-pub(crate) static STORES: LazyLock<Handles<KvStore>> =
-    LazyLock::new(|| Handles::new("store", || Error::StoreClosed, STORE_TAG));
-
 /// The live store behind a handle.
 pub(crate) fn store(handle: *const kstate_kv_t) -> Result<Arc<KvStore>> {
-    STORES.get(handle)
+    crate::handle::store(number(handle))
 }
 
 /// Writes a found value (or nothing) into the out-parameters of a typed read.
@@ -94,8 +91,8 @@ fn give_raw(found: Option<Vec<u8>>, value_out: &mut kstate_bytes_t, found_out: &
 /// Opens (creating it if absent) and recovers the store at `path`.
 ///
 /// # Arguments
-/// * `path` - NUL-terminated directory path (any bytes but NUL). For the memory engine it
-///   only names the store and may be NULL.
+/// * `path` - NUL-terminated directory path, not empty (any other bytes; it need not be
+///   UTF-8). For the memory engine it only names the store and may be NULL.
 /// * `options` - options from `kstate_kv_options_default()`, possibly changed; NULL means
 ///   the defaults.
 /// * `store_out` - receives the store handle; set to NULL on entry and on failure.
@@ -104,9 +101,9 @@ fn give_raw(found: Option<Vec<u8>>, value_out: &mut kstate_bytes_t, found_out: &
 /// NULL on success, else an error (free it with `kstate_error_free`).
 ///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB; an option
-///   out of range (unknown engine or format, zero `max_uncommitted_bytes` or write buffer
-///   size, fewer than 1 write buffer).
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB; `path`
+///   empty (`""`); an option out of range (unknown engine or format, zero
+///   `max_uncommitted_bytes` or write buffer size, fewer than 1 write buffer).
 /// * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
 /// * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with the other value format.
 /// * `KSTATE_ERR_NOT_A_STORE`, `KSTATE_ERR_UNSUPPORTED_FORMAT`, `KSTATE_ERR_CORRUPTION`,
@@ -140,29 +137,15 @@ pub unsafe extern "C" fn kstate_kv_open(
             unsafe { options.read() }
         };
         let options = options.to_store_options()?;
-        let store = if path.is_null() && options.engine == crate::EngineKind::Memory {
-            KvStore::open_in_memory(&options)?
+        let path = if path.is_null() {
+            None
         } else {
-            // SAFETY: `path` is NULL or NUL-terminated (caller's guarantee).
-            let path = unsafe { cstr(path, "path")? };
-            KvStore::open(path_of(path)?, &options)?
+            // SAFETY: non-NULL and NUL-terminated (caller's guarantee).
+            Some(unsafe { cstr(path, "path")? }.to_bytes())
         };
-        *store_out = STORES.insert(store);
+        *store_out = pointer(bridge::open_store(path, &options)?);
         Ok(())
     })
-}
-
-#[cfg(unix)]
-fn path_of(path: &std::ffi::CStr) -> Result<std::path::PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    Ok(std::ffi::OsStr::from_bytes(path.to_bytes()).into())
-}
-
-#[cfg(not(unix))]
-fn path_of(path: &std::ffi::CStr) -> Result<std::path::PathBuf> {
-    path.to_str()
-        .map(Into::into)
-        .map_err(|e| Error::InvalidArgument(format!("path is not valid UTF-8: {e}")))
 }
 
 /// Closes a store: uncommitted writes are discarded, every iterator of the store is closed
@@ -177,7 +160,8 @@ fn path_of(path: &std::ffi::CStr) -> Result<std::path::PathBuf> {
 /// unless the error is `KSTATE_ERR_INVALID_HANDLE` / `KSTATE_ERR_STORE_CLOSED`.
 ///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE` - `store` is NULL or was never a store handle.
+/// * `KSTATE_ERR_INVALID_HANDLE` - `store` is NULL, not a store handle (an iterator handle,
+///   say), or never issued.
 /// * `KSTATE_ERR_STORE_CLOSED` - `store` was already closed (double close).
 /// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - recording the clean close failed; the store
 ///   is closed anyway and will be recovered on next open.
@@ -190,7 +174,7 @@ fn path_of(path: &std::ffi::CStr) -> Result<std::path::PathBuf> {
 /// running finish first, later ones fail with `KSTATE_ERR_STORE_CLOSED`.
 #[no_mangle]
 pub extern "C" fn kstate_kv_close(store: *mut kstate_kv_t) -> *mut kstate_error_t {
-    ffi_call(|| STORES.remove(store)?.close())
+    ffi_call(|| bridge::close_store(number(store)))
 }
 
 /// Writes `value` with `timestamp` for `key` in the current transaction (visible to the

@@ -6,8 +6,10 @@
 //! * out-parameters are set to their "nothing" value on entry;
 //! * the body runs inside [`error::ffi_call`], which catches panics and is the one place a
 //!   `Result` becomes a `kstate_error_t*` (NULL = success);
-//! * handles are numbers looked up in a table ([`handles`]), so NULL, closed and forged
-//!   handles are errors, never dereferences.
+//! * handles are numbers of the process-wide table shared with JNI ([`crate::handle`]):
+//!   a `kstate_kv_t*` or `kstate_kv_iter_t*` is never a pointer to Rust memory, so NULL,
+//!   closed, forged and wrong-kind handles are looked up and rejected, never dereferenced;
+//! * rules shared with JNI (paths, handles, batches) live in [`crate::bridge`].
 //!
 //! Names follow DESIGN.md §5: functions `kstate_*`, types `kstate_*_t`, constants
 //! `KSTATE_*`. Those names are the C API, hence the non-Rust casing.
@@ -16,7 +18,6 @@
 
 mod bytes;
 mod error;
-mod handles;
 mod iter;
 mod kv;
 mod options;
@@ -65,7 +66,8 @@ pub const KSTATE_MAX_VALUE_BYTES: usize = 268_435_456;
 /// What `kstate_error_code(NULL)` returns: no error.
 pub const KSTATE_OK: i32 = 0;
 /// An argument was malformed: a NULL pointer where one is required, NULL data with a
-/// non-zero length, a topic that is not UTF-8, an option or enum value out of range.
+/// non-zero length, an empty path, a topic that is not UTF-8, an option or enum value out
+/// of range.
 pub const KSTATE_ERR_INVALID_ARGUMENT: i32 = 1;
 /// The store was closed (also: a store handle used after `kstate_kv_close`, double close).
 pub const KSTATE_ERR_STORE_CLOSED: i32 = 2;
@@ -90,7 +92,8 @@ pub const KSTATE_ERR_STORAGE: i32 = 10;
 pub const KSTATE_ERR_IO: i32 = 11;
 /// kstate failed internally (a caught panic); the operation did not happen. Please report.
 pub const KSTATE_ERR_INTERNAL: i32 = 12;
-/// A handle is NULL or not a handle kstate issued.
+/// A handle is NULL, not a handle kstate issued, or a handle of the other kind (an
+/// iterator handle passed as a store handle, or back; open or closed).
 pub const KSTATE_ERR_INVALID_HANDLE: i32 = 13;
 /// An iterator was used after it, or its store, was closed (also: double iterator close).
 pub const KSTATE_ERR_ITERATOR_CLOSED: i32 = 14;
@@ -109,6 +112,20 @@ pub type kstate_isolation_t = u32;
 pub const KSTATE_READ_UNCOMMITTED: kstate_isolation_t = 0;
 /// Committed data only, as of the last completed commit.
 pub const KSTATE_READ_COMMITTED: kstate_isolation_t = 1;
+
+// Handles travel as pointer values; the table's 64-bit numbers must fit.
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("the kstate C API needs 64-bit pointers to carry its 64-bit handles");
+
+/// The handle number an opaque C handle carries (NULL is 0, the null handle).
+pub(crate) fn number<P>(handle: *const P) -> u64 {
+    handle as usize as u64
+}
+
+/// The opaque C handle that carries handle number `h`.
+pub(crate) fn pointer<P>(h: u64) -> *mut P {
+    h as usize as *mut P
+}
 
 pub(crate) fn isolation(value: kstate_isolation_t) -> Result<Isolation> {
     match value {

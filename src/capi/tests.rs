@@ -235,3 +235,346 @@ fn handles_of_one_kind_are_invalid_as_the_other() {
     assert_eq!(code(kstate_kv_iter_close(it)), 0);
     assert_eq!(code(kstate_kv_close(s)), 0);
 }
+
+/// Calls one store function with `s` as its store and valid other arguments; the code.
+type StoreCall = (&'static str, fn(*mut kstate_kv_t) -> i32);
+
+fn empty_batch() -> kstate_kv_batch_t {
+    kstate_kv_batch_t {
+        entries: null(),
+        len: 0,
+        owner: null_mut(),
+    }
+}
+
+/// Every function taking a store handle (`kstate_kv_close` separately: it retires it).
+// In every call below, all pointers are valid (or NULL where allowed), returned buffers and
+// iterators are released, and the store handle is what is under test.
+const STORE_CALLS: [StoreCall; 25] = [
+    ("put", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        code(unsafe { kstate_kv_put(s, b"k".as_ptr(), 1, b"v".as_ptr(), 1, 1) })
+    }),
+    ("put_if_absent", |s| {
+        let (mut v, mut ts, mut f) = (kstate_bytes_t::NONE, 0, false);
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        let c = code(unsafe {
+            kstate_kv_put_if_absent(
+                s,
+                b"k".as_ptr(),
+                1,
+                b"v".as_ptr(),
+                1,
+                1,
+                &mut v,
+                &mut ts,
+                &mut f,
+            )
+        });
+        // SAFETY: `v` is as the call left it, released once.
+        unsafe { kstate_bytes_free(&mut v) };
+        c
+    }),
+    ("get", |s| {
+        let (mut v, mut ts, mut f) = (kstate_bytes_t::NONE, 0, false);
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        let c = code(unsafe { kstate_kv_get(s, b"k".as_ptr(), 1, &mut v, &mut ts, &mut f) });
+        // SAFETY: `v` is as the call left it, released once.
+        unsafe { kstate_bytes_free(&mut v) };
+        c
+    }),
+    ("get_committed", |s| {
+        let (mut v, mut ts, mut f) = (kstate_bytes_t::NONE, 0, false);
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        let c =
+            code(unsafe { kstate_kv_get_committed(s, b"k".as_ptr(), 1, &mut v, &mut ts, &mut f) });
+        // SAFETY: `v` is as the call left it, released once.
+        unsafe { kstate_bytes_free(&mut v) };
+        c
+    }),
+    ("delete", |s| {
+        let (mut v, mut ts, mut f) = (kstate_bytes_t::NONE, 0, false);
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        let c = code(unsafe { kstate_kv_delete(s, b"k".as_ptr(), 1, &mut v, &mut ts, &mut f) });
+        // SAFETY: `v` is as the call left it, released once.
+        unsafe { kstate_bytes_free(&mut v) };
+        c
+    }),
+    ("put_all", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        code(unsafe { kstate_kv_put_all(s, null(), 0) })
+    }),
+    ("put_raw", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        code(unsafe { kstate_kv_put_raw(s, b"k".as_ptr(), 1, [0u8; 9].as_ptr(), 9) })
+    }),
+    ("put_if_absent_raw", |s| {
+        let (mut v, mut f) = (kstate_bytes_t::NONE, false);
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        let c = code(unsafe {
+            kstate_kv_put_if_absent_raw(s, b"k".as_ptr(), 1, [0u8; 9].as_ptr(), 9, &mut v, &mut f)
+        });
+        // SAFETY: `v` is as the call left it, released once.
+        unsafe { kstate_bytes_free(&mut v) };
+        c
+    }),
+    ("get_raw", |s| {
+        let (mut v, mut f) = (kstate_bytes_t::NONE, false);
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        let c = code(unsafe {
+            kstate_kv_get_raw(s, KSTATE_READ_COMMITTED, b"k".as_ptr(), 1, &mut v, &mut f)
+        });
+        // SAFETY: `v` is as the call left it, released once.
+        unsafe { kstate_bytes_free(&mut v) };
+        c
+    }),
+    ("delete_raw", |s| {
+        let (mut v, mut f) = (kstate_bytes_t::NONE, false);
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        let c = code(unsafe { kstate_kv_delete_raw(s, b"k".as_ptr(), 1, &mut v, &mut f) });
+        // SAFETY: `v` is as the call left it, released once.
+        unsafe { kstate_bytes_free(&mut v) };
+        c
+    }),
+    ("put_all_raw", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        code(unsafe { kstate_kv_put_all_raw(s, null(), 0) })
+    }),
+    ("commit", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        code(unsafe { kstate_kv_commit(s, null(), 0, null(), 0) })
+    }),
+    ("committed_offset", |s| {
+        let (mut o, mut f) = (0, false);
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        code(unsafe { kstate_kv_committed_offset(s, c"t".as_ptr(), 0, &mut o, &mut f) })
+    }),
+    ("committed_metadata", |s| {
+        let (mut v, mut f) = (kstate_bytes_t::NONE, false);
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        let c = code(unsafe { kstate_kv_committed_metadata(s, &mut v, &mut f) });
+        // SAFETY: `v` is as the call left it, released once.
+        unsafe { kstate_bytes_free(&mut v) };
+        c
+    }),
+    ("rollback", |s| code(kstate_kv_rollback(s))),
+    ("approximate_num_entries", |s| {
+        let mut n = 0;
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        code(unsafe { kstate_kv_approximate_num_entries(s, &mut n) })
+    }),
+    ("approximate_num_uncommitted_bytes", |s| {
+        let mut n = 0;
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        code(unsafe { kstate_kv_approximate_num_uncommitted_bytes(s, &mut n) })
+    }),
+    ("range", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        with_iter(|out| unsafe { kstate_kv_range(s, null(), 0, null(), 0, out) })
+    }),
+    ("reverse_range", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        with_iter(|out| unsafe { kstate_kv_reverse_range(s, null(), 0, null(), 0, out) })
+    }),
+    ("all", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        with_iter(|out| unsafe { kstate_kv_all(s, out) })
+    }),
+    ("reverse_all", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        with_iter(|out| unsafe { kstate_kv_reverse_all(s, out) })
+    }),
+    ("prefix_scan", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        with_iter(|out| unsafe { kstate_kv_prefix_scan(s, b"k".as_ptr(), 1, out) })
+    }),
+    ("scan uncommitted", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        with_iter(|out| unsafe {
+            kstate_kv_scan(s, KSTATE_READ_UNCOMMITTED, null(), 0, null(), 0, false, out)
+        })
+    }),
+    ("scan committed", |s| {
+        // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
+        with_iter(|out| unsafe {
+            kstate_kv_scan(s, KSTATE_READ_COMMITTED, null(), 0, null(), 0, true, out)
+        })
+    }),
+    ("close", |s| code(kstate_kv_close(s))),
+];
+
+/// Opens an iterator with `open`, closes it if one was opened; the code of `open`.
+fn with_iter(open: impl FnOnce(*mut *mut kstate_kv_iter_t) -> *mut kstate_error_t) -> i32 {
+    let mut it = null_mut();
+    let c = code(open(&mut it));
+    if !it.is_null() {
+        assert_eq!(code(kstate_kv_iter_close(it)), 0);
+    }
+    c
+}
+
+type IterCall = (&'static str, fn(*mut kstate_kv_iter_t) -> i32);
+
+/// Every function taking an iterator handle.
+const ITER_CALLS: [IterCall; 2] = [
+    ("iter_next_batch", |it| {
+        let mut b = empty_batch();
+        // SAFETY: valid out-pointer; the handle is under test; the batch is released.
+        let c = code(unsafe { kstate_kv_iter_next_batch(it, 4, 0, &mut b) });
+        // SAFETY: as returned.
+        unsafe { kstate_kv_batch_free(&mut b) };
+        c
+    }),
+    ("iter_close", |it| code(kstate_kv_iter_close(it))),
+];
+
+fn store_with_iter() -> (*mut kstate_kv_t, *mut kstate_kv_iter_t) {
+    let s = memory_store();
+    let mut it = null_mut();
+    // SAFETY: valid pointers.
+    assert_eq!(code(unsafe { kstate_kv_all(s, &mut it) }), 0);
+    (s, it)
+}
+
+#[test]
+fn every_store_function_refuses_an_iterator_and_back() {
+    let (s, it) = store_with_iter();
+    for (name, call) in STORE_CALLS {
+        assert_eq!(
+            call(it.cast()),
+            KSTATE_ERR_INVALID_HANDLE,
+            "{name}(iterator)"
+        );
+    }
+    for (name, call) in ITER_CALLS {
+        assert_eq!(call(s.cast()), KSTATE_ERR_INVALID_HANDLE, "{name}(store)");
+    }
+    // Nothing was closed by the misuse.
+    assert_eq!(STORE_CALLS[0].1(s), 0);
+    assert_eq!(ITER_CALLS[0].1(it), 0);
+    // Closed handles of the other kind are still the wrong kind.
+    assert_eq!(code(kstate_kv_iter_close(it)), 0);
+    for (name, call) in STORE_CALLS {
+        assert_eq!(
+            call(it.cast()),
+            KSTATE_ERR_INVALID_HANDLE,
+            "{name}(closed iterator)"
+        );
+    }
+    assert_eq!(code(kstate_kv_close(s)), 0);
+    for (name, call) in ITER_CALLS {
+        assert_eq!(
+            call(s.cast()),
+            KSTATE_ERR_INVALID_HANDLE,
+            "{name}(closed store)"
+        );
+    }
+}
+
+#[test]
+fn every_function_refuses_null_forged_and_closed_handles() {
+    let forged = [
+        0usize,
+        1,
+        0x1234,
+        usize::MAX,
+        0x4B53_0000_0000_0001 + 1_000_000,
+    ];
+    for h in forged {
+        for (name, call) in STORE_CALLS {
+            assert_eq!(
+                call(h as *mut _),
+                KSTATE_ERR_INVALID_HANDLE,
+                "{name}({h:#x})"
+            );
+        }
+        for (name, call) in ITER_CALLS {
+            assert_eq!(
+                call(h as *mut _),
+                KSTATE_ERR_INVALID_HANDLE,
+                "{name}({h:#x})"
+            );
+        }
+    }
+    let (s, it) = store_with_iter();
+    assert_eq!(code(kstate_kv_iter_close(it)), 0);
+    for (name, call) in ITER_CALLS {
+        assert_eq!(
+            call(it),
+            KSTATE_ERR_ITERATOR_CLOSED,
+            "{name}(closed iterator)"
+        );
+    }
+    assert_eq!(code(kstate_kv_close(s)), 0);
+    for (name, call) in STORE_CALLS {
+        assert_eq!(call(s), KSTATE_ERR_STORE_CLOSED, "{name}(closed store)");
+    }
+}
+
+#[test]
+fn open_refuses_an_empty_path() {
+    let mut s = null_mut();
+    for engine in [KSTATE_ENGINE_ROCKSDB, KSTATE_ENGINE_MEMORY] {
+        let mut opts = kstate_kv_options_default();
+        opts.engine = engine;
+        // SAFETY: valid pointers.
+        let e = unsafe { kstate_kv_open(c"".as_ptr(), &opts, &mut s) };
+        // SAFETY: fresh error.
+        let msg = unsafe { CStr::from_ptr(kstate_error_message(e)) }
+            .to_string_lossy()
+            .into_owned();
+        assert_eq!(code(e), KSTATE_ERR_INVALID_ARGUMENT, "{msg}");
+        assert!(msg.contains("path is empty"), "{msg}");
+        assert!(s.is_null());
+    }
+}
+
+#[test]
+fn next_batch_loses_no_entry_to_a_short_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kafka");
+    crate::bridge::tests::kafka_store_with_a_short_value(&path);
+    let cpath = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    let mut s = null_mut();
+    let mut it = null_mut();
+    let mut b = empty_batch();
+    // SAFETY: valid pointers throughout; batches are released.
+    unsafe {
+        assert_eq!(code(kstate_kv_open(cpath.as_ptr(), null(), &mut s)), 0);
+        assert_eq!(code(kstate_kv_all(s, &mut it)), 0);
+        let mut keys = Vec::new();
+        let mut errors = Vec::new();
+        loop {
+            let e = kstate_kv_iter_next_batch(it, 100, 0, &mut b);
+            if !e.is_null() {
+                let msg = CStr::from_ptr(kstate_error_message(e))
+                    .to_string_lossy()
+                    .into_owned();
+                errors.push((code(e), msg));
+                continue;
+            }
+            if b.len == 0 {
+                break;
+            }
+            let entries = std::slice::from_raw_parts(b.entries, b.len);
+            let batch: Vec<Vec<u8>> = entries
+                .iter()
+                .map(|e| std::slice::from_raw_parts(e.key, e.key_len).to_vec())
+                .collect();
+            keys.push(batch);
+            kstate_kv_batch_free(&mut b);
+        }
+        assert_eq!(
+            keys,
+            [
+                vec![b"a".to_vec(), b"b".to_vec()],
+                vec![b"d".to_vec(), b"e".to_vec()]
+            ]
+        );
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].0, KSTATE_ERR_INVALID_VALUE);
+        assert!(errors[0].1.contains("key \"c\""), "{}", errors[0].1);
+        assert_eq!(code(kstate_kv_iter_close(it)), 0);
+        assert_eq!(code(kstate_kv_close(s)), 0);
+    }
+}

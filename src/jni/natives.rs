@@ -1,47 +1,16 @@
 //! The `extern "system"` natives of `dev.kstate.internal.KstateNative`.
 //!
-//! Each native is a one-line wrapper: [`guard`] around an `_impl` function that returns a
-//! [`JniResult`]. Handles are numbers from the [`HandleTable`]s below, never pointers.
-
-use std::sync::Mutex;
+//! Each native converts its Java arguments, calls its body in [`ops`] (plain Rust types,
+//! handles resolved in the table shared with C) and converts the result, all inside
+//! [`guard`], the one place where an error or a panic becomes a Java exception.
 
 use jni::objects::{JByteArray, JClass, JIntArray, JLongArray, JObjectArray, JString};
 use jni::sys::{jboolean, jbyteArray, jint, jlong, JNI_TRUE};
 use jni::JNIEnv;
-use once_cell::sync::Lazy;
 
-use super::codec;
 use super::guard::{guard, JniResult};
-use crate::engine::rocksdb::RocksOptions;
-use crate::format::meta::ValueFormat;
-use crate::handle::HandleTable;
-use crate::sync::MutexExt;
-use crate::{
-    EngineKind, Error, Isolation, KeyRange, KvIter, KvStore, StoreOptions, TopicPartition,
-};
-
-static STORES: Lazy<HandleTable<KvStore>> = Lazy::new(|| HandleTable::new("store"));
-static ITERATORS: Lazy<HandleTable<Mutex<KvIter>>> = Lazy::new(|| HandleTable::new("iterator"));
-
-/// Returned by `committedOffset` when no offset is committed (never a Kafka offset).
-const NO_OFFSET: jlong = jlong::MIN;
-
-fn handle(h: jlong) -> u64 {
-    // Bit-for-bit reinterpretation: Java has no unsigned long.
-    h as u64
-}
-
-fn store(h: jlong) -> JniResult<std::sync::Arc<KvStore>> {
-    Ok(STORES.get(handle(h))?)
-}
-
-fn isolation(committed: jboolean) -> Isolation {
-    if committed == JNI_TRUE {
-        Isolation::ReadCommitted
-    } else {
-        Isolation::ReadUncommitted
-    }
-}
+use super::ops::{self, OpenArgs, NO_OFFSET};
+use crate::{Error, TopicPartition};
 
 fn bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>, what: &str) -> JniResult<Vec<u8>> {
     if array.is_null() {
@@ -58,11 +27,25 @@ fn opt_bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>) -> JniResult<Option<Vec<u
     }
 }
 
+/// A Java string as UTF-8. Strict: a string that is not valid Unicode (an unpaired
+/// surrogate) is an invalid argument, never silently replaced by U+FFFD (which would name
+/// another directory or topic).
 fn string(env: &mut JNIEnv<'_>, s: &JString<'_>, what: &str) -> JniResult<String> {
     if s.is_null() {
         return Err(Error::InvalidArgument(format!("null {what}")).into());
     }
-    Ok(env.get_string(s)?.into())
+    let java = env.get_string(s)?;
+    Ok(decode_java(java.to_bytes(), what)?)
+}
+
+/// Decodes a string in the JVM's modified UTF-8, refusing what is not valid Unicode.
+pub(super) fn decode_java(bytes: &[u8], what: &str) -> crate::Result<String> {
+    match cesu8::from_java_cesu8(bytes) {
+        Ok(text) => Ok(text.into_owned()),
+        Err(_) => Err(Error::InvalidArgument(format!(
+            "{what} is not valid Unicode (it has an unpaired surrogate)"
+        ))),
+    }
 }
 
 fn to_java(env: &JNIEnv<'_>, value: Option<Vec<u8>>) -> JniResult<jbyteArray> {
@@ -72,16 +55,12 @@ fn to_java(env: &JNIEnv<'_>, value: Option<Vec<u8>>) -> JniResult<jbyteArray> {
     }
 }
 
-fn non_negative(value: jlong, what: &str) -> JniResult<u64> {
-    u64::try_from(value)
-        .map_err(|_| Error::InvalidArgument(format!("{what} must not be negative: {value}")).into())
-}
-
 // ----- life cycle ----------------------------------------------------------------------------
 
 /// `long open(String path, int engine, boolean timestamped, long maxUncommittedBytes,
 /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes)`; engine 0 = RocksDB,
-/// 1 = memory (path may then be null). `0` for a byte size keeps kstate's default.
+/// 1 = memory (path may then be null). `0` for a byte size keeps kstate's default. An
+/// empty path is an invalid argument.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_dev_kstate_internal_KstateNative_open<'l>(
@@ -96,65 +75,21 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_open<'l>(
     write_buffer_bytes: jlong,
 ) -> jlong {
     guard(&mut env, 0, |env| {
-        open_impl(
-            env,
-            &path,
+        let args = OpenArgs {
             engine,
-            timestamped == JNI_TRUE,
+            timestamped: timestamped == JNI_TRUE,
             max_uncommitted_bytes,
-            sync_on_commit == JNI_TRUE,
-            (block_cache_bytes, write_buffer_bytes),
-        )
+            sync_on_commit: sync_on_commit == JNI_TRUE,
+            block_cache_bytes,
+            write_buffer_bytes,
+        };
+        let path = if path.is_null() {
+            None
+        } else {
+            Some(string(env, &path, "path")?)
+        };
+        Ok(ops::open(path.as_deref(), &args)?)
     })
-}
-
-fn open_impl(
-    env: &mut JNIEnv<'_>,
-    path: &JString<'_>,
-    engine: jint,
-    timestamped: bool,
-    max_uncommitted_bytes: jlong,
-    sync_on_commit: bool,
-    (block_cache_bytes, write_buffer_bytes): (jlong, jlong),
-) -> JniResult<jlong> {
-    let engine = match engine {
-        0 => EngineKind::RocksDb,
-        1 => EngineKind::Memory,
-        other => return Err(Error::InvalidArgument(format!("unknown engine {other}")).into()),
-    };
-    let mut options = if timestamped {
-        StoreOptions::timestamped(engine)
-    } else {
-        StoreOptions::plain(engine)
-    };
-    debug_assert_eq!(
-        options.value_format == ValueFormat::Timestamped,
-        timestamped
-    );
-    if max_uncommitted_bytes != 0 {
-        options.max_uncommitted_bytes = non_negative(max_uncommitted_bytes, "maxUncommittedBytes")?;
-    }
-    options.sync_on_commit = sync_on_commit;
-    let defaults = RocksOptions::default();
-    if block_cache_bytes != 0 {
-        options.rocksdb.block_cache_bytes =
-            usize::try_from(non_negative(block_cache_bytes, "blockCacheBytes")?)
-                .unwrap_or(defaults.block_cache_bytes);
-    }
-    if write_buffer_bytes != 0 {
-        options.rocksdb.write_buffer_bytes =
-            usize::try_from(non_negative(write_buffer_bytes, "writeBufferBytes")?)
-                .unwrap_or(defaults.write_buffer_bytes);
-    }
-    let store = match engine {
-        EngineKind::Memory if path.is_null() => KvStore::open_in_memory(&options)?,
-        _ => {
-            let path = string(env, path, "path")?;
-            KvStore::open(path, &options)?
-        }
-    };
-    // Bit-for-bit reinterpretation back to Java's signed long.
-    Ok(STORES.insert(store) as jlong)
 }
 
 /// `void close(long store)`: closes the store and its iterators; the handle dies.
@@ -164,7 +99,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_close<'l>(
     _class: JClass<'l>,
     h: jlong,
 ) {
-    guard(&mut env, (), |_| Ok(STORES.remove(handle(h))?.close()?))
+    guard(&mut env, (), |_| Ok(ops::close(h)?))
 }
 
 // ----- point operations ----------------------------------------------------------------------
@@ -180,7 +115,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_get<'l>(
 ) -> jbyteArray {
     guard(&mut env, std::ptr::null_mut(), |env| {
         let key = bytes(env, &key, "key")?;
-        let value = store(h)?.get_raw_with(isolation(committed), &key)?;
+        let value = ops::get(h, &key, committed == JNI_TRUE)?;
         to_java(env, value)
     })
 }
@@ -197,7 +132,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_put<'l>(
     guard(&mut env, (), |env| {
         let key = bytes(env, &key, "key")?;
         let value = opt_bytes(env, &value)?;
-        Ok(store(h)?.put_raw(&key, value.as_deref())?)
+        Ok(ops::put(h, &key, value.as_deref())?)
     })
 }
 
@@ -213,7 +148,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_putIfAbsent<'l>(
     guard(&mut env, std::ptr::null_mut(), |env| {
         let key = bytes(env, &key, "key")?;
         let value = bytes(env, &value, "value")?;
-        let old = store(h)?.put_if_absent_raw(&key, &value)?;
+        let old = ops::put_if_absent(h, &key, &value)?;
         to_java(env, old)
     })
 }
@@ -228,13 +163,13 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_delete<'l>(
 ) -> jbyteArray {
     guard(&mut env, std::ptr::null_mut(), |env| {
         let key = bytes(env, &key, "key")?;
-        let old = store(h)?.delete_raw(&key)?;
+        let old = ops::delete(h, &key)?;
         to_java(env, old)
     })
 }
 
-/// `void putAll(long store, byte[] packed)`: writes a packed batch ([`codec`]) in one call;
-/// used for `putAll` and for changelog restore batches. All or nothing.
+/// `void putAll(long store, byte[] packed)`: writes a packed batch ([`super::codec`]) in one
+/// call; used for `putAll` and for changelog restore batches. All or nothing.
 #[no_mangle]
 pub extern "system" fn Java_dev_kstate_internal_KstateNative_putAll<'l>(
     mut env: JNIEnv<'l>,
@@ -244,8 +179,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_putAll<'l>(
 ) {
     guard(&mut env, (), |env| {
         let packed = bytes(env, &packed, "batch")?;
-        let entries = codec::decode_entries(&packed)?;
-        Ok(store(h)?.put_all_raw(entries)?)
+        Ok(ops::put_all(h, &packed)?)
     })
 }
 
@@ -269,18 +203,20 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_scan<'l>(
     guard(&mut env, 0, |env| {
         let from = opt_bytes(env, &from)?;
         let to = opt_bytes(env, &to)?;
-        let range = if prefix == JNI_TRUE {
-            KeyRange::prefix(from.as_deref().unwrap_or_default())
-        } else {
-            KeyRange::inclusive(from.as_deref(), to.as_deref())
-        };
-        let iter = store(h)?.scan(isolation(committed), &range, reverse == JNI_TRUE)?;
-        Ok(ITERATORS.insert(Mutex::new(iter)) as jlong)
+        Ok(ops::scan(
+            h,
+            from.as_deref(),
+            to.as_deref(),
+            prefix == JNI_TRUE,
+            reverse == JNI_TRUE,
+            committed == JNI_TRUE,
+        )?)
     })
 }
 
 /// `byte[] next(long iterator, int maxEntries, int maxBytes)`: the next entries packed
-/// ([`codec`]), at least one if any remains; null once exhausted.
+/// ([`super::codec`]), at least one if any remains; null once exhausted. An error met after
+/// entries were taken is thrown by the next call, so no entry is lost.
 #[no_mangle]
 pub extern "system" fn Java_dev_kstate_internal_KstateNative_next<'l>(
     mut env: JNIEnv<'l>,
@@ -290,21 +226,8 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_next<'l>(
     max_bytes: jint,
 ) -> jbyteArray {
     guard(&mut env, std::ptr::null_mut(), |env| {
-        let iter = ITERATORS.get(handle(it))?;
-        let mut batch = Vec::new();
-        let max_entries = usize::try_from(max_entries.max(1)).unwrap_or(1);
-        let max_bytes = usize::try_from(max_bytes.max(1)).unwrap_or(1);
-        let added = iter
-            .lock_recover()
-            .next_batch(max_entries, max_bytes, &mut batch)?;
-        if added == 0 {
-            return Ok(std::ptr::null_mut());
-        }
-        let mut packed = Vec::with_capacity(batch.iter().map(|(k, v)| k.len() + v.len() + 8).sum());
-        for (k, v) in &batch {
-            codec::encode_entry(&mut packed, k, Some(v))?;
-        }
-        to_java(env, Some(packed))
+        let packed = ops::next(it, max_entries, max_bytes)?;
+        to_java(env, packed)
     })
 }
 
@@ -315,10 +238,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_closeIterator<'l>(
     _class: JClass<'l>,
     it: jlong,
 ) {
-    guard(&mut env, (), |_| {
-        ITERATORS.remove(handle(it))?.lock_recover().close();
-        Ok(())
-    })
+    guard(&mut env, (), |_| Ok(ops::close_iterator(it)?))
 }
 
 // ----- transactions --------------------------------------------------------------------------
@@ -338,18 +258,19 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_commit<'l>(
     metadata: JByteArray<'l>,
 ) {
     guard(&mut env, (), |env| {
-        commit_impl(env, h, &topics, &partitions, &offsets, &metadata)
+        let entries = offsets_of(env, &topics, &partitions, &offsets)?;
+        let metadata = opt_bytes(env, &metadata)?;
+        Ok(ops::commit(h, &entries, metadata.as_deref())?)
     })
 }
 
-fn commit_impl(
+/// The offsets of a `commit` call as (partition, offset or removal) pairs.
+fn offsets_of(
     env: &mut JNIEnv<'_>,
-    h: jlong,
     topics: &JObjectArray<'_>,
     partitions: &JIntArray<'_>,
     offsets: &JLongArray<'_>,
-    metadata: &JByteArray<'_>,
-) -> JniResult<()> {
+) -> JniResult<Vec<(TopicPartition, Option<i64>)>> {
     if topics.is_null() || partitions.is_null() || offsets.is_null() {
         return Err(Error::InvalidArgument("null offsets array".into()).into());
     }
@@ -374,8 +295,7 @@ fn commit_impl(
         let offset = (offset != NO_OFFSET).then_some(offset);
         entries.push((TopicPartition::new(topic, partition), offset));
     }
-    let metadata = opt_bytes(env, metadata)?;
-    Ok(store(h)?.commit(&entries, metadata.as_deref())?)
+    Ok(entries)
 }
 
 /// `long committedOffset(long store, String topic, int partition)`: `Long.MIN_VALUE` when
@@ -390,8 +310,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_committedOffset<'l>
 ) -> jlong {
     guard(&mut env, NO_OFFSET, |env| {
         let topic = string(env, &topic, "topic")?;
-        let tp = TopicPartition::new(topic, partition);
-        Ok(store(h)?.committed_offset(&tp)?.unwrap_or(NO_OFFSET))
+        Ok(ops::committed_offset(h, topic, partition)?)
     })
 }
 
@@ -404,7 +323,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_committedMetadata<'
     h: jlong,
 ) -> jbyteArray {
     guard(&mut env, std::ptr::null_mut(), |env| {
-        let metadata = store(h)?.committed_metadata()?;
+        let metadata = ops::committed_metadata(h)?;
         to_java(env, metadata)
     })
 }
@@ -416,7 +335,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_rollback<'l>(
     _class: JClass<'l>,
     h: jlong,
 ) {
-    guard(&mut env, (), |_| Ok(store(h)?.rollback()?))
+    guard(&mut env, (), |_| Ok(ops::rollback(h)?))
 }
 
 /// `long approximateNumEntries(long store, boolean committed)`.
@@ -428,8 +347,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_approximateNumEntri
     committed: jboolean,
 ) -> jlong {
     guard(&mut env, 0, |_| {
-        let n = store(h)?.approximate_num_entries_with(isolation(committed))?;
-        Ok(jlong::try_from(n).unwrap_or(jlong::MAX))
+        Ok(ops::approximate_num_entries(h, committed == JNI_TRUE)?)
     })
 }
 
@@ -441,8 +359,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_approximateNumUncom
     h: jlong,
 ) -> jlong {
     guard(&mut env, 0, |_| {
-        let n = store(h)?.approximate_num_uncommitted_bytes()?;
-        Ok(jlong::try_from(n).unwrap_or(jlong::MAX))
+        Ok(ops::approximate_num_uncommitted_bytes(h)?)
     })
 }
 
@@ -458,12 +375,6 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_flush<'l>(
 ) {
     guard(&mut env, (), |env| {
         let metadata = opt_bytes(env, &metadata)?;
-        let store = store(h)?;
-        let keep: Vec<(TopicPartition, Option<i64>)> = store
-            .committed_offsets()?
-            .into_iter()
-            .map(|(tp, offset)| (tp, Some(offset)))
-            .collect();
-        Ok(store.commit(&keep, metadata.as_deref())?)
+        Ok(ops::flush(h, metadata.as_deref())?)
     })
 }

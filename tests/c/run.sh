@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Runs kstate's C test suite against include/kstate.h and target/release/libkstate.so:
-#   1. cargo build --release --lib (skipped when KSTATE_SKIP_CARGO=1);
+#   1. cargo build --release --lib --features failpoints, kept as
+#      target/failpoints/libkstate.so for test_crash (its armed rounds need the crash
+#      points), then cargo build --release --lib --example c_fixture: the shipped library
+#      for every other program, and the fixture writer test_api reads (all skipped when
+#      KSTATE_SKIP_CARGO=1; only the kstate crate is rebuilt, never RocksDB);
 #   2. checks that the example in README.md is tests/c/example.c, byte for byte;
 #   3. builds every tests/c/*.c with -std=c99 -Wall -Wextra -Werror and
 #      -fsanitize=address,undefined, runs them (LeakSanitizer on);
@@ -24,11 +28,21 @@ note() { printf '== %s\n' "$*"; }
 pass() { PASSED=$((PASSED + 1)); printf 'PASS %s\n' "$*"; }
 fail() { FAILED=$((FAILED + 1)); printf 'FAIL %s\n' "$*"; }
 
+FP_LIB="$ROOT/target/failpoints"
+FIXTURE_BIN="$LIB/examples/c_fixture"
+
 if [[ "${KSTATE_SKIP_CARGO:-0}" != 1 ]]; then
-    note "cargo build --release --lib"
-    cargo build --release --lib
+    note "cargo build --release --lib --features failpoints (for test_crash)"
+    cargo build --release --lib --features failpoints
+    mkdir -p "$FP_LIB"
+    cp "$LIB/libkstate.so" "$FP_LIB/libkstate.so.tmp"
+    mv "$FP_LIB/libkstate.so.tmp" "$FP_LIB/libkstate.so"
+    note "cargo build --release --lib --example c_fixture"
+    cargo build --release --lib --example c_fixture
 fi
 [[ -f "$LIB/libkstate.so" ]] || { echo "missing $LIB/libkstate.so (run cargo build --release)"; exit 1; }
+[[ -f "$FP_LIB/libkstate.so" ]] || { echo "missing $FP_LIB/libkstate.so (run without KSTATE_SKIP_CARGO)"; exit 1; }
+[[ -x "$FIXTURE_BIN" ]] || { echo "missing $FIXTURE_BIN (cargo build --release --example c_fixture)"; exit 1; }
 [[ -f include/kstate.h ]] || { echo "missing include/kstate.h"; exit 1; }
 
 # The documented example must be the compiled one.
@@ -77,9 +91,19 @@ build() { # mode flags...
 run_one() { # mode name log cmd...
     local mode=$1 name=$2 log=$3
     shift 3
-    local rc=0
-    ( export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    local rc=0 lib="$LIB"
+    # test_crash (and the children it execs) runs on the library with crash points.
+    [[ $name == test_crash ]] && lib="$FP_LIB"
+    # test_api reads a fresh fixture store (kstate adopts it on open, so one per run).
+    local fixture="$BUILD/$mode/fixture-$name"
+    rm -rf "$fixture"
+    if [[ $name == test_api ]] && ! "$FIXTURE_BIN" "$fixture" >"$log.fixture" 2>&1; then
+        fail "$name [$mode]: c_fixture failed (see $log.fixture)"
+    fi
+    ( export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      export KSTATE_C_FIXTURE="$fixture"
       timeout 900 "$@" ) >"$log.out" 2>"$log.err" || rc=$?
+    rm -rf "$fixture"
     local ok notok
     ok=$(grep -c '^ok - ' "$log.out" || true)
     notok=$(grep -c '^not ok - ' "$log.out" || true)

@@ -1,7 +1,11 @@
 /*
  * Every function of include/kstate.h, on both engines, and every error path of the
  * boundary: NULL handles and out-pointers, NULL data with a length, bad UTF-8 topics,
- * closed and forged handles, double close, iterators outliving their store.
+ * empty paths, closed, forged and wrong-kind handles, double close, iterators outliving
+ * their store, a short timestamped value met in the middle of a batch.
+ *
+ * Environment: KSTATE_C_FIXTURE names a fresh directory written by the c_fixture example
+ * (tests/c/fixture.rs; tests/c/run.sh provides it).
  */
 #include "common.h"
 
@@ -184,6 +188,16 @@ static void test_open_errors(void) {
     snprintf(under, sizeof under, "%s/sub", file);
     CHECK_ERR(kstate_kv_open(under, NULL, &b), KSTATE_ERR_IO);
     CHECK(b == NULL);
+    /* An empty path names no directory, on either engine. */
+    CHECK_ERR(kstate_kv_open("", NULL, &b), KSTATE_ERR_INVALID_ARGUMENT);
+    o = kstate_kv_options_default();
+    o.engine = KSTATE_ENGINE_MEMORY;
+    CHECK_ERR(kstate_kv_open("", &o, &b), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK(b == NULL);
+    /* NULL is the memory engine's nameless store, but no RocksDB path. */
+    CHECK_ERR(kstate_kv_open(NULL, NULL, &b), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_OK(kstate_kv_open(NULL, &o, &b));
+    CHECK_OK(kstate_kv_close(b));
 }
 
 static void test_crud(void) {
@@ -697,7 +711,78 @@ static void test_bad_handles(void) {
     CHECK_ERR(kstate_kv_iter_close((kstate_kv_iter_t *)s), KSTATE_ERR_INVALID_HANDLE);
     CHECK_OK(kstate_kv_iter_next_batch(it, 1, 0, &b)); /* both still work */
     kstate_kv_batch_free(&b);
+    CHECK_OK(kstate_kv_put(s, KEY("k"), KEY("v"), 1));
     CHECK_OK(kstate_kv_iter_close(it));
+    /* Closed, the iterator is still no store, and a closed iterator says so. */
+    check_all_on_handle((kstate_kv_t *)it, KSTATE_ERR_INVALID_HANDLE);
+    CHECK_ERR(kstate_kv_iter_next_batch(it, 1, 0, &b), KSTATE_ERR_ITERATOR_CLOSED);
+    CHECK_ERR(kstate_kv_iter_close(it), KSTATE_ERR_ITERATOR_CLOSED);
+    CHECK_OK(kstate_kv_close(s));
+    CHECK_ERR(kstate_kv_iter_next_batch((kstate_kv_iter_t *)s, 1, 0, &b),
+              KSTATE_ERR_INVALID_HANDLE);
+    /* Handle-shaped numbers that were never issued (same layout as real handles). */
+    check_all_on_handle((kstate_kv_t *)(uintptr_t)0x4B010000FFFFFFFFull, KSTATE_ERR_INVALID_HANDLE);
+    CHECK_ERR(kstate_kv_iter_next_batch((kstate_kv_iter_t *)(uintptr_t)0x4B020000FFFFFFFFull, 1, 0,
+                                        &b),
+              KSTATE_ERR_INVALID_HANDLE);
+}
+
+/* A timestamped value shorter than 8 bytes in the middle of a batch: the entries before it
+ * come back, the next call reports it (naming the key), the one after continues. */
+static void test_short_value_loses_no_entry(void) {
+    const char *fixture = getenv("KSTATE_C_FIXTURE");
+    CHECK(fixture != NULL);
+    if (fixture == NULL) {
+        return;
+    }
+    kstate_kv_t *s = NULL;
+    CHECK_OK(kstate_kv_open(fixture, NULL, &s));
+    if (s == NULL) {
+        return;
+    }
+    kstate_kv_iter_t *it;
+    kstate_kv_batch_t b;
+    CHECK_OK(kstate_kv_all(s, &it));
+    CHECK_OK(kstate_kv_iter_next_batch(it, 100, 0, &b));
+    CHECK(b.len == 2);
+    if (b.len == 2) {
+        CHECK(b.entries[0].key_len == 1 && b.entries[0].key[0] == 'a');
+        CHECK(b.entries[1].key_len == 1 && b.entries[1].key[0] == 'b');
+        CHECK(b.entries[1].timestamp == 1 && b.entries[1].value_len == 1);
+    }
+    kstate_kv_batch_free(&b);
+    kstate_error_t *err = kstate_kv_iter_next_batch(it, 100, 0, &b);
+    CHECK(kstate_error_code(err) == KSTATE_ERR_INVALID_VALUE);
+    CHECK(strstr(kstate_error_message(err), "key \"c\"") != NULL);
+    CHECK(b.len == 0 && b.entries == NULL);
+    kstate_error_free(err);
+    CHECK_OK(kstate_kv_iter_next_batch(it, 100, 0, &b));
+    CHECK(b.len == 2);
+    if (b.len == 2) {
+        CHECK(b.entries[0].key[0] == 'd' && b.entries[1].key[0] == 'e');
+    }
+    kstate_kv_batch_free(&b);
+    CHECK_OK(kstate_kv_iter_next_batch(it, 100, 0, &b));
+    CHECK(b.len == 0);
+    CHECK_OK(kstate_kv_iter_close(it));
+    CHECK_OK(kstate_kv_close(s));
+}
+
+/* The shipped library has no crash points: KSTATE_FAILPOINT_ODDS=1 (set by main before
+ * any call) would kill a build with the failpoints feature at the first spilled commit. */
+static void test_failpoint_variable_is_ignored(void) {
+    kstate_kv_options_t o = kstate_kv_options_default();
+    o.max_uncommitted_bytes = 1024;
+    kstate_kv_t *s;
+    CHECK_OK(kstate_kv_open(fresh_path(), &o, &s));
+    char key[32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "spill-%05d", i);
+        CHECK_OK(kstate_kv_put(s, KEY(key), KEY("a value long enough to spill soon"), i));
+    }
+    kstate_offset_t off = {"t", 0, 7, true};
+    CHECK_OK(kstate_kv_commit(s, &off, 1, NULL, 0));
+    expect_committed(s, "spill-00199", "a value long enough to spill soon");
     CHECK_OK(kstate_kv_close(s));
 }
 
@@ -761,7 +846,9 @@ static void test_null_out_params(void) {
 }
 
 int main(void) {
+    setenv("KSTATE_FAILPOINT_ODDS", "1", 1);
     make_scratch(g_dir, sizeof g_dir);
+    RUN(test_failpoint_variable_is_ignored);
     RUN(test_version_and_errors);
     RUN(test_options);
     RUN(test_open_errors);
@@ -773,6 +860,7 @@ int main(void) {
     RUN(test_transactions);
     RUN(test_spill);
     RUN(test_bad_handles);
+    RUN(test_short_value_loses_no_entry);
     RUN(test_null_out_params);
     remove_tree(g_dir);
     return finish();

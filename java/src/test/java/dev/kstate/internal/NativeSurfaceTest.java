@@ -32,12 +32,71 @@ public class NativeSurfaceTest {
         long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, false, 0, false, 0, 0);
         KstateNative.put(store, new byte[] {1}, new byte[] {2});
         KstateNative.close(store);
+        // Closed handles get the closed code, as in C (KSTATE_ERR_STORE_CLOSED).
+        expectCode(KstateException.STORE_CLOSED, () -> KstateNative.close(store));
+        expectCode(KstateException.STORE_CLOSED, () -> KstateNative.get(store, new byte[] {1}, false));
+    }
+
+    /** Runs {@code call}, which must throw a kstate exception carrying {@code code}. */
+    private static void expectCode(int code, Runnable call) {
         try {
-            KstateNative.close(store);
-            fail("double native close must be rejected");
-        } catch (KstateInvalidStateStoreException e) {
-            assertEquals(KstateException.INVALID_HANDLE, e.errorCode());
+            call.run();
+            fail("expected native error code " + code);
+        } catch (KstateInvalidStateStoreException | KstateProcessorStateException e) {
+            assertEquals(e.getMessage(), code, ((KstateException) e).errorCode());
         }
+    }
+
+    /**
+     * One handle table for C and JNI, tagged by kind: an iterator handle is no store handle
+     * (nothing is read, written or closed through it) and a store handle is no iterator
+     * handle, live or closed, exactly as the C API answers (INVALID_HANDLE).
+     */
+    @Test
+    public void handlesOfOneKindAreInvalidAsTheOther() {
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, false, 0, false, 0, 0);
+        KstateNative.put(store, new byte[] {1}, new byte[] {2});
+        long it = KstateNative.scan(store, null, null, false, false, false);
+        int invalid = KstateException.INVALID_HANDLE;
+        expectCode(invalid, () -> KstateNative.get(it, new byte[] {1}, false));
+        expectCode(invalid, () -> KstateNative.get(it, new byte[] {1}, true));
+        expectCode(invalid, () -> KstateNative.put(it, new byte[] {1}, new byte[] {3}));
+        expectCode(invalid, () -> KstateNative.putIfAbsent(it, new byte[] {1}, new byte[] {3}));
+        expectCode(invalid, () -> KstateNative.delete(it, new byte[] {1}));
+        expectCode(invalid, () -> KstateNative.putAll(it, new byte[0]));
+        expectCode(invalid, () -> KstateNative.scan(it, null, null, false, false, false));
+        expectCode(invalid, () -> KstateNative.commit(it, new String[0], new int[0], new long[0], null));
+        expectCode(invalid, () -> KstateNative.flush(it, null));
+        expectCode(invalid, () -> KstateNative.committedOffset(it, "t", 0));
+        expectCode(invalid, () -> KstateNative.committedMetadata(it));
+        expectCode(invalid, () -> KstateNative.rollback(it));
+        expectCode(invalid, () -> KstateNative.approximateNumEntries(it, false));
+        expectCode(invalid, () -> KstateNative.approximateNumUncommittedBytes(it));
+        expectCode(invalid, () -> KstateNative.close(it));
+        expectCode(invalid, () -> KstateNative.next(store, 10, 100));
+        expectCode(invalid, () -> KstateNative.closeIterator(store));
+        // Neither was touched by the misuse.
+        org.junit.Assert.assertArrayEquals(new byte[] {2}, KstateNative.get(store, new byte[] {1}, false));
+        assertTrue(KstateNative.next(it, 10, 100) != null);
+        KstateNative.closeIterator(it);
+        expectCode(KstateException.ITERATOR_CLOSED, () -> KstateNative.next(it, 10, 100));
+        expectCode(KstateException.ITERATOR_CLOSED, () -> KstateNative.closeIterator(it));
+        expectCode(invalid, () -> KstateNative.close(it));
+        KstateNative.close(store);
+        expectCode(invalid, () -> KstateNative.next(store, 10, 100));
+    }
+
+    @Test
+    public void emptyPathsAreInvalidArguments() {
+        expectCode(KstateException.INVALID_ARGUMENT,
+                () -> KstateNative.open("", KstateNative.ENGINE_ROCKSDB, true, 0, false, 0, 0));
+        expectCode(KstateException.INVALID_ARGUMENT,
+                () -> KstateNative.open("", KstateNative.ENGINE_MEMORY, true, 0, false, 0, 0));
+        expectCode(KstateException.INVALID_ARGUMENT,
+                () -> KstateNative.open(null, KstateNative.ENGINE_ROCKSDB, true, 0, false, 0, 0));
+        // A path that is not valid Unicode (an unpaired surrogate) is refused, not mangled.
+        expectCode(KstateException.INVALID_ARGUMENT,
+                () -> KstateNative.open("store-\uD800", KstateNative.ENGINE_MEMORY, true, 0, false, 0, 0));
     }
 
     @Test

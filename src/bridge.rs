@@ -1,0 +1,325 @@
+//! Rules the C and JNI surfaces share, written once (libsignal's bridge is the model).
+//!
+//! Each surface converts its own argument types (C pointers and lengths, Java arrays and
+//! strings) and its own results, and calls these functions for everything else: which
+//! paths are acceptable, how a store or an iterator becomes a handle and is closed, and
+//! how an iterator is read in batches. A rule changed here changes on both surfaces.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use crate::format::value;
+use crate::handle::{self, HANDLES};
+use crate::sync::MutexExt;
+use crate::{EngineKind, Error, KvIter, KvStore, Result, StoreOptions, ValueFormat};
+
+/// One entry as read from an iterator: key and raw value (the store's value layout).
+pub type RawEntry = (Vec<u8>, Vec<u8>);
+
+/// The object behind an iterator handle: the core iterator, the value layout of its store,
+/// and an error held back for the next call (see [`KvIterHandle::next_batch`]).
+pub struct KvIterHandle {
+    state: Mutex<IterState>,
+    format: ValueFormat,
+}
+
+struct IterState {
+    iter: KvIter,
+    /// An error met after entries were already taken for a batch; reported by the next
+    /// call so that those entries are not lost.
+    deferred: Option<Error>,
+}
+
+impl KvIterHandle {
+    /// Wraps `iter`, an iterator over `store`.
+    pub fn new(store: &KvStore, iter: KvIter) -> Self {
+        KvIterHandle {
+            state: Mutex::new(IterState {
+                iter,
+                deferred: None,
+            }),
+            format: store.options().value_format,
+        }
+    }
+
+    /// The value layout of the iterator's store.
+    pub fn format(&self) -> ValueFormat {
+        self.format
+    }
+
+    /// The next entries: up to `max_entries` (at least 1), stopping early once the keys
+    /// and values taken reach `max_bytes` (at least one entry is returned while any
+    /// remains). Empty means exhausted. Calls on one iterator are serialised.
+    ///
+    /// Every entry of a timestamped store is checked to carry its 8-byte timestamp.
+    /// **No entry is ever lost to an error**: when reading or checking an entry fails
+    /// after others were taken for the batch, the batch returns those entries and the
+    /// error is returned by the next call. An entry that failed its check is skipped: the
+    /// call after the error continues with the entry after it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `max_entries` 0; [`Error::InvalidValue`] (naming the
+    /// key) for a short timestamped value; [`Error::IteratorClosed`] once the iterator or
+    /// its store was closed; [`Error::Storage`] and friends from the engine.
+    pub fn next_batch(&self, max_entries: usize, max_bytes: usize) -> Result<Vec<RawEntry>> {
+        if max_entries == 0 {
+            return Err(Error::InvalidArgument(
+                "max_entries must be positive".into(),
+            ));
+        }
+        let mut state = self.state.lock_recover();
+        if let Some(e) = state.deferred.take() {
+            return Err(e);
+        }
+        let mut batch = Vec::new();
+        let mut bytes = 0usize;
+        while batch.len() < max_entries && (batch.is_empty() || bytes < max_bytes) {
+            let entry = match state.iter.next_raw() {
+                Ok(Some(entry)) => self.check(entry),
+                Ok(None) => break,
+                Err(e) => Err(e),
+            };
+            match entry {
+                Ok(entry) => {
+                    bytes = bytes.saturating_add(entry.0.len() + entry.1.len());
+                    batch.push(entry);
+                }
+                Err(e) if batch.is_empty() => return Err(e),
+                Err(e) => {
+                    state.deferred = Some(e);
+                    break;
+                }
+            }
+        }
+        Ok(batch)
+    }
+
+    /// Checks that an entry's value is readable in the store's layout.
+    fn check(&self, entry: RawEntry) -> Result<RawEntry> {
+        if self.format == ValueFormat::Timestamped {
+            if let Err(e) = value::split(&entry.1) {
+                return Err(match e {
+                    Error::InvalidValue(why) => {
+                        Error::InvalidValue(format!("key \"{}\": {why}", printable(&entry.0)))
+                    }
+                    other => other,
+                });
+            }
+        }
+        Ok(entry)
+    }
+
+    /// Closes the iterator (idempotent); later batches fail with
+    /// [`Error::IteratorClosed`].
+    pub fn close(&self) {
+        let mut state = self.state.lock_recover();
+        state.deferred = None;
+        state.iter.close();
+    }
+}
+
+/// A key for an error message: escaped, at most 64 bytes of it.
+fn printable(key: &[u8]) -> String {
+    let shown = &key[..key.len().min(64)];
+    let mut s = shown.escape_ascii().to_string();
+    if key.len() > shown.len() {
+        s.push_str("...");
+    }
+    s
+}
+
+/// The file-system path of a store from the bytes a surface was given.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an empty path, a path with a NUL byte, and (where paths
+/// must be Unicode, i.e. not on Unix) a path that is not UTF-8.
+pub fn store_path(path: &[u8]) -> Result<PathBuf> {
+    if path.is_empty() {
+        return Err(Error::InvalidArgument(
+            "path is empty: name the store's directory".into(),
+        ));
+    }
+    if path.contains(&0) {
+        return Err(Error::InvalidArgument("path contains a NUL byte".into()));
+    }
+    os_path(path)
+}
+
+#[cfg(unix)]
+fn os_path(path: &[u8]) -> Result<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    Ok(std::ffi::OsStr::from_bytes(path).into())
+}
+
+#[cfg(not(unix))]
+fn os_path(path: &[u8]) -> Result<PathBuf> {
+    std::str::from_utf8(path)
+        .map(PathBuf::from)
+        .map_err(|e| Error::InvalidArgument(format!("path is not valid UTF-8: {e}")))
+}
+
+/// Opens a store and returns its new handle. `path` may be absent only for the memory
+/// engine (where a path merely names the store).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a missing RocksDB path and for the paths
+/// [`store_path`] refuses; otherwise what [`KvStore::open`] returns.
+pub fn open_store(path: Option<&[u8]>, options: &StoreOptions) -> Result<u64> {
+    let store = match path {
+        None if options.engine == EngineKind::Memory => KvStore::open_in_memory(options)?,
+        None => {
+            return Err(Error::InvalidArgument(
+                "path is required for a RocksDB store".into(),
+            ))
+        }
+        Some(path) => KvStore::open(store_path(path)?, options)?,
+    };
+    handle::insert(store)
+}
+
+/// Closes the store behind `store` (uncommitted writes discarded, its iterators closed)
+/// and retires the handle.
+///
+/// # Errors
+/// The lookup errors of [`handle::store`]; [`KvStore::close`]'s errors (the handle is
+/// retired anyway).
+pub fn close_store(store: u64) -> Result<()> {
+    HANDLES.remove::<KvStore>(store)?.close()
+}
+
+/// Opens an iterator with `make` on the store behind `store` and returns its new handle.
+///
+/// # Errors
+/// The lookup errors of [`handle::store`], `make`'s errors.
+pub fn open_iter(store: u64, make: impl FnOnce(&KvStore) -> Result<KvIter>) -> Result<u64> {
+    let s = handle::store(store)?;
+    let iter = make(&s)?;
+    handle::insert(KvIterHandle::new(&s, iter))
+}
+
+/// Closes the iterator behind `iter` and retires the handle.
+///
+/// # Errors
+/// The lookup errors of [`handle::iter`] (a second close gets [`Error::IteratorClosed`]).
+pub fn close_iter(iter: u64) -> Result<()> {
+    HANDLES.remove::<KvIterHandle>(iter)?.close();
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::ErrorCode;
+
+    #[test]
+    fn paths_that_cannot_name_a_directory_are_invalid_arguments() {
+        for bad in [&b""[..], b"a\0b"] {
+            let e = store_path(bad).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+        }
+        assert!(store_path(b"/tmp/x").is_ok());
+        let e = open_store(Some(b""), &StoreOptions::default()).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+        assert!(e.to_string().contains("path is empty"), "{e}");
+        let e = open_store(None, &StoreOptions::default()).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+        let memory = StoreOptions::timestamped(EngineKind::Memory);
+        let e = open_store(Some(b""), &memory).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+        let h = open_store(None, &memory).unwrap();
+        close_store(h).unwrap();
+    }
+
+    /// A Kafka Streams timestamped RocksDB store (family `keyValueWithTimestamp`) whose
+    /// entries `a`..`e` are well formed except `c`, whose value is 3 bytes long.
+    pub(crate) fn kafka_store_with_a_short_value(path: &std::path::Path) {
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        o.create_missing_column_families(true);
+        let db = rocksdb::DB::open_cf(&o, path, ["default", "keyValueWithTimestamp"]).unwrap();
+        let cf = db.cf_handle("keyValueWithTimestamp").unwrap();
+        for (i, k) in [b"a", b"b", b"c", b"d", b"e"].into_iter().enumerate() {
+            let v = if k == b"c" {
+                b"abc".to_vec()
+            } else {
+                let mut v = (i as i64).to_be_bytes().to_vec();
+                v.extend_from_slice(k);
+                v
+            };
+            db.put_cf(&cf, k, v).unwrap();
+        }
+    }
+
+    fn keys(batch: &[RawEntry]) -> Vec<&[u8]> {
+        batch.iter().map(|(k, _)| k.as_slice()).collect()
+    }
+
+    #[test]
+    fn a_short_value_loses_no_entry_of_a_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kafka");
+        kafka_store_with_a_short_value(&path);
+        let store = open_store(
+            Some(path.as_os_str().as_encoded_bytes()),
+            &StoreOptions::default(),
+        )
+        .unwrap();
+        // Big batches: the entries before the bad one, the error, the rest.
+        let it = open_iter(store, |s| s.all()).unwrap();
+        let i = handle::iter(it).unwrap();
+        assert_eq!(keys(&i.next_batch(10, usize::MAX).unwrap()), [b"a", b"b"]);
+        let e = i.next_batch(10, usize::MAX).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert!(e.to_string().contains("key \"c\""), "{e}");
+        assert_eq!(keys(&i.next_batch(10, usize::MAX).unwrap()), [b"d", b"e"]);
+        assert!(i.next_batch(10, usize::MAX).unwrap().is_empty());
+        close_iter(it).unwrap();
+        // One entry per batch: the bad entry is an error of its own, nothing is skipped.
+        let it = open_iter(store, |s| s.reverse_all()).unwrap();
+        let i = handle::iter(it).unwrap();
+        let mut seen = Vec::new();
+        let mut errors = 0;
+        loop {
+            match i.next_batch(1, usize::MAX) {
+                Ok(b) if b.is_empty() => break,
+                Ok(b) => seen.extend(keys(&b).into_iter().map(<[u8]>::to_vec)),
+                Err(e) => {
+                    assert_eq!(e.code(), ErrorCode::InvalidValue);
+                    errors += 1;
+                }
+            }
+        }
+        assert_eq!(seen, [b"e", b"d", b"b", b"a"]);
+        assert_eq!(errors, 1);
+        // An error held back is reported once, even after the store was closed.
+        let it2 = open_iter(store, |s| s.all()).unwrap();
+        let i2 = handle::iter(it2).unwrap();
+        assert_eq!(i2.next_batch(5, usize::MAX).unwrap().len(), 2);
+        close_store(store).unwrap();
+        assert_eq!(
+            i2.next_batch(5, usize::MAX).unwrap_err().code(),
+            ErrorCode::InvalidValue,
+            "the error met before the close is still reported, once"
+        );
+        assert_eq!(
+            i2.next_batch(5, usize::MAX).unwrap_err().code(),
+            ErrorCode::IteratorClosed
+        );
+        close_iter(it).unwrap();
+        close_iter(it2).unwrap();
+        assert_eq!(
+            i.next_batch(0, 1).unwrap_err().code(),
+            ErrorCode::InvalidArgument
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn non_utf8_paths_are_fine_on_unix() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut path = dir.path().as_os_str().as_encoded_bytes().to_vec();
+        path.extend_from_slice(b"/st\xffore");
+        let h = open_store(Some(&path), &StoreOptions::default()).unwrap();
+        close_store(h).unwrap();
+    }
+}

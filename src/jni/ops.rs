@@ -1,0 +1,224 @@
+//! The bodies of the natives, in plain Rust types: everything a native does after it has
+//! converted its Java arguments (arrays, strings) and before it converts its result.
+//!
+//! Handles arrive as the `jlong`s Java holds and are resolved through the process-wide
+//! table shared with C ([`crate::handle`]), with the shared rules of [`crate::bridge`], so a
+//! NULL, forged, closed or wrong-kind handle fails here exactly as it does on C. Keeping
+//! these functions free of `JNIEnv` lets the Rust tests drive the JNI surface, misuse
+//! included, without a JVM.
+
+use jni::sys::{jint, jlong};
+
+use super::codec;
+use crate::engine::rocksdb::RocksOptions;
+use crate::{bridge, handle};
+use crate::{EngineKind, Error, Isolation, KeyRange, Result, StoreOptions, TopicPartition};
+
+/// Returned by `committedOffset` when no offset is committed (never a Kafka offset).
+pub(crate) const NO_OFFSET: jlong = jlong::MIN;
+
+/// The table's number for a Java handle (bit-for-bit: Java has no unsigned long).
+fn number(h: jlong) -> u64 {
+    h as u64
+}
+
+/// A table number as Java's signed long (bit-for-bit; handles are positive anyway).
+fn jhandle(h: u64) -> jlong {
+    h as jlong
+}
+
+fn isolation(committed: bool) -> Isolation {
+    if committed {
+        Isolation::ReadCommitted
+    } else {
+        Isolation::ReadUncommitted
+    }
+}
+
+fn non_negative(value: jlong, what: &str) -> Result<u64> {
+    u64::try_from(value)
+        .map_err(|_| Error::InvalidArgument(format!("{what} must not be negative: {value}")))
+}
+
+fn saturating_jlong(n: u64) -> jlong {
+    jlong::try_from(n).unwrap_or(jlong::MAX)
+}
+
+/// The options of `open`, as Java passes them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OpenArgs {
+    /// 0 = RocksDB, 1 = memory.
+    pub engine: jint,
+    /// Timestamped (true) or plain values.
+    pub timestamped: bool,
+    /// 0 keeps the default.
+    pub max_uncommitted_bytes: jlong,
+    /// fsync on commit.
+    pub sync_on_commit: bool,
+    /// 0 keeps the default.
+    pub block_cache_bytes: jlong,
+    /// 0 keeps the default.
+    pub write_buffer_bytes: jlong,
+}
+
+impl OpenArgs {
+    fn store_options(&self) -> Result<StoreOptions> {
+        let engine = match self.engine {
+            0 => EngineKind::RocksDb,
+            1 => EngineKind::Memory,
+            other => return Err(Error::InvalidArgument(format!("unknown engine {other}"))),
+        };
+        let mut options = if self.timestamped {
+            StoreOptions::timestamped(engine)
+        } else {
+            StoreOptions::plain(engine)
+        };
+        if self.max_uncommitted_bytes != 0 {
+            options.max_uncommitted_bytes =
+                non_negative(self.max_uncommitted_bytes, "maxUncommittedBytes")?;
+        }
+        options.sync_on_commit = self.sync_on_commit;
+        let defaults = RocksOptions::default();
+        if self.block_cache_bytes != 0 {
+            options.rocksdb.block_cache_bytes =
+                usize::try_from(non_negative(self.block_cache_bytes, "blockCacheBytes")?)
+                    .unwrap_or(defaults.block_cache_bytes);
+        }
+        if self.write_buffer_bytes != 0 {
+            options.rocksdb.write_buffer_bytes =
+                usize::try_from(non_negative(self.write_buffer_bytes, "writeBufferBytes")?)
+                    .unwrap_or(defaults.write_buffer_bytes);
+        }
+        Ok(options)
+    }
+}
+
+/// `open`: a new store handle. `path` is `None` for Java's `null` (memory engine only).
+pub(crate) fn open(path: Option<&str>, args: &OpenArgs) -> Result<jlong> {
+    let options = args.store_options()?;
+    bridge::open_store(path.map(str::as_bytes), &options).map(jhandle)
+}
+
+/// `close`: closes the store and its iterators; the handle is retired.
+pub(crate) fn close(h: jlong) -> Result<()> {
+    bridge::close_store(number(h))
+}
+
+/// `get`: the raw value or `None`.
+pub(crate) fn get(h: jlong, key: &[u8], committed: bool) -> Result<Option<Vec<u8>>> {
+    handle::store(number(h))?.get_raw_with(isolation(committed), key)
+}
+
+/// `put`: `None` deletes.
+pub(crate) fn put(h: jlong, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+    handle::store(number(h))?.put_raw(key, value)
+}
+
+/// `putIfAbsent`: the existing value, or `None` when `value` was written.
+pub(crate) fn put_if_absent(h: jlong, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+    handle::store(number(h))?.put_if_absent_raw(key, value)
+}
+
+/// `delete`: the deleted value or `None`.
+pub(crate) fn delete(h: jlong, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    handle::store(number(h))?.delete_raw(key)
+}
+
+/// `putAll`: a packed batch ([`codec`]), all or nothing.
+pub(crate) fn put_all(h: jlong, packed: &[u8]) -> Result<()> {
+    let store = handle::store(number(h))?;
+    store.put_all_raw(codec::decode_entries(packed)?)
+}
+
+/// `scan`: a new iterator handle over `[from, to]` (`None` = open end), or over the keys
+/// starting with `from` when `prefix` is set.
+pub(crate) fn scan(
+    h: jlong,
+    from: Option<&[u8]>,
+    to: Option<&[u8]>,
+    prefix: bool,
+    reverse: bool,
+    committed: bool,
+) -> Result<jlong> {
+    let range = if prefix {
+        KeyRange::prefix(from.unwrap_or_default())
+    } else {
+        KeyRange::inclusive(from, to)
+    };
+    bridge::open_iter(number(h), |s| s.scan(isolation(committed), &range, reverse)).map(jhandle)
+}
+
+/// `next`: the next entries packed ([`codec`]), at least one if any remains; `None` once
+/// exhausted. Non-positive bounds count as 1. The batch rules (checked timestamped values,
+/// no entry lost to an error) are [`bridge::KvIterHandle::next_batch`]'s.
+pub(crate) fn next(it: jlong, max_entries: jint, max_bytes: jint) -> Result<Option<Vec<u8>>> {
+    let iter = handle::iter(number(it))?;
+    let max_entries = usize::try_from(max_entries.max(1)).unwrap_or(1);
+    let max_bytes = usize::try_from(max_bytes.max(1)).unwrap_or(1);
+    let batch = iter.next_batch(max_entries, max_bytes)?;
+    if batch.is_empty() {
+        return Ok(None);
+    }
+    let mut packed = Vec::with_capacity(batch.iter().map(|(k, v)| k.len() + v.len() + 8).sum());
+    for (k, v) in &batch {
+        codec::encode_entry(&mut packed, k, Some(v))?;
+    }
+    Ok(Some(packed))
+}
+
+/// `closeIterator`: releases the iterator; the handle is retired.
+pub(crate) fn close_iterator(it: jlong) -> Result<()> {
+    bridge::close_iter(number(it))
+}
+
+/// `commit`: the transaction, the offsets (`None` removes a partition's offset; no entry
+/// removes all) and, when given, the metadata blob, atomically.
+pub(crate) fn commit(
+    h: jlong,
+    offsets: &[(TopicPartition, Option<i64>)],
+    metadata: Option<&[u8]>,
+) -> Result<()> {
+    handle::store(number(h))?.commit(offsets, metadata)
+}
+
+/// `committedOffset`: [`NO_OFFSET`] when none is committed.
+pub(crate) fn committed_offset(h: jlong, topic: String, partition: jint) -> Result<jlong> {
+    let tp = TopicPartition::new(topic, partition);
+    Ok(handle::store(number(h))?
+        .committed_offset(&tp)?
+        .unwrap_or(NO_OFFSET))
+}
+
+/// `committedMetadata`: the blob of the last commit carrying one.
+pub(crate) fn committed_metadata(h: jlong) -> Result<Option<Vec<u8>>> {
+    handle::store(number(h))?.committed_metadata()
+}
+
+/// `rollback`: discards the uncommitted writes.
+pub(crate) fn rollback(h: jlong) -> Result<()> {
+    handle::store(number(h))?.rollback()
+}
+
+/// `approximateNumEntries`.
+pub(crate) fn approximate_num_entries(h: jlong, committed: bool) -> Result<jlong> {
+    let n = handle::store(number(h))?.approximate_num_entries_with(isolation(committed))?;
+    Ok(saturating_jlong(n))
+}
+
+/// `approximateNumUncommittedBytes`.
+pub(crate) fn approximate_num_uncommitted_bytes(h: jlong) -> Result<jlong> {
+    let n = handle::store(number(h))?.approximate_num_uncommitted_bytes()?;
+    Ok(saturating_jlong(n))
+}
+
+/// `flush`: commits the uncommitted writes keeping every committed offset as it is (for
+/// Kafka Streams 4.0-4.2 runtimes, which keep offsets in their own checkpoint file).
+pub(crate) fn flush(h: jlong, metadata: Option<&[u8]>) -> Result<()> {
+    let store = handle::store(number(h))?;
+    let keep: Vec<(TopicPartition, Option<i64>)> = store
+        .committed_offsets()?
+        .into_iter()
+        .map(|(tp, offset)| (tp, Some(offset)))
+        .collect();
+    store.commit(&keep, metadata)
+}
