@@ -214,6 +214,52 @@ fn kills_inside_creation_and_recovery_leave_a_store_that_opens() {
     assert!(self_killed > 0, "no kill landed on a crash point");
 }
 
+/// SIGKILLs while a store runs in lazy upgrade mode: the store starts as a plain store
+/// holding a plain value for every key of the workload, and the workers open it
+/// timestamped, migrating keys as they write. After every kill the reopened store (still
+/// merging both families) equals the model of the commit whose offset it reports.
+#[test]
+fn kills_during_a_lazy_upgrade_recover_a_whole_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let config = WorkloadConfig::default();
+    let mut model = Model::default();
+    {
+        let plain = KvStore::open(&path, &StoreOptions::plain(EngineKind::RocksDb)).unwrap();
+        for k in 0..config.keys {
+            let key = if k == 0 {
+                Vec::new()
+            } else {
+                format!("key-{k:06}").into_bytes()
+            };
+            let value = format!("plain-{k}").into_bytes();
+            plain.put_raw(&key, Some(&value)).unwrap();
+            model
+                .committed
+                .insert(key, kstate::format::value::encode(&value, -1));
+        }
+        plain.commit(&[], None).unwrap();
+        plain.close().unwrap();
+    }
+    let mut rng = Rng::new(0x5EED ^ u64::from(std::process::id()));
+    let mut base = 0i64;
+    let mut upgrading_rounds = 0;
+    for round in 0..40 {
+        let seed = rng.next_u64();
+        let mut child = spawn_worker(&path, seed, (round % 3 == 2).then_some(4));
+        std::thread::sleep(Duration::from_millis(5 + rng.below(120)));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+        }
+        child.wait().unwrap();
+        let (store, _, offset, _) = reopen_and_check(&path, round, seed, base, &mut model, config);
+        upgrading_rounds += usize::from(store.is_upgrading());
+        store.close().unwrap();
+        base = offset;
+    }
+    assert!(upgrading_rounds > 0, "the store never ran in upgrade mode");
+}
+
 /// The in-memory engine cannot outlive its process, so its "crash" is in-process: the
 /// workload is abandoned at random points by rollback or by closing without commit, and
 /// the store must then equal the model state of the last commit.

@@ -96,6 +96,15 @@ fn cmd_inspect(dir: &Path) -> CmdResult {
         Some(h) => {
             println!("format version:   {}", h.format_version);
             println!("value format:     {}", h.value_format.name());
+            if r.plain_values_to_upgrade > 0 {
+                println!(
+                    "mode:             upgrade ({} plain values in `default` are read with \
+                     timestamp -1 and migrated as they are written)",
+                    r.plain_values_to_upgrade
+                );
+            } else {
+                println!("mode:             regular");
+            }
         }
         None => println!("format:           Kafka Streams store (not yet opened by kstate)"),
     }

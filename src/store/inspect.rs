@@ -25,6 +25,9 @@ pub struct StoreReport {
     pub pending: Option<PendingCommit>,
     /// Whether the last session closed the store cleanly (`None`: never opened by kstate).
     pub last_close_clean: Option<bool>,
+    /// Plain values a timestamped store still reads from `default` (upgrade mode, KIP-258);
+    /// 0 in regular mode.
+    pub plain_values_to_upgrade: u64,
 }
 
 /// One column family as `kstate inspect` shows it.
@@ -106,7 +109,15 @@ pub fn inspect(path: &Path) -> Result<StoreReport> {
     let last_close_clean = meta_record(meta::KEY_STATUS)?
         .map(|r| meta::decode_status(&r))
         .transpose()?;
+    let plain_values_to_upgrade = match header.map(|h| h.value_format) {
+        Some(ValueFormat::Timestamped) => families
+            .iter()
+            .find(|f| f.name == names::PLAIN)
+            .map_or(0, |f| f.entries),
+        _ => 0,
+    };
     Ok(StoreReport {
+        plain_values_to_upgrade,
         path: path.to_path_buf(),
         header,
         families,
@@ -186,14 +197,6 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                         if let Err(e) = value::split(&v) {
                             problem(e.to_string());
                         }
-                    }
-                    if name == names::PLAIN
-                        && header.map(|h| h.value_format) == Some(ValueFormat::Timestamped)
-                    {
-                        problem(
-                            "plain value in the default family of a timestamped kstate store"
-                                .into(),
-                        );
                     }
                 }
                 names::META => {

@@ -23,6 +23,9 @@ struct Live {
 struct Shared {
     core: RwLock<Option<Live>>,
     data: Family,
+    /// In upgrade mode (a timestamped store over plain values, KIP-258): the family of
+    /// plain values not yet migrated.
+    legacy: Option<Family>,
     iterators: Registry,
     path: Option<PathBuf>,
     options: StoreOptions,
@@ -154,6 +157,7 @@ impl KvStore {
                     _lock: opened.lock,
                 })),
                 data: opened.data,
+                legacy: opened.legacy,
                 iterators: Registry::default(),
                 path,
                 options: options.clone(),
@@ -197,7 +201,30 @@ impl KvStore {
         format::check_key(key)?;
         let encoded = value::encode_shared(value, timestamp);
         format::check_value(&encoded)?;
-        self.with_core(|c| c.write_all(self.shared.data, std::iter::once((key, Some(encoded)))))
+        self.with_core(|c| self.write(c, vec![(key, Some(encoded))]))
+    }
+
+    /// Buffers writes of the store's values; in upgrade mode each written key also leaves
+    /// the plain family, in the same transaction, so it is migrated when this commits.
+    fn write(&self, core: &TxnCore, writes: Vec<(&[u8], crate::txn::Write)>) -> Result<()> {
+        if let Some(legacy) = self.shared.legacy {
+            core.write_all(legacy, writes.iter().map(|(k, _)| (*k, None)))?;
+        }
+        core.write_all(self.shared.data, writes)
+    }
+
+    /// `key` in the family of values, falling back in upgrade mode to the plain family
+    /// (shown with timestamp -1).
+    fn read(&self, core: &TxnCore, isolation: Isolation, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match core.get(isolation, self.shared.data, key)? {
+            Some(v) => Ok(Some(v)),
+            None => match self.shared.legacy {
+                Some(legacy) => Ok(core
+                    .get(isolation, legacy, key)?
+                    .map(|plain| value::encode(&plain, -1))),
+                None => Ok(None),
+            },
+        }
     }
 
     /// Writes `value` unless `key` already has one; returns the existing value, if any.
@@ -235,12 +262,13 @@ impl KvStore {
             encoded.push(e);
         }
         self.with_core(|c| {
-            c.write_all(
-                self.shared.data,
+            self.write(
+                c,
                 entries
                     .iter()
                     .zip(encoded)
-                    .map(|((k, _, _), e)| (*k, Some(e))),
+                    .map(|((k, _, _), e)| (*k, Some(e)))
+                    .collect(),
             )
         })
     }
@@ -257,7 +285,16 @@ impl KvStore {
     pub fn put_if_absent_raw(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         format::check_key(key)?;
         self.check_raw(value)?;
-        self.with_core(|c| c.put_if_absent(self.shared.data, key, value))
+        self.with_core(|c| {
+            if self.shared.legacy.is_none() {
+                return c.put_if_absent(self.shared.data, key, value);
+            }
+            let existing = self.read(c, Isolation::ReadUncommitted, key)?;
+            if existing.is_none() {
+                self.write(c, vec![(key, Some(std::sync::Arc::from(value)))])?;
+            }
+            Ok(existing)
+        })
     }
 
     /// The writer's view of `key`, raw.
@@ -268,7 +305,7 @@ impl KvStore {
     /// `key` under `isolation`, raw.
     pub fn get_raw_with(&self, isolation: Isolation, key: &[u8]) -> Result<Option<Vec<u8>>> {
         format::check_key(key)?;
-        self.with_core(|c| c.get(isolation, self.shared.data, key))
+        self.with_core(|c| self.read(c, isolation, key))
     }
 
     /// `key` under `isolation`, decoded (timestamped stores).
@@ -280,7 +317,15 @@ impl KvStore {
     /// Deletes `key`; returns its raw value in the writer's view.
     pub fn delete_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         format::check_key(key)?;
-        self.with_core(|c| c.delete(self.shared.data, key))
+        self.with_core(|c| {
+            let Some(legacy) = self.shared.legacy else {
+                return c.delete(self.shared.data, key);
+            };
+            let existing = self.read(c, Isolation::ReadUncommitted, key)?;
+            c.delete(legacy, key)?;
+            c.delete(self.shared.data, key)?;
+            Ok(existing)
+        })
     }
 
     /// Writes every `(key, raw value or None to delete)`. All entries are validated before
@@ -297,11 +342,12 @@ impl KvStore {
             }
         }
         self.with_core(|c| {
-            c.write_all(
-                self.shared.data,
+            self.write(
+                c,
                 entries
                     .into_iter()
-                    .map(|(k, v)| (k, v.map(std::sync::Arc::<[u8]>::from))),
+                    .map(|(k, v)| (k, v.map(std::sync::Arc::<[u8]>::from)))
+                    .collect(),
             )
         })
     }
@@ -312,12 +358,16 @@ impl KvStore {
     pub fn scan(&self, isolation: Isolation, range: &KeyRange, reverse: bool) -> Result<KvIter> {
         // Registered under the store's read lock, so a concurrent close cannot miss it.
         let slot = self.with_core(|c| {
-            Ok(self.shared.iterators.register(c.iter(
-                isolation,
-                self.shared.data,
-                range,
-                reverse,
-            )?))
+            let values = c.iter(isolation, self.shared.data, range, reverse)?;
+            let merged = match self.shared.legacy {
+                Some(legacy) => crate::txn::MergedIter::upgrading(
+                    values,
+                    c.iter(isolation, legacy, range, reverse)?,
+                    reverse,
+                ),
+                None => values,
+            };
+            Ok(self.shared.iterators.register(merged))
         })?;
         Ok(KvIter::new(slot, self.shared.options.value_format))
     }
@@ -360,12 +410,18 @@ impl KvStore {
     /// memory engine; RocksDB's estimate otherwise; buffered puts count +1 and buffered
     /// deletes -1.
     pub fn approximate_num_entries(&self) -> Result<u64> {
-        self.with_core(|c| c.approximate_count(Isolation::ReadUncommitted, self.shared.data))
+        self.approximate_num_entries_with(Isolation::ReadUncommitted)
     }
 
     /// Approximate number of entries under `isolation`.
     pub fn approximate_num_entries_with(&self, isolation: Isolation) -> Result<u64> {
-        self.with_core(|c| c.approximate_count(isolation, self.shared.data))
+        self.with_core(|c| {
+            let legacy = match self.shared.legacy {
+                Some(f) => c.approximate_count(isolation, f)?,
+                None => 0,
+            };
+            Ok(c.approximate_count(isolation, self.shared.data)? + legacy)
+        })
     }
 
     // ----- transactions -------------------------------------------------------------------
@@ -419,6 +475,14 @@ impl KvStore {
     /// on any handle returns [`Error::StoreClosed`].
     pub fn close(&self) -> Result<()> {
         self.shared.shutdown()
+    }
+
+    /// True when the store runs in upgrade mode (KIP-258): it was opened timestamped over
+    /// plain values, which it reads with timestamp -1 and migrates key by key as they are
+    /// written or deleted. The next open after the last plain value is gone runs in
+    /// regular mode.
+    pub fn is_upgrading(&self) -> bool {
+        self.shared.legacy.is_some()
     }
 
     /// True until the store is closed.

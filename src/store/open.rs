@@ -30,6 +30,8 @@ pub(crate) struct Opened {
     pub engine: Arc<dyn Engine>,
     /// The family holding the store's values.
     pub data: Family,
+    /// Upgrade mode: the family of plain values a timestamped store still reads.
+    pub legacy: Option<Family>,
     /// kstate's lock on the store path (none in memory).
     pub lock: Option<StoreLock>,
 }
@@ -67,6 +69,7 @@ pub(crate) fn open_memory(options: &StoreOptions) -> Result<Opened> {
     Ok(Opened {
         engine: Arc::new(engine),
         data,
+        legacy: None,
         lock: None,
     })
 }
@@ -98,14 +101,30 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
         match engine.get(meta, meta::KEY_HEADER)? {
             Some(raw) => {
                 let header = StoreHeader::decode(&raw)?;
-                if header.value_format != format {
+                if header.value_format == format {
+                    return with_data(engine, format, lock);
+                }
+                if format == ValueFormat::Plain {
                     return Err(Error::FormatMismatch(format!(
-                        "store at {} was created {} and cannot be opened {}",
-                        path.display(),
-                        header.value_format.name(),
-                        format.name()
+                        "store at {} was created timestamped and cannot be opened plain",
+                        path.display()
                     )));
                 }
+                // A plain kstate store opened timestamped: from now on it is timestamped,
+                // in upgrade mode until its last plain value is migrated (KIP-258). The
+                // family comes first and the header second, so a kill in between leaves a
+                // plain store with an empty extra family, upgraded again by the next open.
+                drop(engine);
+                let engine = RocksEngine::open(
+                    path,
+                    &[names::META, names::SPILL, names::TIMESTAMPED],
+                    &options.rocksdb,
+                )?;
+                let meta = engine.registry().require(names::META)?;
+                engine.write(
+                    &[BatchOp::Put(meta, meta::KEY_HEADER, &header_for(format))],
+                    true,
+                )?;
                 return with_data(engine, format, lock);
             }
             None if has_entries(&engine, meta)? => {
@@ -135,9 +154,15 @@ fn with_data(engine: RocksEngine, format: ValueFormat, lock: StoreLock) -> Resul
                 data_family_name(format)
             ))
         })?;
+    // A timestamped store with plain values left in `default` runs in upgrade mode.
+    let legacy = match (format, engine.registry().find(names::PLAIN)) {
+        (ValueFormat::Timestamped, Some(plain)) if has_entries(&engine, plain)? => Some(plain),
+        _ => None,
+    };
     Ok(Opened {
         engine: Arc::new(engine),
         data,
+        legacy,
         lock: Some(lock),
     })
 }
@@ -206,18 +231,18 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
     let imported = {
         let ro = RocksEngine::open_read_only(path, &options.rocksdb)?;
         let registry = ro.registry();
-        let (other, other_name) = match format {
-            ValueFormat::Plain => (names::TIMESTAMPED, "timestamped"),
-            ValueFormat::Timestamped => (names::PLAIN, "plain"),
-        };
-        if let Some(f) = registry.find(other) {
-            if has_entries(&ro, f)? {
-                return Err(Error::FormatMismatch(format!(
-                    "Kafka Streams store at {} holds {other_name} values in column family \
-                     '{other}'; it cannot be opened {} without an upgrade",
-                    path.display(),
-                    format.name()
-                )));
+        // Plain values under a timestamped open are upgraded lazily (as Kafka's
+        // RocksDBTimestampedStore does); timestamped values cannot be opened plain.
+        if format == ValueFormat::Plain {
+            if let Some(f) = registry.find(names::TIMESTAMPED) {
+                if has_entries(&ro, f)? {
+                    return Err(Error::FormatMismatch(format!(
+                        "Kafka Streams store at {} holds timestamped values in column family \
+                         '{}'; it cannot be opened plain",
+                        path.display(),
+                        names::TIMESTAMPED
+                    )));
+                }
             }
         }
         match registry.find(names::KAFKA_OFFSETS) {

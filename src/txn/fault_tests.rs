@@ -259,6 +259,7 @@ fn open_over(engine: Arc<dyn Engine>) -> KvStore {
         Opened {
             engine,
             data,
+            legacy: None,
             lock: None,
         },
         None,

@@ -53,6 +53,37 @@ impl Source for Spilled {
     }
 }
 
+/// A merged view used as one layer of another merge (its entries are never tombstones).
+impl Source for MergedIter {
+    fn next_write(&mut self) -> Result<Option<KeyWrite>> {
+        Ok(self.next_entry()?.map(|(k, v)| (k, Some(v))))
+    }
+}
+
+/// Plain values of a store being upgraded, shown in the timestamped layout with timestamp
+/// -1 (KIP-258: a value upgraded without a known timestamp).
+struct UpgradedPlain(MergedIter);
+
+impl Source for UpgradedPlain {
+    fn next_write(&mut self) -> Result<Option<KeyWrite>> {
+        Ok(self
+            .0
+            .next_entry()?
+            .map(|(k, v)| (k, Some(crate::format::value::encode(&v, -1)))))
+    }
+}
+
+impl MergedIter {
+    /// The view of a store in upgrade mode: timestamped entries win over plain entries of
+    /// the same key, which appear with timestamp -1.
+    pub(crate) fn upgrading(timestamped: MergedIter, plain: MergedIter, reverse: bool) -> Self {
+        MergedIter::new(
+            vec![Box::new(timestamped), Box::new(UpgradedPlain(plain))],
+            reverse,
+        )
+    }
+}
+
 struct Layer {
     source: Box<dyn Source>,
     head: Option<KeyWrite>,

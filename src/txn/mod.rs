@@ -42,6 +42,7 @@ use crate::format::TopicPartition;
 use crate::sync::{MutexExt, RwLockExt};
 use crate::{Error, Result};
 
+pub(crate) use buffer::Write;
 use buffer::WriteBuffer;
 pub(crate) use merge::MergedIter;
 use merge::{Buffered, Committed, Source, Spilled};

@@ -143,17 +143,34 @@ public class MisuseTest {
     }
 
     @Test
-    public void plainAndTimestampedFormatsDoNotMix() {
-        KeyValueStore<Bytes, byte[]> plain = open("fmt");
-        plain.close();
+    public void aTimestampedStoreCannotBeOpenedPlain() {
         KeyValueStore<Bytes, byte[]> ts = KstateStores.persistentTimestampedKeyValueStore("fmt").get();
+        ts.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), ts);
+        ts.close();
+        KeyValueStore<Bytes, byte[]> plain = KstateStores.persistentKeyValueStore("fmt").get();
         try {
-            ts.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), ts);
+            plain.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), plain);
             fail("expected ProcessorStateException");
         } catch (ProcessorStateException e) {
             assertEquals(KstateException.FORMAT_MISMATCH, ((KstateException) e).errorCode());
         }
-        assertFalse(ts.isOpen());
+        assertFalse(plain.isOpen());
+    }
+
+    /** A plain store opened timestamped is upgraded lazily (KIP-258): old values read with timestamp -1. */
+    @Test
+    public void aPlainStoreOpenedTimestampedIsUpgraded() {
+        KeyValueStore<Bytes, byte[]> plain = open("upgrade");
+        plain.put(b("k"), new byte[] {7});
+        plain.commit(java.util.Collections.emptyMap());
+        plain.close();
+        KeyValueStore<Bytes, byte[]> ts = KstateStores.persistentTimestampedKeyValueStore("upgrade").get();
+        ts.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), ts);
+        byte[] raw = ts.get(b("k"));
+        assertEquals(java.nio.ByteBuffer.wrap(raw).getLong(), -1L);
+        assertEquals(7, raw[8]);
+        assertEquals(9, raw.length);
+        ts.close();
     }
 
     @Test
