@@ -247,3 +247,38 @@ fn a_full_disk_at_every_level_leaves_a_consistent_store() {
         assert!(total_errors > 0, "the sweep never filled the disk");
     }
 }
+
+/// `kstate upgrade` checks free space first and refuses, changing nothing, when the stores
+/// it would convert do not fit.
+#[test]
+fn offline_upgrade_refuses_when_the_disk_is_too_full() {
+    let Some(fs) = Tmpfs::mount(32) else {
+        return;
+    };
+    let path = fs.path().join("plain");
+    let store = KvStore::open(&path, &StoreOptions::plain(kstate::EngineKind::RocksDb)).unwrap();
+    for i in 0..3_000u32 {
+        store
+            .put_raw(&i.to_be_bytes(), Some(&[9u8; 1_000]))
+            .unwrap();
+    }
+    store.commit(&[(tp(), Some(1))], None).unwrap();
+    store.compact().unwrap();
+    store.close().unwrap();
+    let filler = fs.fill_to(256 << 10);
+    let out = Command::new(env!("CARGO_BIN_EXE_kstate"))
+        .arg("upgrade")
+        .arg(fs.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("not enough free disk space"), "{text}");
+    assert!(text.contains("nothing was changed"), "{text}");
+    std::fs::remove_file(filler).unwrap();
+    let report = kstate::store::inspect::inspect(&path).unwrap();
+    assert_eq!(
+        report.header.map(|h| h.value_format),
+        Some(kstate::ValueFormat::Plain)
+    );
+}

@@ -282,3 +282,133 @@ fn upgrade_mode_matches_the_model() {
         s.close().unwrap();
     }
 }
+
+/// `kstate upgrade` over a Kafka Streams-like state directory (a Kafka `RocksDBStore` with
+/// its offsets, a kstate plain store, a timestamped store and a headers-format store),
+/// SIGKILLed at random moments and run again until it succeeds: every convertible store
+/// ends timestamped in regular mode with exactly its values (timestamp -1) and offsets;
+/// the others are untouched. `--dry-run` changes nothing.
+#[test]
+fn offline_upgrade_of_a_state_directory_survives_kills() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("app");
+    let kafka = state.join("0_0").join("rocksdb").join("counts");
+    let plain = state.join("0_1").join("counts");
+    let headers = state.join("0_2").join("rocksdb").join("counts");
+    let n = 30_000u64;
+    let mut kafka_model = Map::new();
+    {
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        o.create_missing_column_families(true);
+        let db = rocksdb::DB::open_cf(&o, &kafka, ["default", "offsets"]).unwrap();
+        for i in 0..n {
+            let v = format!("kafka-{i}").into_bytes();
+            db.put(key(i), &v).unwrap();
+            kafka_model.insert(key(i), value::encode(&v, -1));
+        }
+        let off = db.cf_handle("offsets").unwrap();
+        db.put_cf(off, b"upgrade-changelog-0", 99i64.to_be_bytes())
+            .unwrap();
+        db.put_cf(off, b"status", 0i64.to_be_bytes()).unwrap();
+        let db = rocksdb::DB::open_cf(
+            &o,
+            &headers,
+            ["default", "keyValueWithTimestampAndHeaders", "offsets"],
+        )
+        .unwrap();
+        db.put_cf(
+            db.cf_handle("keyValueWithTimestampAndHeaders").unwrap(),
+            b"h",
+            b"\x00\x00\x00\x00\x00\x00\x00\x00\x01v",
+        )
+        .unwrap();
+    }
+    let plain_model = plain_store(&plain, 2_000);
+    let cli = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        cmd.arg("upgrade")
+            .arg(&state)
+            .args(args)
+            .stdin(Stdio::null());
+        cmd
+    };
+    let before = kstate::store::inspect::inspect(&kafka).unwrap();
+    let out = cli(&["--dry-run"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("Kafka Streams RocksDBStore, 30000 plain values"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kstate plain store, 2000 plain values"),
+        "{text}"
+    );
+    assert!(text.contains("headers format"), "{text}");
+    assert_eq!(
+        kstate::store::inspect::inspect(&kafka).unwrap().families,
+        before.families
+    );
+
+    let mut x = 0x1234_5678u64 ^ u64::from(std::process::id());
+    let (mut kills, mut runs) = (0, 0);
+    loop {
+        runs += 1;
+        assert!(runs < 200, "the upgrade never finished");
+        let mut child = cli(&["--batch", "500"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        std::thread::sleep(std::time::Duration::from_millis(100 + x % 500));
+        let status = match child.try_wait().unwrap() {
+            Some(status) => status,
+            None => {
+                child.kill().unwrap();
+                kills += 1;
+                child.wait().unwrap()
+            }
+        };
+        if status.success() {
+            break;
+        }
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGKILL),
+            "upgrade failed: {status:?}"
+        );
+    }
+    println!("offline upgrade: {kills} kills, {runs} runs");
+    for (path, model, offset) in [
+        (&kafka, &kafka_model, Some(99)),
+        (&plain, &plain_model, Some(7)),
+    ] {
+        let s = KvStore::open(path, &StoreOptions::default()).unwrap();
+        assert!(!s.is_upgrading(), "{}", path.display());
+        assert_eq!(
+            &scan(&s, Isolation::ReadCommitted, false),
+            model,
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            s.committed_offset(&tp()).unwrap(),
+            offset,
+            "{}",
+            path.display()
+        );
+        s.close().unwrap();
+    }
+    let h = kstate::store::inspect::inspect(&headers).unwrap();
+    assert!(
+        h.header.is_none(),
+        "the headers-format store was left alone"
+    );
+}

@@ -10,7 +10,7 @@ use super::StoreOptions;
 use crate::engine::{EngineKind, Family, KeyRange};
 use crate::format::meta::ValueFormat;
 use crate::format::{self, value, TopicPartition, ValueAndTimestamp};
-use crate::sync::RwLockExt;
+use crate::sync::{MutexExt, RwLockExt};
 use crate::txn::{Isolation, RecoveryReport, TxnConfig, TxnCore};
 use crate::{Error, Result};
 
@@ -26,6 +26,9 @@ struct Shared {
     /// In upgrade mode (a timestamped store over plain values, KIP-258): the family of
     /// plain values not yet migrated.
     legacy: Option<Family>,
+    /// The last plain key [`KvStore::upgrade_step`] migrated: the next step starts after
+    /// it instead of skipping the tombstones of every key migrated before.
+    upgraded_up_to: std::sync::Mutex<Option<Vec<u8>>>,
     iterators: Registry,
     path: Option<PathBuf>,
     options: StoreOptions,
@@ -158,6 +161,7 @@ impl KvStore {
                 })),
                 data: opened.data,
                 legacy: opened.legacy,
+                upgraded_up_to: std::sync::Mutex::new(None),
                 iterators: Registry::default(),
                 path,
                 options: options.clone(),
@@ -475,6 +479,84 @@ impl KvStore {
     /// on any handle returns [`Error::StoreClosed`].
     pub fn close(&self) -> Result<()> {
         self.shared.shutdown()
+    }
+
+    /// Migrates up to `max_entries` plain values of a store in upgrade mode to the
+    /// timestamped family (timestamp -1, or dropping the plain value where a timestamped
+    /// one already exists) and commits them, keeping the committed offsets and metadata.
+    /// Each call is one transaction, so a kill between or inside calls loses nothing and
+    /// the next call (after reopening) continues where the last completed one ended.
+    /// Returns the number migrated; 0 once no plain value is left (the next open then
+    /// runs in regular mode).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when uncommitted writes are pending (they would be
+    /// committed with the migration) or `max_entries` is 0; engine errors as for commit.
+    pub fn upgrade_step(&self, max_entries: usize) -> Result<u64> {
+        if max_entries == 0 {
+            return Err(Error::InvalidArgument(
+                "max_entries must be positive".into(),
+            ));
+        }
+        let Some(legacy) = self.shared.legacy else {
+            return Ok(0);
+        };
+        self.with_core(|c| {
+            if c.uncommitted_bytes() > 0 {
+                return Err(Error::InvalidArgument(
+                    "the store has uncommitted writes: commit or roll them back before upgrading"
+                        .into(),
+                ));
+            }
+            let mut resume = self.shared.upgraded_up_to.lock_recover();
+            let from = KeyRange {
+                lower: resume
+                    .clone()
+                    .map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
+                upper: std::ops::Bound::Unbounded,
+            };
+            let mut plain = c.iter(Isolation::ReadUncommitted, legacy, &from, false)?;
+            let mut moved = Vec::new();
+            while moved.len() < max_entries {
+                let Some((key, value)) = plain.next_entry()? else {
+                    break;
+                };
+                moved.push((key, value));
+            }
+            drop(plain);
+            if moved.is_empty() {
+                // Drop the tombstones, so that the next open's check for plain values is
+                // one cheap seek.
+                c.compact(legacy)?;
+                return Ok(0);
+            }
+            for (key, value) in &moved {
+                if c.get(Isolation::ReadUncommitted, self.shared.data, key)?
+                    .is_none()
+                {
+                    let upgraded: std::sync::Arc<[u8]> = value::encode_shared(value, -1);
+                    c.write_all(
+                        self.shared.data,
+                        std::iter::once((key.as_slice(), Some(upgraded))),
+                    )?;
+                }
+                c.write_all(legacy, std::iter::once((key.as_slice(), None)))?;
+            }
+            let committed = c.committed();
+            let offsets: Vec<(TopicPartition, Option<i64>)> = committed
+                .offsets
+                .into_iter()
+                .map(|(tp, o)| (tp, Some(o)))
+                .collect();
+            if offsets.is_empty() {
+                // Kafka's map semantics: an empty map clears offsets, which is what we keep.
+                c.commit(&[], None)?;
+            } else {
+                c.commit(&offsets, None)?;
+            }
+            *resume = moved.last().map(|(k, _)| k.clone());
+            Ok(moved.len() as u64)
+        })
     }
 
     /// True when the store runs in upgrade mode (KIP-258): it was opened timestamped over
