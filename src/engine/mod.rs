@@ -77,10 +77,11 @@ impl Family {
     }
 }
 
-/// The names of an engine's families, in registry order ([`Family`] indexes it).
+/// The names of an engine's families, in registry order ([`Family`] indexes it). Shared,
+/// so that every snapshot can carry it without copying.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Registry {
-    names: Vec<String>,
+    names: std::sync::Arc<[String]>,
 }
 
 impl Registry {
@@ -98,7 +99,9 @@ impl Registry {
                 names.len()
             )));
         }
-        Ok(Registry { names })
+        Ok(Registry {
+            names: names.into(),
+        })
     }
 
     /// The family named `name`, if the engine has it.

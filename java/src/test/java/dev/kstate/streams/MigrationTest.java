@@ -107,8 +107,12 @@ public class MigrationTest {
      * @return the store's final contents
      */
     private List<String> kafkaWrites(File into, int records) throws Exception {
-        File stateDir = new File(dir, "kafka");
-        TopologyTestDriver driver = new TopologyTestDriver(table(Stores.persistentTimestampedKeyValueStore("s")).build(),
+        return kafkaWrites(into, records, Stores.persistentTimestampedKeyValueStore("s"));
+    }
+
+    private List<String> kafkaWrites(File into, int records, KeyValueBytesStoreSupplier supplier) throws Exception {
+        File stateDir = new File(dir, "kafka-" + supplier.metricsScope() + "-" + into.getName());
+        TopologyTestDriver driver = new TopologyTestDriver(table(supplier).build(),
             TestSupport.props(APP, stateDir));
         List<String> contents;
         try {
@@ -182,5 +186,107 @@ public class MigrationTest {
             assertEquals(1, contents(driver).size());
             assertEquals("the first write's changelog offset", Long.valueOf(0L), store.committedOffset(CHANGELOG));
         }
+    }
+
+    /**
+     * Kafka 4.4's own timestamped store, cleanly closed, with no legacy checkpoint: its
+     * {@code offsets} column family is imported, so kstate reports Kafka's committed offset
+     * and holds every entry.
+     */
+    @Test
+    public void kafkasOffsetsColumnFamilyIsImported() throws Exception {
+        File stateDir = new File(dir, "offsets");
+        List<String> kafkaContents = kafkaWrites(stateDir, 400);
+        try (TopologyTestDriver driver = new TopologyTestDriver(
+            table(KstateStores.persistentTimestampedKeyValueStore("s")).build(), TestSupport.props(APP, stateDir))) {
+            assertEquals(kafkaContents, contents(driver));
+            StateStore store = (StateStore) driver.getTimestampedKeyValueStore("s");
+            assertEquals("Kafka's committed offset, from its offsets family", Long.valueOf(399L),
+                store.committedOffset(CHANGELOG));
+        }
+    }
+
+    /**
+     * Kafka's plain {@code RocksDBStore} reopened by a timestamped kstate store: adopted in
+     * upgrade mode, every value readable with timestamp -1 (as Kafka's own adapter shows it).
+     */
+    @Test
+    public void aPlainKafkaStoreIsUpgradedInPlace() throws Exception {
+        File stateDir = new File(dir, "plain");
+        List<String> kafkaContents = kafkaWrites(stateDir, 300, Stores.persistentKeyValueStore("s"));
+        assertEquals(150, kafkaContents.size());
+        try (TopologyTestDriver driver = new TopologyTestDriver(
+            table(KstateStores.persistentTimestampedKeyValueStore("s")).build(), TestSupport.props(APP, stateDir))) {
+            List<String> upgraded = contents(driver);
+            assertEquals(kafkaContents.size(), upgraded.size());
+            for (int i = 0; i < upgraded.size(); i++) {
+                String kafka = kafkaContents.get(i);
+                assertEquals(kafka.substring(0, kafka.lastIndexOf('@')) + "@-1", upgraded.get(i));
+            }
+            driver.createInputTopic("in", new StringSerializer(), new StringSerializer()).pipeInput("key-1", "new", 7L);
+            assertTrue(contents(driver).contains("key-1=new@7"));
+        }
+    }
+
+    private static List<String> columnFamilies(File db) throws Exception {
+        List<String> out = new ArrayList<>();
+        for (byte[] name : org.rocksdb.RocksDB.listColumnFamilies(new org.rocksdb.Options(), db.getPath())) {
+            out.add(new String(name, StandardCharsets.UTF_8));
+        }
+        java.util.Collections.sort(out);
+        return out;
+    }
+
+    private void assertRefused(File stateDir, String says) throws Exception {
+        File kafkaDb = new File(stateDir, APP + "/0_0/rocksdb/s");
+        List<String> before = columnFamilies(kafkaDb);
+        try (TopologyTestDriver driver = new TopologyTestDriver(
+            table(KstateStores.persistentTimestampedKeyValueStore("s")).build(), TestSupport.props(APP, stateDir))) {
+            org.junit.Assert.fail("kstate must refuse this directory");
+        } catch (RuntimeException e) {
+            Throwable t = e;
+            while (t != null && !(t instanceof KstateException)) {
+                t = t.getCause();
+            }
+            assertTrue("a kstate error: " + e, t != null);
+            assertTrue(t.getMessage(), t.getMessage().contains(says));
+        }
+        assertEquals("refusing changed nothing", before, columnFamilies(kafkaDb));
+        assertFalse(new File(kafkaDb.getParentFile().getParentFile(), "s").exists());
+    }
+
+    /** Kafka 4.4's headers-format store (KIP-1271) is refused before anything on disk changes. */
+    @Test
+    public void aHeadersFormatKafkaStoreIsRefusedUntouched() throws Exception {
+        File stateDir = new File(dir, "headers");
+        kafkaWrites(stateDir, 50, Stores.persistentTimestampedKeyValueStoreWithHeaders("s"));
+        assertTrue(columnFamilies(new File(stateDir, APP + "/0_0/rocksdb/s")).contains("keyValueWithTimestampAndHeaders"));
+        assertRefused(stateDir, "headers-format");
+    }
+
+    /**
+     * A Kafka store whose {@code status} says it was left open (its process died) is refused,
+     * as Kafka itself refuses it under exactly-once, and left untouched.
+     */
+    @Test
+    public void aKafkaStoreLeftOpenIsRefusedUntouched() throws Exception {
+        File stateDir = new File(dir, "open");
+        kafkaWrites(stateDir, 50);
+        File kafkaDb = new File(stateDir, APP + "/0_0/rocksdb/s");
+        List<org.rocksdb.ColumnFamilyDescriptor> cfs = new ArrayList<>();
+        for (String name : columnFamilies(kafkaDb)) {
+            cfs.add(new org.rocksdb.ColumnFamilyDescriptor(name.getBytes(StandardCharsets.UTF_8)));
+        }
+        List<org.rocksdb.ColumnFamilyHandle> handles = new ArrayList<>();
+        try (org.rocksdb.DBOptions options = new org.rocksdb.DBOptions();
+             org.rocksdb.RocksDB db = org.rocksdb.RocksDB.open(options, kafkaDb.getPath(), cfs, handles)) {
+            int offsets = columnFamilies(kafkaDb).indexOf("offsets");
+            db.put(handles.get(offsets), "status".getBytes(StandardCharsets.UTF_8),
+                java.nio.ByteBuffer.allocate(8).putLong(1L).array());
+            for (org.rocksdb.ColumnFamilyHandle h : handles) {
+                h.close();
+            }
+        }
+        assertRefused(stateDir, "left open");
     }
 }
