@@ -16,6 +16,7 @@ import java.util.function.Supplier;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -42,6 +43,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.QueryableStoreType;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
+import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
@@ -98,18 +100,20 @@ public class InteractiveQueryTest {
         }
     }
 
-    private Topology topology(Wiring wiring, KeyValueBytesStoreSupplier supplier) {
+    private Topology topology(Wiring wiring, KeyValueBytesStoreSupplier supplier, boolean cached) {
         if (wiring == Wiring.DSL_TIMESTAMPED_BUILDER) {
             StreamsBuilder builder = new StreamsBuilder();
+            Materialized<String, String, KeyValueStore<Bytes, byte[]>> m = Materialized.<String, String>as(supplier)
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
             builder.table("in", Consumed.with(Serdes.String(), Serdes.String()),
-                Materialized.<String, String>as(supplier).withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
-                    .withCachingDisabled());
+                cached ? m.withCachingEnabled() : m.withCachingDisabled());
             return builder.build();
         }
         Topology t = new Topology();
         t.addSource("src", Serdes.String().deserializer(), Serdes.String().deserializer(), "in");
         t.addProcessor("p", Writer::new, "src");
-        t.addStateStore(Stores.keyValueStoreBuilder(supplier, Serdes.String(), Serdes.String()).withCachingDisabled(), "p");
+        StoreBuilder<KeyValueStore<String, String>> b = Stores.keyValueStoreBuilder(supplier, Serdes.String(), Serdes.String());
+        t.addStateStore(cached ? b.withCachingEnabled() : b.withCachingDisabled(), "p");
         return t;
     }
 
@@ -120,10 +124,14 @@ public class InteractiveQueryTest {
      * @return query description -> result, in a stable order
      */
     private Map<String, String> scenario(Wiring wiring, KeyValueBytesStoreSupplier supplier) throws Exception {
+        return scenario(wiring, supplier, false);
+    }
+
+    private Map<String, String> scenario(Wiring wiring, KeyValueBytesStoreSupplier supplier, boolean cached) throws Exception {
         File stateDir = TestSupport.tempDir("iq-" + supplier.getClass().getSimpleName());
         Properties props = TestSupport.props("iq-app", stateDir);
         props.put(StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG, "true");
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology(wiring, supplier), props)) {
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology(wiring, supplier, cached), props)) {
             TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
             in.pipeInput("a1", "v1", 10L);
             in.pipeInput("a2", "v2", 20L);
@@ -305,6 +313,36 @@ public class InteractiveQueryTest {
         Map<String, String> kstate = scenario(Wiring.DSL_TIMESTAMPED_BUILDER, KstateStores.persistentKeyValueStore("s"));
         Map<String, String> kafka = scenario(Wiring.DSL_TIMESTAMPED_BUILDER, Stores.persistentKeyValueStore("s"));
         assertSameAnswers("plain store behind the timestamped builder", kafka, kstate);
+    }
+
+    /**
+     * With the record cache on (where a DSL store answers IQv2 key lookups from the cache
+     * first), every query still answers as Kafka's own transactional store, on both builders.
+     */
+    @Test
+    public void cachedStoresAnswerAsKafkasCachedTransactionalStores() throws Exception {
+        assertSameAnswers("cached timestamped store",
+            scenario(Wiring.DSL_TIMESTAMPED_BUILDER, Stores.persistentTimestampedKeyValueStore("s"), true),
+            scenario(Wiring.DSL_TIMESTAMPED_BUILDER, KstateStores.persistentTimestampedKeyValueStore("s"), true));
+        assertSameAnswers("cached plain store",
+            scenario(Wiring.PAPI_PLAIN_BUILDER, Stores.persistentKeyValueStore("s"), true),
+            scenario(Wiring.PAPI_PLAIN_BUILDER, KstateStores.persistentKeyValueStore("s"), true));
+    }
+
+    /**
+     * The in-memory engine answers every query exactly as kstate's RocksDB engine does (the
+     * same transactional semantics), cached and uncached, on both builders.
+     */
+    @Test
+    public void inMemoryStoresAnswerAsTheRocksDbEngine() throws Exception {
+        for (boolean cached : new boolean[] {false, true}) {
+            assertSameAnswers("in-memory timestamped store, cached=" + cached,
+                scenario(Wiring.DSL_TIMESTAMPED_BUILDER, KstateStores.persistentTimestampedKeyValueStore("s"), cached),
+                scenario(Wiring.DSL_TIMESTAMPED_BUILDER, KstateStores.inMemoryTimestampedKeyValueStore("s"), cached));
+            assertSameAnswers("in-memory plain store, cached=" + cached,
+                scenario(Wiring.PAPI_PLAIN_BUILDER, KstateStores.persistentKeyValueStore("s"), cached),
+                scenario(Wiring.PAPI_PLAIN_BUILDER, KstateStores.inMemoryKeyValueStore("s"), cached));
+        }
     }
 
     /** A plain store behind the plain builder answers as Kafka's own transactional plain store. */
