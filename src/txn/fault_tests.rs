@@ -420,3 +420,29 @@ fn a_commit_in_doubt_completes_on_the_next_call() {
         ErrorCode::StoreClosed
     );
 }
+
+/// kstate 0.1's writer-view entry estimate forgot spilled writes.
+#[test]
+fn the_entry_estimate_counts_spilled_writes() {
+    let backend = Memory(std::sync::Mutex::new(None));
+    let store = open_over(backend.create());
+    for k in 0..20 {
+        store.put_raw(&key(k), Some(&value(1))).unwrap();
+    }
+    // max_uncommitted_bytes is 1,000: almost all of these were spilled.
+    assert!(store.approximate_num_uncommitted_bytes().unwrap() > 1_000);
+    assert_eq!(store.approximate_num_entries().unwrap(), 20);
+    assert_eq!(
+        store
+            .approximate_num_entries_with(Isolation::ReadCommitted)
+            .unwrap(),
+        0
+    );
+    store.commit(&[(tp(), Some(1))], None).unwrap();
+    assert_eq!(
+        store
+            .approximate_num_entries_with(Isolation::ReadCommitted)
+            .unwrap(),
+        20
+    );
+}
