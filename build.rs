@@ -14,6 +14,10 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     // Also when the header itself was edited or deleted: it is restored from the sources.
     println!("cargo:rerun-if-changed=include/kstate.h");
+    // C programs link against the ABI's major version (`libkstate.so.0`), so a later
+    // incompatible release can be installed beside this one.
+    let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap_or_else(|_| "0".into());
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libkstate.so.{major}");
 
     let root = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| std::path::PathBuf::from("."), std::path::PathBuf::from);

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 kstate_need_pkgs=()
-for pkg in clang libclang-dev valgrind gradle; do
+for pkg in clang libclang-dev valgrind gradle pkg-config; do
   dpkg -s "$pkg" >/dev/null 2>&1 || kstate_need_pkgs+=("$pkg")
 done
 if [ "${#kstate_need_pkgs[@]}" -gt 0 ]; then

@@ -5,7 +5,10 @@
 #      points), then cargo build --release --lib --example c_fixture: the shipped library
 #      for every other program, and the fixture writer test_api reads (all skipped when
 #      KSTATE_SKIP_CARGO=1; only the kstate crate is rebuilt, never RocksDB);
-#   2. checks that the example in README.md is tests/c/example.c, byte for byte;
+#   2. checks that the example in README.md is tests/c/example.c, byte for byte, and that
+#      the library's SONAME is libkstate.so.MAJOR; installs the library under a temporary
+#      prefix with scripts/install.sh and builds and runs the example against that copy
+#      through pkg-config, as a C user would;
 #   3. builds every tests/c/*.c with -std=c99 -Wall -Wextra -Werror and
 #      -fsanitize=address,undefined, runs them (LeakSanitizer on);
 #   4. rebuilds them without sanitizers and runs them under valgrind (smaller sizes via
@@ -44,6 +47,9 @@ fi
 [[ -f "$FP_LIB/libkstate.so" ]] || { echo "missing $FP_LIB/libkstate.so (run without KSTATE_SKIP_CARGO)"; exit 1; }
 [[ -x "$FIXTURE_BIN" ]] || { echo "missing $FIXTURE_BIN (cargo build --release --example c_fixture)"; exit 1; }
 [[ -f include/kstate.h ]] || { echo "missing include/kstate.h"; exit 1; }
+# Programs linked with -lkstate need the library under its SONAME at run time.
+ln -sf libkstate.so "$LIB/libkstate.so.0"
+ln -sf libkstate.so "$FP_LIB/libkstate.so.0"
 
 # The documented example must be the compiled one.
 if diff <(awk '/^```c$/ {on = 1; next} /^```$/ {on = 0} on' README.md) tests/c/example.c >/dev/null; then
@@ -51,6 +57,45 @@ if diff <(awk '/^```c$/ {on = 1; next} /^```$/ {on = 0} on' README.md) tests/c/e
 else
     fail "README.md example differs from tests/c/example.c"
 fi
+
+# The library carries the ABI's major version as its SONAME.
+soname=$(readelf -d "$LIB/libkstate.so" | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+if [[ $soname == libkstate.so.0 ]]; then
+    pass "libkstate.so has SONAME libkstate.so.0"
+else
+    fail "libkstate.so has SONAME '$soname', not libkstate.so.0"
+fi
+
+# Installed under a prefix, found through pkg-config, linked and run as a C user would.
+installed_example() {
+    local prefix="$BUILD/prefix" dir out rc=0
+    rm -rf "$prefix"
+    mkdir -p "$BUILD"
+    if ! KSTATE_SKIP_CARGO=1 bash scripts/install.sh "$prefix" >"$BUILD/install.log" 2>&1; then
+        fail "scripts/install.sh failed (see $BUILD/install.log)"
+        return 0
+    fi
+    local flags
+    if ! flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kstate); then
+        fail "pkg-config does not find the installed kstate.pc"
+        return 0
+    fi
+    # shellcheck disable=SC2086
+    if ! "$CC" -std=c99 -Wall -Wextra -Werror tests/c/example.c -o "$BUILD/example-installed" $flags; then
+        fail "example does not build against the installed copy (pkg-config: $flags)"
+        return 0
+    fi
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/kstate-installed-XXXXXX")
+    out=$(LD_LIBRARY_PATH="$prefix/lib" "$BUILD/example-installed" "$dir/store" 2>&1) || rc=$?
+    rm -rf "$dir"
+    if [[ $rc -eq 0 && $out == "committed offset: 3"* ]] \
+        && [[ $(readelf -d "$BUILD/example-installed" | grep -c 'NEEDED.*libkstate.so.0') == 1 ]]; then
+        pass "example built with pkg-config against the installed copy runs (NEEDED libkstate.so.0)"
+    else
+        fail "example against the installed copy: status $rc, output: $out"
+    fi
+}
+installed_example
 
 # The header stands alone: strict C99, and C++ (it has extern "C" guards).
 header_check() { # name compiler flags...
