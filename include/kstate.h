@@ -299,7 +299,13 @@ typedef uint32_t kstate_value_format_t;
 
 /**
  * Options for `kstate_kv_open`. Start from `kstate_kv_options_default()` and change the
- * fields you need, so fields added in later versions get their defaults.
+ * fields you need.
+ *
+ * The struct is passed and returned by value and carries no size or version field, so
+ * fields cannot be appended without breaking binaries built against an older header.
+ * The RocksDB knobs added since (bloom filter on/off, statistics, the process-wide
+ * bounded memory budget) are therefore not settable from C: a store opened through C gets
+ * kstate's defaults for them (bloom filter on, statistics off, a block cache of its own).
  */
 typedef struct kstate_kv_options_t {
     /**
@@ -1019,6 +1025,41 @@ struct kstate_error_t *kstate_kv_prefix_scan(struct kstate_kv_t *store,
                                              const uint8_t *prefix,
                                              size_t prefix_len,
                                              struct kstate_kv_iter_t **iter_out);
+
+/**
+ * An integer property of the store by RocksDB name, as the Java adapter's metrics read
+ * them: a RocksDB integer property such as `"rocksdb.cur-size-all-mem-tables"` or
+ * `"rocksdb.estimate-num-keys"` (summed over the store's column families),
+ * `"rocksdb.block-cache-usage"` / `"rocksdb.block-cache-capacity"` (the store's cache),
+ * or kstate's counters `"kstate.commits-in-doubt"` and `"kstate.recovery-rolled-forward"`.
+ * The memory engine has no RocksDB property.
+ *
+ * # Arguments
+ * * `store` - the store.
+ * * `name` - NUL-terminated UTF-8 property name.
+ * * `value_out` - receives the value; 0 on entry.
+ * * `found_out` - receives true when the store has the property; false on entry.
+ *
+ * # Returns
+ * NULL on success (also when the property does not exist: `*found_out` is then false),
+ * else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `name`, `value_out` or `found_out` NULL, or `name`
+ *   not UTF-8.
+ * * `KSTATE_ERR_STORAGE` - RocksDB failed to read it.
+ *
+ * # Safety
+ * `name` NULL or a NUL-terminated string; `value_out` and `found_out` NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_kv_property(struct kstate_kv_t *store,
+                                          const char *name,
+                                          uint64_t *value_out,
+                                          bool *found_out);
 
 /**
  * Writes `value` with `timestamp` for `key` in the current transaction (visible to the

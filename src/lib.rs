@@ -29,7 +29,7 @@ mod handle;
 mod sync;
 mod txn;
 
-pub use engine::rocksdb::RocksOptions;
+pub use engine::rocksdb::{BoundedMemory, RocksOptions};
 pub use engine::{EngineKind, KeyRange};
 pub use error::{Error, ErrorCode, Result};
 pub use format::meta::ValueFormat;

@@ -131,6 +131,10 @@ fn reopen_and_check(
     let store = KvStore::open(path, &StoreOptions::default())
         .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
     let report = store.recovery().clone();
+    assert_eq!(
+        store.property("kstate.recovery-rolled-forward").unwrap(),
+        Some(u64::from(report.rolled_forward))
+    );
     let offset = store
         .committed_offset(&workload::changelog_partition())
         .unwrap()

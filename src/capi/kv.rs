@@ -985,3 +985,58 @@ pub unsafe extern "C" fn kstate_kv_approximate_num_uncommitted_bytes(
         Ok(())
     })
 }
+
+/// An integer property of the store by RocksDB name, as the Java adapter's metrics read
+/// them: a RocksDB integer property such as `"rocksdb.cur-size-all-mem-tables"` or
+/// `"rocksdb.estimate-num-keys"` (summed over the store's column families),
+/// `"rocksdb.block-cache-usage"` / `"rocksdb.block-cache-capacity"` (the store's cache),
+/// or kstate's counters `"kstate.commits-in-doubt"` and `"kstate.recovery-rolled-forward"`.
+/// The memory engine has no RocksDB property.
+///
+/// # Arguments
+/// * `store` - the store.
+/// * `name` - NUL-terminated UTF-8 property name.
+/// * `value_out` - receives the value; 0 on entry.
+/// * `found_out` - receives true when the store has the property; false on entry.
+///
+/// # Returns
+/// NULL on success (also when the property does not exist: `*found_out` is then false),
+/// else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - `name`, `value_out` or `found_out` NULL, or `name`
+///   not UTF-8.
+/// * `KSTATE_ERR_STORAGE` - RocksDB failed to read it.
+///
+/// # Safety
+/// `name` NULL or a NUL-terminated string; `value_out` and `found_out` NULL or writable.
+///
+/// # Thread safety
+/// Safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_property(
+    store: *mut kstate_kv_t,
+    name: *const c_char,
+    value_out: *mut u64,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: NULL or writable (caller's guarantee).
+    unsafe {
+        init(value_out, 0);
+        init(found_out, false);
+    }
+    ffi_call(|| {
+        // SAFETY: initialised above.
+        let value_out = unsafe { out(value_out, "value_out")? };
+        // SAFETY: initialised above.
+        let found_out = unsafe { out(found_out, "found_out")? };
+        // SAFETY: NULL or NUL-terminated (caller's guarantee).
+        let name = unsafe { utf8(name, "name")? };
+        if let Some(v) = self::store(store)?.property(name)? {
+            *value_out = v;
+            *found_out = true;
+        }
+        Ok(())
+    })
+}

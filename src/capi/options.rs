@@ -21,7 +21,13 @@ pub const KSTATE_FORMAT_TIMESTAMPED: kstate_value_format_t = 0;
 pub const KSTATE_FORMAT_PLAIN: kstate_value_format_t = 1;
 
 /// Options for `kstate_kv_open`. Start from `kstate_kv_options_default()` and change the
-/// fields you need, so fields added in later versions get their defaults.
+/// fields you need.
+///
+/// The struct is passed and returned by value and carries no size or version field, so
+/// fields cannot be appended without breaking binaries built against an older header.
+/// The RocksDB knobs added since (bloom filter on/off, statistics, the process-wide
+/// bounded memory budget) are therefore not settable from C: a store opened through C gets
+/// kstate's defaults for them (bloom filter on, statistics off, a block cache of its own).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct kstate_kv_options_t {
@@ -103,6 +109,8 @@ impl kstate_kv_options_t {
                 block_cache_bytes: self.rocksdb_block_cache_bytes,
                 write_buffer_bytes: self.rocksdb_write_buffer_bytes,
                 max_write_buffers: self.rocksdb_max_write_buffers,
+                // Not in this struct (see its docs): kstate's defaults.
+                ..RocksOptions::default()
             },
         })
     }

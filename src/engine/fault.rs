@@ -87,4 +87,8 @@ impl Engine for FaultyEngine {
     fn compact(&self, family: Family) -> Result<()> {
         self.inner.compact(family)
     }
+
+    fn property(&self, name: &str) -> Result<Option<u64>> {
+        self.inner.property(name)
+    }
 }

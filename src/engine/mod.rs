@@ -186,6 +186,13 @@ pub(crate) trait Engine: Send + Sync + 'static {
 
     /// Compacts `family` fully and waits for it (a no-op for the memory engine).
     fn compact(&self, family: Family) -> Result<()>;
+
+    /// An integer property of the engine by RocksDB name (`rocksdb.cur-size-all-mem-tables`,
+    /// a statistics ticker such as `rocksdb.bytes.written`, ...), `None` when the engine
+    /// has no such value (always, for the memory engine).
+    fn property(&self, _name: &str) -> Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// True when `family` has at least one entry as of now.

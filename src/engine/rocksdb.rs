@@ -2,27 +2,43 @@
 //! every batch is one RocksDB `WriteBatch` (atomic, through the WAL), and snapshots are
 //! RocksDB snapshots that own a reference to their database.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
+use rocksdb::statistics::Ticker;
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType,
     DBRawIteratorWithThreadMode, DBRecoveryMode, Options, ReadOptions, SnapshotWithThreadMode,
-    WriteBatch, WriteOptions, DB,
+    WriteBatch, WriteBufferManager, WriteOptions, DB,
 };
 
 use super::{BatchOp, Engine, EngineIter, Family, KeyRange, Registry, Snapshot};
+use crate::sync::MutexExt;
 use crate::{Error, Result};
 
 /// Tuning knobs of the RocksDB engine. Defaults follow Kafka Streams' `RocksDBStore`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RocksOptions {
-    /// LRU block cache size in bytes (Kafka: 50 MiB).
+    /// LRU block cache size in bytes (Kafka: 50 MiB). Each store (engine) has its own cache
+    /// of this size, shared by its column families, unless [`RocksOptions::bounded_memory`]
+    /// is set, which replaces it.
     pub block_cache_bytes: usize,
     /// Memtable size per column family in bytes (Kafka: 16 MiB).
     pub write_buffer_bytes: usize,
     /// Memtables per column family before writes stall (Kafka: 3).
     pub max_write_buffers: i32,
+    /// A full-key bloom filter of 10 bits per key in every SST file (default on, as in
+    /// Kafka). Off saves the filter's memory and disk at the cost of a disk read per
+    /// point lookup of an absent key.
+    pub bloom_filter: bool,
+    /// Collect RocksDB statistics (tickers such as `rocksdb.bytes.written`); default off,
+    /// as in Kafka unless `metrics.recording.level=DEBUG`. Costs a few percent of CPU.
+    pub statistics: bool,
+    /// A memory budget shared by every store of the process opened with the same one
+    /// (Kafka's `BoundedMemoryRocksDBConfig` pattern); `None` (default) for a cache per
+    /// store and unbounded memtables.
+    pub bounded_memory: Option<BoundedMemory>,
 }
 
 impl Default for RocksOptions {
@@ -31,9 +47,125 @@ impl Default for RocksOptions {
             block_cache_bytes: 50 << 20,
             write_buffer_bytes: 16 << 20,
             max_write_buffers: 3,
+            bloom_filter: true,
+            statistics: false,
+            bounded_memory: None,
         }
     }
 }
+
+impl RocksOptions {
+    /// Checks the values that RocksDB would misuse or reject.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the field: a zero write buffer size, fewer than
+    /// one write buffer, or a bounded memory budget that [`BoundedMemory::validate`]
+    /// refuses.
+    pub fn validate(&self) -> Result<()> {
+        if self.write_buffer_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "write_buffer_bytes must be positive".into(),
+            ));
+        }
+        if self.max_write_buffers < 1 {
+            return Err(Error::InvalidArgument(format!(
+                "max_write_buffers must be at least 1, not {}",
+                self.max_write_buffers
+            )));
+        }
+        if let Some(b) = &self.bounded_memory {
+            b.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// A process-wide memory budget: one LRU block cache of `total_bytes` and a RocksDB
+/// `WriteBufferManager` that charges every memtable to that cache and flushes once the
+/// memtables reach `memtable_bytes`. Index and filter blocks are cached (and charged) too.
+/// Every store opened with an equal budget shares the same cache and manager, whatever
+/// its path; the budget is freed when its last store closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BoundedMemory {
+    /// Capacity of the shared block cache, memtables included; > 0.
+    pub total_bytes: usize,
+    /// Part of `total_bytes` memtables may use before RocksDB flushes them; > 0 and
+    /// < `total_bytes`.
+    pub memtable_bytes: usize,
+}
+
+impl BoundedMemory {
+    /// Checks the budget.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `total_bytes` is zero or `memtable_bytes` is not
+    /// strictly between zero and `total_bytes`.
+    pub fn validate(&self) -> Result<()> {
+        if self.total_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "bounded memory total_bytes must be positive".into(),
+            ));
+        }
+        if self.memtable_bytes == 0 || self.memtable_bytes >= self.total_bytes {
+            return Err(Error::InvalidArgument(format!(
+                "bounded memory memtable_bytes must be positive and less than total_bytes \
+                 ({}), not {}",
+                self.total_bytes, self.memtable_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The objects of one [`BoundedMemory`] budget, shared by its stores.
+pub(crate) struct SharedBudget {
+    cache: Cache,
+    write_buffers: WriteBufferManager,
+}
+
+/// Budgets in use, by value: a store joins the live budget equal to its own. Entries are
+/// weak so that a budget dies with its last store (the entry is replaced on next use).
+static BUDGETS: LazyLock<Mutex<HashMap<BoundedMemory, Weak<SharedBudget>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The live budget equal to `bounded`, created if none is.
+pub(crate) fn shared_budget(bounded: &BoundedMemory) -> Arc<SharedBudget> {
+    let mut budgets = BUDGETS.lock_recover();
+    if let Some(live) = budgets.get(bounded).and_then(Weak::upgrade) {
+        return live;
+    }
+    budgets.retain(|_, w| w.strong_count() > 0);
+    let cache = Cache::new_lru_cache(bounded.total_bytes);
+    // allow_stall false, as Kafka's example: the manager flushes, it never blocks writers.
+    let write_buffers = WriteBufferManager::new_write_buffer_manager_with_cache(
+        bounded.memtable_bytes,
+        false,
+        cache.clone(),
+    );
+    let budget = Arc::new(SharedBudget {
+        cache,
+        write_buffers,
+    });
+    budgets.insert(*bounded, Arc::downgrade(&budget));
+    budget
+}
+
+/// Block-cache properties: they describe the one cache all families of an engine share,
+/// so they are read once instead of summed over families.
+const CACHE_PROPERTIES: [&str; 3] = [
+    "rocksdb.block-cache-capacity",
+    "rocksdb.block-cache-usage",
+    "rocksdb.block-cache-pinned-usage",
+];
+
+/// RocksDB statistics tickers readable through [`Engine::property`] by name when
+/// [`RocksOptions::statistics`] is on.
+const TICKERS: [(&str, Ticker); 4] = [
+    ("rocksdb.bytes.written", Ticker::BytesWritten),
+    ("rocksdb.bytes.read", Ticker::BytesRead),
+    ("rocksdb.flush.write.bytes", Ticker::FlushWriteBytes),
+    ("rocksdb.number.keys.written", Ticker::NumberKeysWritten),
+];
 
 /// What is found at a path before anything is opened or created there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +233,12 @@ pub(crate) struct RocksEngine {
     db: Arc<DB>,
     path: PathBuf,
     registry: Registry,
+    /// The options the database was opened with: they own its statistics, if enabled.
+    db_opts: Options,
+    statistics: bool,
+    /// The shared budget this engine draws on, kept alive while the engine lives (the
+    /// database's options hold their own references to the cache and manager too).
+    _budget: Option<Arc<SharedBudget>>,
 }
 
 impl RocksEngine {
@@ -137,8 +275,13 @@ impl RocksEngine {
         let mut wanted = wanted.to_vec();
         wanted.push(super::names::PLAIN);
         let registry = Registry::new(&existing, &wanted)?;
-        let cache = Cache::new_lru_cache(opts.block_cache_bytes);
-        let cf_opts = column_family_options(opts, &cache);
+        opts.validate()?;
+        let budget = opts.bounded_memory.as_ref().map(shared_budget);
+        let cache = match &budget {
+            Some(b) => b.cache.clone(),
+            None => Cache::new_lru_cache(opts.block_cache_bytes),
+        };
+        let cf_opts = column_family_options(opts, &cache, budget.is_some());
         let descriptors = registry
             .names()
             .iter()
@@ -158,6 +301,12 @@ impl RocksEngine {
         // All families share one WAL; cap it so that a rarely written family (kstate_meta
         // holds a few records) is flushed instead of pinning every log file forever.
         db_opts.set_max_total_wal_size(64 << 20);
+        if let Some(b) = &budget {
+            db_opts.set_write_buffer_manager(&b.write_buffers);
+        }
+        if opts.statistics {
+            db_opts.enable_statistics();
+        }
         let db = if read_only {
             DB::open_cf_descriptors_read_only(&db_opts, path, descriptors, false)
         } else {
@@ -168,6 +317,9 @@ impl RocksEngine {
             db: Arc::new(db),
             path: path.to_path_buf(),
             registry,
+            db_opts,
+            statistics: opts.statistics,
+            _budget: budget,
         })
     }
 
@@ -190,11 +342,20 @@ impl RocksEngine {
     }
 }
 
-fn column_family_options(opts: &RocksOptions, cache: &Cache) -> Options {
+fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> Options {
     let mut table = BlockBasedOptions::default();
     table.set_block_cache(cache);
     table.set_block_size(4096);
-    table.set_bloom_filter(10.0, false);
+    if opts.bloom_filter {
+        table.set_bloom_filter(10.0, false);
+    }
+    if bounded {
+        // As Kafka's BoundedMemoryRocksDBConfig: index and filter blocks live in (and are
+        // charged to) the shared cache instead of unbounded table-reader memory.
+        table.set_cache_index_and_filter_blocks(true);
+        table.set_cache_index_and_filter_blocks_with_high_priority(true);
+        table.set_pin_top_level_index_and_filter(true);
+    }
     let mut o = Options::default();
     o.set_block_based_table_factory(&table);
     o.set_compression_type(DBCompressionType::None);
@@ -294,6 +455,35 @@ impl Engine for RocksEngine {
         self.db.flush_cf(cf).map_err(|e| map_err(&self.path, e))?;
         self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
         Ok(())
+    }
+
+    fn property(&self, name: &str) -> Result<Option<u64>> {
+        if let Some((_, ticker)) = TICKERS.iter().find(|(n, _)| *n == name) {
+            return Ok(self
+                .statistics
+                .then(|| self.db_opts.get_ticker_count(*ticker)));
+        }
+        if CACHE_PROPERTIES.contains(&name) {
+            return self
+                .db
+                .property_int_value(name)
+                .map_err(|e| map_err(&self.path, e));
+        }
+        // Summed over the column families, as Kafka's getAggregatedLongProperty.
+        let mut sum: Option<u64> = None;
+        for family in self.registry.names() {
+            let Some(cf) = self.db.cf_handle(family) else {
+                continue;
+            };
+            let value = self
+                .db
+                .property_int_value_cf(cf, name)
+                .map_err(|e| map_err(&self.path, e))?;
+            if let Some(v) = value {
+                sum = Some(sum.unwrap_or(0).saturating_add(v));
+            }
+        }
+        Ok(sum)
     }
 }
 
@@ -510,5 +700,145 @@ mod tests {
         assert_eq!(probe(&db).unwrap_err().code(), crate::ErrorCode::Corruption);
         std::fs::write(db.join("CURRENT"), b"MANIFEST-999999\n").unwrap();
         assert_eq!(probe(&db).unwrap_err().code(), crate::ErrorCode::Corruption);
+    }
+
+    fn bounded(total: usize, memtables: usize) -> RocksOptions {
+        RocksOptions {
+            write_buffer_bytes: 4 << 20,
+            bounded_memory: Some(BoundedMemory {
+                total_bytes: total,
+                memtable_bytes: memtables,
+            }),
+            ..RocksOptions::default()
+        }
+    }
+
+    fn prop(e: &RocksEngine, name: &str) -> u64 {
+        e.property(name).unwrap().unwrap()
+    }
+
+    #[test]
+    fn stores_with_one_budget_share_one_cache_and_stay_within_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // A budget no other test uses, so the registry's entry is this test's alone.
+        let opts = bounded((24 << 20) + 4096, 8 << 20);
+        let a = RocksEngine::open(&dir.path().join("a"), &[names::TIMESTAMPED], &opts).unwrap();
+        let b = RocksEngine::open(&dir.path().join("b"), &[names::TIMESTAMPED], &opts).unwrap();
+        let other = RocksEngine::open(
+            &dir.path().join("c"),
+            &[names::TIMESTAMPED],
+            &bounded(16 << 20, 4 << 20),
+        )
+        .unwrap();
+        let (ba, bb) = (a._budget.as_ref().unwrap(), b._budget.as_ref().unwrap());
+        assert!(Arc::ptr_eq(ba, bb), "one budget object for equal budgets");
+        assert!(!Arc::ptr_eq(ba, other._budget.as_ref().unwrap()));
+        let total = (24 << 20) + 4096;
+        assert_eq!(prop(&a, "rocksdb.block-cache-capacity"), total as u64);
+        assert_eq!(prop(&b, "rocksdb.block-cache-capacity"), total as u64);
+        assert_eq!(prop(&other, "rocksdb.block-cache-capacity"), 16 << 20);
+
+        let value = vec![7u8; 1000];
+        let mut max_cache = 0;
+        let mut max_memtables = 0;
+        for round in 0..64u32 {
+            for e in [&a, &b] {
+                let ts = e.registry().require(names::TIMESTAMPED).unwrap();
+                let keys: Vec<Vec<u8>> = (0..512u32)
+                    .map(|i| format!("{round:04}-{i:06}").into_bytes())
+                    .collect();
+                let ops: Vec<BatchOp<'_>> =
+                    keys.iter().map(|k| BatchOp::Put(ts, k, &value)).collect();
+                e.write(&ops, false).unwrap();
+            }
+            // The two stores report the one cache: the same usage at the same instant.
+            let (ua, ub) = (
+                prop(&a, "rocksdb.block-cache-usage"),
+                prop(&b, "rocksdb.block-cache-usage"),
+            );
+            assert_eq!(ua, ub, "round {round}");
+            assert_eq!(ua as usize, ba.cache.get_usage());
+            max_cache = max_cache.max(ua);
+            let memtables = prop(&a, "rocksdb.cur-size-all-mem-tables")
+                + prop(&b, "rocksdb.cur-size-all-mem-tables");
+            max_memtables = max_memtables.max(memtables);
+        }
+        // 64 MiB were written in all, as fast as the two stores take them. Memtables are
+        // flushed once they reach their 8 MiB share, but flushes lag such a burst: the peak
+        // is bounded by RocksDB's per-family limits (write buffer size x count), and the
+        // cache, memtable reservations included, overshoots its capacity by little.
+        eprintln!("peak cache usage {max_cache}, peak memtables {max_memtables}");
+        // (Measured: memtables peak at 23-25 MB of the 24 MiB the families allow; the
+        // cache at 10-20% over capacity, its memtable reservations being pinned.)
+        let family_limit: u64 = 2 * 3 * (4 << 20);
+        assert!(
+            max_memtables <= family_limit * 6 / 5,
+            "memtables {max_memtables}"
+        );
+        assert!(max_cache <= (total as u64) * 27 / 20, "cache {max_cache}");
+        assert!(
+            max_cache >= 4 << 20,
+            "memtables are charged to the cache: {max_cache}"
+        );
+        // Once the flushes catch up, both are within the budget.
+        let mut settled = (u64::MAX, u64::MAX);
+        for _ in 0..100 {
+            settled = (
+                prop(&a, "rocksdb.cur-size-all-mem-tables")
+                    + prop(&b, "rocksdb.cur-size-all-mem-tables"),
+                prop(&a, "rocksdb.block-cache-usage"),
+            );
+            if settled.0 <= 8 << 20 && settled.1 <= total as u64 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        eprintln!("settled memtables {}, cache usage {}", settled.0, settled.1);
+        assert!(settled.0 <= 8 << 20, "memtables {}", settled.0);
+        assert!(settled.1 <= total as u64, "cache {}", settled.1);
+        assert!(prop(&a, "rocksdb.estimate-num-keys") > 0);
+        drop((a, b));
+        // The last store gone, the budget is too: a new store gets a fresh cache.
+        let again = RocksEngine::open(&dir.path().join("a"), &[], &opts).unwrap();
+        assert!(again._budget.as_ref().unwrap().cache.get_usage() < 4 << 20);
+    }
+
+    #[test]
+    fn properties_tickers_and_invalid_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = RocksOptions {
+            statistics: true,
+            bloom_filter: false,
+            block_cache_bytes: 3 << 20,
+            ..RocksOptions::default()
+        };
+        let e = RocksEngine::open(dir.path(), &[names::TIMESTAMPED], &opts).unwrap();
+        let ts = e.registry().require(names::TIMESTAMPED).unwrap();
+        e.write(&[BatchOp::Put(ts, b"k", b"12345678v")], false)
+            .unwrap();
+        assert_eq!(prop(&e, "rocksdb.block-cache-capacity"), 3 << 20);
+        assert_eq!(prop(&e, "rocksdb.num-entries-active-mem-table"), 1);
+        assert!(prop(&e, "rocksdb.cur-size-all-mem-tables") > 0);
+        assert_eq!(prop(&e, "rocksdb.background-errors"), 0);
+        assert!(prop(&e, "rocksdb.bytes.written") > 0);
+        e.get(ts, b"k").unwrap();
+        assert!(prop(&e, "rocksdb.bytes.read") > 0);
+        assert_eq!(e.property("rocksdb.no-such-property").unwrap(), None);
+        drop(e);
+        let plain = RocksEngine::open(dir.path(), &[], &RocksOptions::default()).unwrap();
+        assert_eq!(plain.property("rocksdb.bytes.written").unwrap(), None);
+        for bad in [
+            RocksOptions {
+                max_write_buffers: 0,
+                ..RocksOptions::default()
+            },
+            bounded(8 << 20, 8 << 20),
+            bounded(0, 0),
+        ] {
+            let err = RocksEngine::open(&dir.path().join("x"), &[], &bad)
+                .err()
+                .unwrap();
+            assert_eq!(err.code(), crate::ErrorCode::InvalidArgument, "{err}");
+        }
     }
 }

@@ -58,9 +58,11 @@ fn to_java(env: &JNIEnv<'_>, value: Option<Vec<u8>>) -> JniResult<jbyteArray> {
 // ----- life cycle ----------------------------------------------------------------------------
 
 /// `long open(String path, int engine, boolean timestamped, long maxUncommittedBytes,
-/// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes)`; engine 0 = RocksDB,
-/// 1 = memory (path may then be null). `0` for a byte size keeps kstate's default. An
-/// empty path is an invalid argument.
+/// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
+/// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
+/// long boundedMemtableBytes)`; engine 0 = RocksDB, 1 = memory (path may then be null).
+/// `0` for a size or count keeps kstate's default; `boundedMemoryBytes` 0 means no shared
+/// budget. An empty path is an invalid argument.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_dev_kstate_internal_KstateNative_open<'l>(
@@ -73,6 +75,11 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_open<'l>(
     sync_on_commit: jboolean,
     block_cache_bytes: jlong,
     write_buffer_bytes: jlong,
+    max_write_buffers: jint,
+    bloom_filter: jboolean,
+    statistics: jboolean,
+    bounded_memory_bytes: jlong,
+    bounded_memtable_bytes: jlong,
 ) -> jlong {
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
@@ -82,6 +89,11 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_open<'l>(
             sync_on_commit: sync_on_commit == JNI_TRUE,
             block_cache_bytes,
             write_buffer_bytes,
+            max_write_buffers,
+            bloom_filter: bloom_filter == JNI_TRUE,
+            statistics: statistics == JNI_TRUE,
+            bounded_memory_bytes,
+            bounded_memtable_bytes,
         };
         let path = if path.is_null() {
             None
@@ -348,6 +360,22 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_approximateNumEntri
 ) -> jlong {
     guard(&mut env, 0, |_| {
         Ok(ops::approximate_num_entries(h, committed == JNI_TRUE)?)
+    })
+}
+
+/// `long property(long store, String name)`: an integer RocksDB property or statistics
+/// ticker by RocksDB name (`rocksdb.cur-size-all-mem-tables`, `rocksdb.bytes.written`);
+/// -1 when the store has none (memory engine, unknown name, statistics off).
+#[no_mangle]
+pub extern "system" fn Java_dev_kstate_internal_KstateNative_property<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    h: jlong,
+    name: JString<'l>,
+) -> jlong {
+    guard(&mut env, -1, |env| {
+        let name = string(env, &name, "property name")?;
+        Ok(ops::property(h, &name)?)
     })
 }
 

@@ -10,7 +10,7 @@
 use jni::sys::{jint, jlong};
 
 use super::codec;
-use crate::engine::rocksdb::RocksOptions;
+use crate::engine::rocksdb::{BoundedMemory, RocksOptions};
 use crate::{bridge, handle};
 use crate::{EngineKind, Error, Isolation, KeyRange, Result, StoreOptions, TopicPartition};
 
@@ -59,6 +59,16 @@ pub(crate) struct OpenArgs {
     pub block_cache_bytes: jlong,
     /// 0 keeps the default.
     pub write_buffer_bytes: jlong,
+    /// Memtables per column family; 0 keeps the default.
+    pub max_write_buffers: jint,
+    /// Bloom filters in SST files.
+    pub bloom_filter: bool,
+    /// RocksDB statistics (tickers).
+    pub statistics: bool,
+    /// Total bytes of the process-wide shared budget; 0 = no shared budget.
+    pub bounded_memory_bytes: jlong,
+    /// Memtable share of that budget in bytes (with a budget only).
+    pub bounded_memtable_bytes: jlong,
 }
 
 impl OpenArgs {
@@ -89,6 +99,22 @@ impl OpenArgs {
                 usize::try_from(non_negative(self.write_buffer_bytes, "writeBufferBytes")?)
                     .unwrap_or(defaults.write_buffer_bytes);
         }
+        if self.max_write_buffers != 0 {
+            options.rocksdb.max_write_buffers = self.max_write_buffers;
+        }
+        options.rocksdb.bloom_filter = self.bloom_filter;
+        options.rocksdb.statistics = self.statistics;
+        if self.bounded_memory_bytes != 0 {
+            let size = |v: jlong, what: &str| -> Result<usize> {
+                usize::try_from(non_negative(v, what)?)
+                    .map_err(|_| Error::InvalidArgument(format!("{what} is too large: {v}")))
+            };
+            options.rocksdb.bounded_memory = Some(BoundedMemory {
+                total_bytes: size(self.bounded_memory_bytes, "boundedMemoryBytes")?,
+                memtable_bytes: size(self.bounded_memtable_bytes, "boundedMemtableBytes")?,
+            });
+        }
+        options.rocksdb.validate()?;
         Ok(options)
     }
 }
@@ -203,6 +229,14 @@ pub(crate) fn rollback(h: jlong) -> Result<()> {
 pub(crate) fn approximate_num_entries(h: jlong, committed: bool) -> Result<jlong> {
     let n = handle::store(number(h))?.approximate_num_entries_with(isolation(committed))?;
     Ok(saturating_jlong(n))
+}
+
+/// `property`: an integer RocksDB property or statistics ticker by RocksDB name
+/// ([`crate::KvStore::property`]), saturated to `jlong::MAX`; -1 when there is none.
+pub(crate) fn property(h: jlong, name: &str) -> Result<jlong> {
+    Ok(handle::store(number(h))?
+        .property(name)?
+        .map_or(-1, saturating_jlong))
 }
 
 /// `approximateNumUncommittedBytes`.

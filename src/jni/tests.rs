@@ -14,6 +14,11 @@ const MEMORY: OpenArgs = OpenArgs {
     sync_on_commit: false,
     block_cache_bytes: 0,
     write_buffer_bytes: 0,
+    max_write_buffers: 0,
+    bloom_filter: true,
+    statistics: false,
+    bounded_memory_bytes: 0,
+    bounded_memtable_bytes: 0,
 };
 
 type Op = (&'static str, fn(jlong) -> Result<()>);
@@ -319,4 +324,74 @@ fn next_keeps_entries_before_a_short_value() {
     assert_eq!(ops::next(it, 100, 1 << 20).unwrap(), None);
     ops::close_iterator(it).unwrap();
     ops::close(s).unwrap();
+}
+
+#[test]
+fn rocksdb_tuning_and_properties_cross_the_surface() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tuned");
+    let args = OpenArgs {
+        engine: 0,
+        timestamped: true,
+        block_cache_bytes: 5 << 20,
+        max_write_buffers: 2,
+        bloom_filter: false,
+        statistics: true,
+        ..MEMORY
+    };
+    let s = ops::open(path.to_str(), &args).unwrap();
+    assert_eq!(
+        ops::property(s, "rocksdb.block-cache-capacity").unwrap(),
+        5 << 20
+    );
+    ops::put(s, b"k", Some(b"12345678v")).unwrap();
+    ops::commit(s, &[], None).unwrap();
+    // The entry plus kstate's commit record(s) in its meta family.
+    assert!(ops::property(s, "rocksdb.num-entries-active-mem-table").unwrap() >= 2);
+    assert!(ops::property(s, "rocksdb.bytes.written").unwrap() > 0);
+    assert_eq!(ops::property(s, "rocksdb.nope").unwrap(), -1);
+    ops::close(s).unwrap();
+    assert_eq!(
+        ops::property(s, "rocksdb.bytes.written")
+            .unwrap_err()
+            .code(),
+        ErrorCode::StoreClosed
+    );
+    // A shared budget: its capacity is what every store of it reports.
+    let budget = OpenArgs {
+        bounded_memory_bytes: (10 << 20) + 8192,
+        bounded_memtable_bytes: 2 << 20,
+        ..args
+    };
+    let a = ops::open(dir.path().join("a").to_str(), &budget).unwrap();
+    let b = ops::open(dir.path().join("b").to_str(), &budget).unwrap();
+    for h in [a, b] {
+        assert_eq!(
+            ops::property(h, "rocksdb.block-cache-capacity").unwrap(),
+            (10 << 20) + 8192
+        );
+    }
+    ops::close(a).unwrap();
+    ops::close(b).unwrap();
+    for bad in [
+        OpenArgs {
+            bounded_memtable_bytes: 0,
+            ..budget
+        },
+        OpenArgs {
+            bounded_memtable_bytes: -1,
+            ..budget
+        },
+        OpenArgs {
+            max_write_buffers: -1,
+            ..args
+        },
+    ] {
+        let e = ops::open(dir.path().join("c").to_str(), &bad).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    }
+    // The memory engine has no RocksDB properties.
+    let m = ops::open(None, &MEMORY).unwrap();
+    assert_eq!(ops::property(m, "rocksdb.estimate-num-keys").unwrap(), -1);
+    ops::close(m).unwrap();
 }

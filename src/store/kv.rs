@@ -1,6 +1,7 @@
 //! The timestamped (or plain), transactional key-value store.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::iter::{KvIter, Registry};
@@ -33,6 +34,8 @@ struct Shared {
     path: Option<PathBuf>,
     options: StoreOptions,
     recovery: RecoveryReport,
+    /// Commits that returned [`Error::CommitInDoubt`] on this handle's store.
+    commits_in_doubt: AtomicU64,
 }
 
 impl Shared {
@@ -166,6 +169,7 @@ impl KvStore {
                 path,
                 options: options.clone(),
                 recovery,
+                commits_in_doubt: AtomicU64::new(0),
             }),
         })
     }
@@ -439,7 +443,11 @@ impl KvStore {
         offsets: &[(TopicPartition, Option<i64>)],
         metadata: Option<&[u8]>,
     ) -> Result<()> {
-        self.with_core(|c| c.commit(offsets, metadata))
+        let result = self.with_core(|c| c.commit(offsets, metadata));
+        if let Err(Error::CommitInDoubt(_)) = &result {
+            self.shared.commits_in_doubt.fetch_add(1, Ordering::Relaxed);
+        }
+        result
     }
 
     /// The changelog offset committed for `tp`, if any.
@@ -597,6 +605,34 @@ impl KvStore {
     /// writes are unaffected.
     pub fn compact(&self) -> Result<()> {
         self.with_core(|c| c.compact(self.shared.data))
+    }
+
+    /// An integer RocksDB property of the store, by RocksDB name: for example
+    /// `rocksdb.cur-size-all-mem-tables`, `rocksdb.estimate-num-keys` (summed over the
+    /// column families, as Kafka Streams reports them), `rocksdb.block-cache-usage` (the
+    /// store's cache, shared when the store draws on a
+    /// [`crate::BoundedMemory`] budget), or, with [`crate::RocksOptions::statistics`], the
+    /// tickers `rocksdb.bytes.written` and `rocksdb.bytes.read`. `None` when RocksDB has no
+    /// such integer property, when statistics are off for a ticker, and always on the
+    /// memory engine.
+    ///
+    /// kstate's own counters answer on both engines: `kstate.commits-in-doubt` (commits
+    /// that returned [`Error::CommitInDoubt`] since the store was opened) and
+    /// `kstate.recovery-rolled-forward` (1 when opening completed a spilled commit
+    /// interrupted by a crash, else 0).
+    ///
+    /// # Errors
+    /// [`Error::StoreClosed`] after close; [`Error::Storage`] from RocksDB.
+    pub fn property(&self, name: &str) -> Result<Option<u64>> {
+        self.with_core(|c| match name {
+            "kstate.commits-in-doubt" => {
+                Ok(Some(self.shared.commits_in_doubt.load(Ordering::Relaxed)))
+            }
+            "kstate.recovery-rolled-forward" => {
+                Ok(Some(u64::from(self.shared.recovery.rolled_forward)))
+            }
+            _ => c.engine().property(name),
+        })
     }
 
     /// Names of the engine's families (RocksDB column families), for inspection.

@@ -395,6 +395,7 @@ fn a_commit_in_doubt_completes_on_the_next_call() {
     let err = store.commit(&[(tp(), Some(5))], None).unwrap_err();
     assert_eq!(err.code(), ErrorCode::CommitInDoubt, "{err}");
     assert!(err.to_string().contains("will complete"), "{err}");
+    assert_eq!(store.property("kstate.commits-in-doubt").unwrap(), Some(1));
     assert_eq!(store.committed_offset(&tp()).unwrap(), None);
     assert_eq!(
         store.get_raw_with(Isolation::ReadCommitted, b"a").unwrap(),
@@ -414,6 +415,7 @@ fn a_commit_in_doubt_completes_on_the_next_call() {
         store.commit(&[(tp(), Some(6))], None).unwrap_err().code(),
         ErrorCode::CommitInDoubt
     );
+    assert_eq!(store.property("kstate.commits-in-doubt").unwrap(), Some(2));
     assert_eq!(store.close().unwrap_err().code(), ErrorCode::CommitInDoubt);
     assert_eq!(
         store.get_raw(b"a").unwrap_err().code(),

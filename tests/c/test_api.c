@@ -846,6 +846,40 @@ static void test_null_out_params(void) {
     CHECK_OK(kstate_kv_close(s));
 }
 
+static void test_properties(void) {
+    const char *path = fresh_path();
+    kstate_kv_options_t o = kstate_kv_options_default();
+    o.rocksdb_block_cache_bytes = 3u << 20;
+    kstate_kv_t *s;
+    CHECK_OK(kstate_kv_open(path, &o, &s));
+    uint64_t v = 1;
+    bool found = true;
+    CHECK_OK(kstate_kv_property(s, "rocksdb.block-cache-capacity", &v, &found));
+    CHECK(found && v == (3u << 20));
+    CHECK_OK(kstate_kv_put(s, KEY("a"), KEY("1"), 1));
+    CHECK_OK(kstate_kv_commit(s, NULL, 0, NULL, 0));
+    CHECK_OK(kstate_kv_property(s, "rocksdb.estimate-num-keys", &v, &found));
+    CHECK(found && v >= 1);
+    CHECK_OK(kstate_kv_property(s, "kstate.commits-in-doubt", &v, &found));
+    CHECK(found && v == 0);
+    CHECK_OK(kstate_kv_property(s, "rocksdb.no-such-property", &v, &found));
+    CHECK(!found && v == 0);
+    CHECK_OK(kstate_kv_property(s, "rocksdb.bytes.written", &v, &found));
+    CHECK(!found); /* statistics are off for stores opened through C */
+    CHECK_ERR(kstate_kv_property(s, NULL, &v, &found), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(kstate_kv_property(s, "rocksdb.estimate-num-keys", NULL, &found), KSTATE_ERR_INVALID_ARGUMENT);
+    CHECK_OK(kstate_kv_close(s));
+    CHECK_ERR(kstate_kv_property(s, "rocksdb.estimate-num-keys", &v, &found), KSTATE_ERR_STORE_CLOSED);
+
+    o.engine = KSTATE_ENGINE_MEMORY;
+    CHECK_OK(kstate_kv_open("mem", &o, &s));
+    CHECK_OK(kstate_kv_property(s, "rocksdb.estimate-num-keys", &v, &found));
+    CHECK(!found);
+    CHECK_OK(kstate_kv_property(s, "kstate.recovery-rolled-forward", &v, &found));
+    CHECK(found && v == 0);
+    CHECK_OK(kstate_kv_close(s));
+}
+
 int main(void) {
     setenv("KSTATE_FAILPOINT_ODDS", "1", 1);
     make_scratch(g_dir, sizeof g_dir);
@@ -863,6 +897,7 @@ int main(void) {
     RUN(test_bad_handles);
     RUN(test_short_value_loses_no_entry);
     RUN(test_null_out_params);
+    RUN(test_properties);
     remove_tree(g_dir);
     return finish();
 }

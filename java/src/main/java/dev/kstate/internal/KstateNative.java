@@ -38,7 +38,12 @@ public final class KstateNative {
     }
 
     static native long open(String path, int engine, boolean timestamped, long maxUncommittedBytes,
-                            boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes);
+                            boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes,
+                            int maxWriteBuffers, boolean bloomFilter, boolean statistics,
+                            long boundedMemoryBytes, long boundedMemtableBytes);
+
+    /** @return an integer RocksDB property or ticker by RocksDB name, or -1 when there is none */
+    static native long property(long store, String name);
 
     static native void close(long store);
 

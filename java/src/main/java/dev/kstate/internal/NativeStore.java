@@ -42,10 +42,70 @@ public final class NativeStore implements AutoCloseable {
     public static NativeStore open(String name, String path, int engine, boolean timestamped,
                                    long maxUncommittedBytes, boolean syncOnCommit,
                                    long blockCacheBytes, long writeBufferBytes) {
+        return open(name, path, engine, timestamped, maxUncommittedBytes, syncOnCommit,
+            new RocksTuning(blockCacheBytes, writeBufferBytes, 0, true, false, 0, 0));
+    }
+
+    /**
+     * Opens (creating if absent) a store with full RocksDB tuning.
+     *
+     * @param name the store name, for messages
+     * @param path directory for RocksDB; may be null for the memory engine
+     * @param engine {@link KstateNative#ENGINE_ROCKSDB} or {@link KstateNative#ENGINE_MEMORY}
+     * @param timestamped values in Kafka's timestamped layout, or plain
+     * @param maxUncommittedBytes bound before spilling, 0 = default
+     * @param syncOnCommit fsync the WAL on commit
+     * @param rocksdb RocksDB tuning (ignored by the memory engine)
+     * @return the open store
+     */
+    public static NativeStore open(String name, String path, int engine, boolean timestamped,
+                                   long maxUncommittedBytes, boolean syncOnCommit, RocksTuning rocksdb) {
         KstateNative.ensureLoaded();
         long h = KstateNative.open(path, engine, timestamped, maxUncommittedBytes, syncOnCommit,
-            blockCacheBytes, writeBufferBytes);
+            rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
+            rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes);
         return new NativeStore(name, h);
+    }
+
+    /** RocksDB tuning of {@link #open(String, String, int, boolean, long, boolean, RocksTuning)}. */
+    public static final class RocksTuning {
+        final long blockCacheBytes;
+        final long writeBufferBytes;
+        final int maxWriteBuffers;
+        final boolean bloomFilter;
+        final boolean statistics;
+        final long boundedMemoryBytes;
+        final long boundedMemtableBytes;
+
+        /**
+         * @param blockCacheBytes block cache per store, 0 = default (ignored with a shared budget)
+         * @param writeBufferBytes memtable size, 0 = default
+         * @param maxWriteBuffers memtables per column family, 0 = default
+         * @param bloomFilter bloom filters in SST files
+         * @param statistics RocksDB statistics (tickers)
+         * @param boundedMemoryBytes total of the process-wide shared budget, 0 = none
+         * @param boundedMemtableBytes memtable part of that budget (with a budget only)
+         */
+        public RocksTuning(long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers, boolean bloomFilter,
+                           boolean statistics, long boundedMemoryBytes, long boundedMemtableBytes) {
+            this.blockCacheBytes = blockCacheBytes;
+            this.writeBufferBytes = writeBufferBytes;
+            this.maxWriteBuffers = maxWriteBuffers;
+            this.bloomFilter = bloomFilter;
+            this.statistics = statistics;
+            this.boundedMemoryBytes = boundedMemoryBytes;
+            this.boundedMemtableBytes = boundedMemtableBytes;
+        }
+    }
+
+    /**
+     * @param name a RocksDB integer property ({@code rocksdb.cur-size-all-mem-tables}), a
+     *     statistics ticker ({@code rocksdb.bytes.written}) or a kstate counter
+     *     ({@code kstate.commits-in-doubt})
+     * @return its value, or -1 when the store has none (memory engine, statistics off)
+     */
+    public long property(String name) {
+        return KstateNative.property(handle(), name);
     }
 
     /** @return true until closed */

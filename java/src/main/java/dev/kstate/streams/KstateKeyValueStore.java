@@ -81,6 +81,8 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     private volatile Position committedPosition = Position.emptyPosition();
     private volatile File directory;
     private volatile boolean consistencyEnabled;
+    /** The store's metrics while it is open. */
+    private volatile KstateMetrics metrics;
     /**
      * True while the store was created empty by this init and nothing has been written,
      * restored or adopted since: a committed offset would claim data the store does not hold.
@@ -134,9 +136,10 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         } else {
             origin = "new in-memory store";
         }
+        NativeStore.RocksTuning tuning = options.resolvedRocksTuning(configs);
+        boolean statistics = options.resolvedStatistics(configs);
         NativeStore opened = NativeStore.open(name(), path, engine, options.timestamped,
-            options.resolvedMaxUncommittedBytes(configs), options.resolvedSyncOnCommit(configs),
-            options.resolvedBlockCacheBytes(configs), options.resolvedWriteBufferBytes(configs));
+            options.resolvedMaxUncommittedBytes(configs), options.resolvedSyncOnCommit(configs), tuning);
         try {
             Position recovered = PositionCodec.decode(opened.committedMetadata());
             position = recovered;
@@ -150,6 +153,10 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         this.emptySinceCreation = fresh;
         this.context = context;
         this.store = opened;
+        if (context.metrics() != null) {
+            metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(),
+                options.engine == KstateStoreOptions.Engine.ROCKSDB, statistics, () -> store);
+        }
         LOG.info("kstate store {} (task {}): opened {}{}, {} values; committed position {}",
             name(), context.taskId(), origin, path == null ? "" : " at " + path,
             options.timestamped ? "timestamped" : "plain", committedPosition);
@@ -327,6 +334,11 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     /** Closes the store and its open iterators; uncommitted writes are discarded. Idempotent. */
     @Override
     public void close() {
+        KstateMetrics m = metrics;
+        if (m != null) {
+            metrics = null;
+            m.close();
+        }
         NativeStore s = store;
         if (s != null && s.isOpen()) {
             int leaked = s.openIterators();
@@ -363,6 +375,12 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     /** @return the store's directory (RocksDB engine, after init), or null */
     public File directory() {
         return directory;
+    }
+
+    /** @return the names of the metrics this store registered, empty when closed */
+    List<org.apache.kafka.common.MetricName> metricNames() {
+        KstateMetrics m = metrics;
+        return m == null ? Collections.emptyList() : m.names();
     }
 
     /** @return number of iterators currently open on this store */

@@ -7,7 +7,9 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import dev.kstate.internal.NativeStore;
 import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.streams.StreamsConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,6 +25,11 @@ import org.slf4j.LoggerFactory;
  * <tr><td>{@value #SYNC_ON_COMMIT_CONFIG}</td><td>fsync the WAL on every commit</td><td>false</td></tr>
  * <tr><td>{@value #BLOCK_CACHE_BYTES_CONFIG}</td><td>RocksDB block cache per store</td><td>50 MiB</td></tr>
  * <tr><td>{@value #WRITE_BUFFER_BYTES_CONFIG}</td><td>RocksDB memtable size</td><td>16 MiB</td></tr>
+ * <tr><td>{@value #WRITE_BUFFER_COUNT_CONFIG}</td><td>RocksDB memtables per column family before writes stall</td><td>3</td></tr>
+ * <tr><td>{@value #BLOOM_FILTER_CONFIG}</td><td>bloom filters (10 bits per key) in RocksDB SST files</td><td>true</td></tr>
+ * <tr><td>{@value #STATISTICS_CONFIG}</td><td>RocksDB statistics (the bytes-written/read-total metrics)</td><td>true when metrics.recording.level is DEBUG or TRACE</td></tr>
+ * <tr><td>{@value #BOUNDED_MEMORY_BYTES_CONFIG}</td><td>one block cache of this size, charged with every memtable, shared by all kstate stores of the process with the same budget</td><td>unset: a cache per store</td></tr>
+ * <tr><td>{@value #BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG}</td><td>part of the shared budget memtables may use before they are flushed</td><td>0.5</td></tr>
  * <tr><td>{@value #ENGINE_CONFIG}</td><td>engine of DSL stores made by {@link KstateDslStoreSuppliers}</td><td>rocksdb</td></tr>
  * </table>
  */
@@ -36,6 +43,20 @@ public final class KstateStoreOptions {
     public static final String BLOCK_CACHE_BYTES_CONFIG = "kstate.rocksdb.block.cache.bytes";
     /** Application-wide default of {@link Builder#writeBufferBytes}. */
     public static final String WRITE_BUFFER_BYTES_CONFIG = "kstate.rocksdb.write.buffer.bytes";
+    /** Application-wide default of {@link Builder#writeBufferCount}. */
+    public static final String WRITE_BUFFER_COUNT_CONFIG = "kstate.rocksdb.write.buffer.count";
+    /** Application-wide default of {@link Builder#bloomFilter}. */
+    public static final String BLOOM_FILTER_CONFIG = "kstate.rocksdb.bloom.filter";
+    /** Application-wide default of {@link Builder#statistics}. */
+    public static final String STATISTICS_CONFIG = "kstate.rocksdb.statistics";
+    /** Application-wide default of {@link Builder#boundedMemoryBytes}. */
+    public static final String BOUNDED_MEMORY_BYTES_CONFIG = "kstate.rocksdb.bounded.memory.bytes";
+    /** Application-wide default of {@link Builder#boundedMemoryMemtableRatio}. */
+    public static final String BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG = "kstate.rocksdb.bounded.memory.memtable.ratio";
+    /** Default of {@link #BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG}. */
+    public static final double DEFAULT_BOUNDED_MEMORY_MEMTABLE_RATIO = 0.5;
+    /** Kafka's key for the RocksDB config setter of its own stores; kstate's stores ignore it. */
+    static final String ROCKSDB_CONFIG_SETTER = "rocksdb.config.setter";
     /** Engine of the DSL stores made by {@link KstateDslStoreSuppliers}: rocksdb or memory. */
     public static final String ENGINE_CONFIG = "kstate.engine";
 
@@ -65,6 +86,11 @@ public final class KstateStoreOptions {
     final Boolean syncOnCommit;
     final Long blockCacheBytes;
     final Long writeBufferBytes;
+    final Integer writeBufferCount;
+    final Boolean bloomFilter;
+    final Boolean statistics;
+    final Long boundedMemoryBytes;
+    final Double boundedMemoryMemtableRatio;
 
     private KstateStoreOptions(Builder b) {
         this.name = b.name;
@@ -74,6 +100,11 @@ public final class KstateStoreOptions {
         this.syncOnCommit = b.syncOnCommit;
         this.blockCacheBytes = b.blockCacheBytes;
         this.writeBufferBytes = b.writeBufferBytes;
+        this.writeBufferCount = b.writeBufferCount;
+        this.bloomFilter = b.bloomFilter;
+        this.statistics = b.statistics;
+        this.boundedMemoryBytes = b.boundedMemoryBytes;
+        this.boundedMemoryMemtableRatio = b.boundedMemoryMemtableRatio;
     }
 
     /** @return the store name */
@@ -127,7 +158,9 @@ public final class KstateStoreOptions {
 
     /** Every application-wide key kstate reads. */
     static final List<String> KNOWN_KEYS = Collections.unmodifiableList(Arrays.asList(MAX_UNCOMMITTED_BYTES_CONFIG,
-        SYNC_ON_COMMIT_CONFIG, BLOCK_CACHE_BYTES_CONFIG, WRITE_BUFFER_BYTES_CONFIG, ENGINE_CONFIG));
+        SYNC_ON_COMMIT_CONFIG, BLOCK_CACHE_BYTES_CONFIG, WRITE_BUFFER_BYTES_CONFIG, WRITE_BUFFER_COUNT_CONFIG,
+        BLOOM_FILTER_CONFIG, STATISTICS_CONFIG, BOUNDED_MEMORY_BYTES_CONFIG, BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG,
+        ENGINE_CONFIG));
     private static final Set<String> WARNED_KEYS = ConcurrentHashMap.newKeySet();
 
     /**
@@ -138,6 +171,14 @@ public final class KstateStoreOptions {
     static void warnAboutUnknownKeys(Map<String, ?> configs) {
         if (configs == null) {
             return;
+        }
+        Object setter = configs.get(ROCKSDB_CONFIG_SETTER);
+        if (setter != null && WARNED_KEYS.add(ROCKSDB_CONFIG_SETTER)) {
+            LOG.warn("{}={} applies to Kafka Streams' own RocksDB stores only: kstate stores ignore it. Tune them with "
+                    + "{}, {}, {}, {}, {} and bound their memory with {} and {}.", ROCKSDB_CONFIG_SETTER,
+                setter instanceof Class ? ((Class<?>) setter).getName() : setter, BLOCK_CACHE_BYTES_CONFIG, WRITE_BUFFER_BYTES_CONFIG,
+                WRITE_BUFFER_COUNT_CONFIG, BLOOM_FILTER_CONFIG, STATISTICS_CONFIG, BOUNDED_MEMORY_BYTES_CONFIG,
+                BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG);
         }
         for (String key : configs.keySet()) {
             if (key.startsWith("kstate.") && !KNOWN_KEYS.contains(key) && WARNED_KEYS.add(key)) {
@@ -157,7 +198,86 @@ public final class KstateStoreOptions {
         return writeBufferBytes != null ? writeBufferBytes : longConfig(appConfigs, WRITE_BUFFER_BYTES_CONFIG, 0);
     }
 
+    int resolvedWriteBufferCount(Map<String, Object> appConfigs) {
+        if (writeBufferCount != null) {
+            return writeBufferCount;
+        }
+        long n = longConfig(appConfigs, WRITE_BUFFER_COUNT_CONFIG, 0, "accepted values: an integer from 1 to 1000");
+        if (n > 1000) {
+            throw new ConfigException(WRITE_BUFFER_COUNT_CONFIG, appConfigs.get(WRITE_BUFFER_COUNT_CONFIG),
+                "accepted values: an integer from 1 to 1000");
+        }
+        return (int) n;
+    }
+
+    boolean resolvedBloomFilter(Map<String, Object> appConfigs) {
+        return bloomFilter != null ? bloomFilter : booleanConfig(appConfigs, BLOOM_FILTER_CONFIG, true);
+    }
+
+    /** Statistics default to on when Kafka's metrics.recording.level is DEBUG or TRACE, as Kafka's stores. */
+    boolean resolvedStatistics(Map<String, Object> appConfigs) {
+        if (statistics != null) {
+            return statistics;
+        }
+        Object level = appConfigs == null ? null : appConfigs.get(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG);
+        String l = level == null ? "" : String.valueOf(level).trim();
+        boolean debug = l.equalsIgnoreCase("DEBUG") || l.equalsIgnoreCase("TRACE");
+        return booleanConfig(appConfigs, STATISTICS_CONFIG, debug);
+    }
+
+    long resolvedBoundedMemoryBytes(Map<String, Object> appConfigs) {
+        return boundedMemoryBytes != null ? boundedMemoryBytes : longConfig(appConfigs, BOUNDED_MEMORY_BYTES_CONFIG, 0);
+    }
+
+    double resolvedBoundedMemoryMemtableRatio(Map<String, Object> appConfigs) {
+        if (boundedMemoryMemtableRatio != null) {
+            return boundedMemoryMemtableRatio;
+        }
+        Object v = appConfigs == null ? null : appConfigs.get(BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG);
+        if (v == null) {
+            return DEFAULT_BOUNDED_MEMORY_MEMTABLE_RATIO;
+        }
+        double parsed;
+        try {
+            parsed = v instanceof Number ? ((Number) v).doubleValue() : Double.parseDouble(String.valueOf(v).trim());
+        } catch (NumberFormatException e) {
+            throw new ConfigException(BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG, v, RATIO_ACCEPTED);
+        }
+        if (!validRatio(parsed)) {
+            throw new ConfigException(BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG, v, RATIO_ACCEPTED);
+        }
+        return parsed;
+    }
+
+    private static final String RATIO_ACCEPTED = "accepted values: a number strictly between 0 and 1, such as 0.5";
+
+    private static boolean validRatio(double r) {
+        return r > 0 && r < 1;
+    }
+
+    /** The RocksDB tuning this store opens with: its own options, else the app's keys, else kstate's defaults. */
+    NativeStore.RocksTuning resolvedRocksTuning(Map<String, Object> appConfigs) {
+        long bounded = resolvedBoundedMemoryBytes(appConfigs);
+        long memtables = 0;
+        if (bounded > 0) {
+            double ratio = resolvedBoundedMemoryMemtableRatio(appConfigs);
+            memtables = Math.max(1, (long) (bounded * ratio));
+            if (memtables >= bounded) {
+                throw new ConfigException(BOUNDED_MEMORY_BYTES_CONFIG, bounded,
+                    "accepted values: a number of bytes large enough for the memtable ratio " + ratio + " to leave room"
+                        + " for the block cache (at least 2)");
+            }
+        }
+        return new NativeStore.RocksTuning(resolvedBlockCacheBytes(appConfigs), resolvedWriteBufferBytes(appConfigs),
+            resolvedWriteBufferCount(appConfigs), resolvedBloomFilter(appConfigs), resolvedStatistics(appConfigs),
+            bounded, memtables);
+    }
+
     static long longConfig(Map<String, ?> configs, String key, long fallback) {
+        return longConfig(configs, key, fallback, "accepted values: a positive number of bytes");
+    }
+
+    static long longConfig(Map<String, ?> configs, String key, long fallback, String accepted) {
         Object v = configs == null ? null : configs.get(key);
         if (v == null) {
             return fallback;
@@ -169,11 +289,11 @@ public final class KstateStoreOptions {
             try {
                 parsed = Long.parseLong(String.valueOf(v).trim());
             } catch (NumberFormatException e) {
-                throw new ConfigException(key, v, "accepted values: a positive number of bytes");
+                throw new ConfigException(key, v, accepted);
             }
         }
         if (parsed <= 0) {
-            throw new ConfigException(key, v, "accepted values: a positive number of bytes");
+            throw new ConfigException(key, v, accepted);
         }
         return parsed;
     }
@@ -182,7 +302,10 @@ public final class KstateStoreOptions {
     public String toString() {
         return "KstateStoreOptions{name=" + name + ", engine=" + engine + ", timestamped=" + timestamped
             + ", maxUncommittedBytes=" + maxUncommittedBytes + ", syncOnCommit=" + syncOnCommit
-            + ", blockCacheBytes=" + blockCacheBytes + ", writeBufferBytes=" + writeBufferBytes + "}";
+            + ", blockCacheBytes=" + blockCacheBytes + ", writeBufferBytes=" + writeBufferBytes
+            + ", writeBufferCount=" + writeBufferCount + ", bloomFilter=" + bloomFilter + ", statistics=" + statistics
+            + ", boundedMemoryBytes=" + boundedMemoryBytes + ", boundedMemoryMemtableRatio=" + boundedMemoryMemtableRatio
+            + "}";
     }
 
     /** Builder of per-store options; see {@link KstateStores#builder(String)}. */
@@ -194,6 +317,11 @@ public final class KstateStoreOptions {
         private Boolean syncOnCommit;
         private Long blockCacheBytes;
         private Long writeBufferBytes;
+        private Integer writeBufferCount;
+        private Boolean bloomFilter;
+        private Boolean statistics;
+        private Long boundedMemoryBytes;
+        private Double boundedMemoryMemtableRatio;
 
         Builder(String name) {
             if (name == null) {
@@ -265,6 +393,61 @@ public final class KstateStoreOptions {
                 throw new IllegalArgumentException("writeBufferBytes must be positive: " + bytes);
             }
             this.writeBufferBytes = bytes;
+            return this;
+        }
+
+        /**
+         * @param count RocksDB memtables per column family before writes stall (1 to 1000)
+         * @return this
+         */
+        public Builder writeBufferCount(int count) {
+            if (count < 1 || count > 1000) {
+                throw new IllegalArgumentException("writeBufferCount must be from 1 to 1000: " + count);
+            }
+            this.writeBufferCount = count;
+            return this;
+        }
+
+        /**
+         * @param enabled bloom filters (10 bits per key) in RocksDB SST files (default true)
+         * @return this
+         */
+        public Builder bloomFilter(boolean enabled) {
+            this.bloomFilter = enabled;
+            return this;
+        }
+
+        /**
+         * @param enabled RocksDB statistics, which the bytes-written-total / bytes-read-total metrics need
+         * @return this
+         */
+        public Builder statistics(boolean enabled) {
+            this.statistics = enabled;
+            return this;
+        }
+
+        /**
+         * @param bytes total of the process-wide memory budget this store shares with every kstate store
+         *     opened with the same budget: one block cache, charged with the memtables (positive)
+         * @return this
+         */
+        public Builder boundedMemoryBytes(long bytes) {
+            if (bytes <= 1) {
+                throw new IllegalArgumentException("boundedMemoryBytes must be at least 2: " + bytes);
+            }
+            this.boundedMemoryBytes = bytes;
+            return this;
+        }
+
+        /**
+         * @param ratio part of the shared budget memtables may use before they are flushed (strictly between 0 and 1)
+         * @return this
+         */
+        public Builder boundedMemoryMemtableRatio(double ratio) {
+            if (!validRatio(ratio)) {
+                throw new IllegalArgumentException("boundedMemoryMemtableRatio must be strictly between 0 and 1: " + ratio);
+            }
+            this.boundedMemoryMemtableRatio = ratio;
             return this;
         }
 

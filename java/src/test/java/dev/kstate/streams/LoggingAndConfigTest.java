@@ -86,6 +86,24 @@ public class LoggingAndConfigTest {
         assertRejected(KstateStoreOptions.MAX_UNCOMMITTED_BYTES_CONFIG, "64MB", "positive number of bytes");
         assertRejected(KstateStoreOptions.BLOCK_CACHE_BYTES_CONFIG, "-1", "positive number of bytes");
         assertRejected(KstateStoreOptions.WRITE_BUFFER_BYTES_CONFIG, "0", "positive number of bytes");
+        assertRejected(KstateStoreOptions.WRITE_BUFFER_COUNT_CONFIG, "0", "an integer from 1 to 1000");
+        assertRejected(KstateStoreOptions.WRITE_BUFFER_COUNT_CONFIG, "5000", "an integer from 1 to 1000");
+        assertRejected(KstateStoreOptions.BLOOM_FILTER_CONFIG, "maybe", "true, false");
+        assertRejected(KstateStoreOptions.STATISTICS_CONFIG, "on", "true, false");
+        assertRejected(KstateStoreOptions.BOUNDED_MEMORY_BYTES_CONFIG, "1GB", "positive number of bytes");
+        assertRejected(KstateStoreOptions.BOUNDED_MEMORY_BYTES_CONFIG, "1", "large enough");
+        Properties bounded = TestSupport.props("app", dir);
+        bounded.put(KstateStoreOptions.BOUNDED_MEMORY_BYTES_CONFIG, "1048576");
+        for (String ratio : new String[] {"1", "0", "-0.5", "half"}) {
+            bounded.put(KstateStoreOptions.BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG, ratio);
+            try {
+                open("bad", bounded).close();
+                fail("accepted ratio " + ratio);
+            } catch (ConfigException e) {
+                assertTrue(e.getMessage(), e.getMessage().contains(KstateStoreOptions.BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG)
+                    && e.getMessage().contains(ratio) && e.getMessage().contains("strictly between 0 and 1"));
+            }
+        }
         Map<String, Object> configs = new HashMap<>();
         configs.put(KstateStoreOptions.ENGINE_CONFIG, "lmdb");
         try {
@@ -105,5 +123,28 @@ public class LoggingAndConfigTest {
         open("one", props).close();
         open("two", props).close();
         assertEquals(1, CapturedLogs.count(Level.WARN, "Unknown kstate config kstate.interactive.query.isolation.level"));
+    }
+
+    /** A config setter as users write them for Kafka's own RocksDB stores. */
+    public static final class BoundedMemorySetter implements org.apache.kafka.streams.state.RocksDBConfigSetter {
+        @Override
+        public void setConfig(String storeName, org.rocksdb.Options options, Map<String, Object> configs) {
+        }
+
+        @Override
+        public void close(String storeName, org.rocksdb.Options options) {
+        }
+    }
+
+    /** Kafka's rocksdb.config.setter does not apply to kstate stores: said once, with the keys that do. */
+    @Test
+    public void aRocksDbConfigSetterIsReportedAsIgnored() {
+        Properties props = TestSupport.props("app", dir);
+        props.put("rocksdb.config.setter", BoundedMemorySetter.class.getName());
+        open("one", props).close();
+        open("two", props).close();
+        assertEquals(CapturedLogs.messages(Level.WARN).toString(), 1,
+            CapturedLogs.count(Level.WARN, "rocksdb.config.setter=" + BoundedMemorySetter.class.getName() + " applies to Kafka"));
+        assertEquals(1, CapturedLogs.count(Level.WARN, KstateStoreOptions.BOUNDED_MEMORY_BYTES_CONFIG));
     }
 }

@@ -1,0 +1,173 @@
+package dev.kstate.streams;
+
+import dev.kstate.internal.NativeStore;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.MeasurableStat;
+import org.apache.kafka.common.metrics.MetricConfig;
+import org.apache.kafka.common.metrics.Sensor;
+import org.apache.kafka.streams.StreamsMetrics;
+
+/**
+ * The metrics of one kstate store, registered through the public {@link StreamsMetrics} API
+ * only: one sensor per store, holding one gauge-like metric per value (a
+ * {@link MeasurableStat} that reads the native store when the metric is read and ignores
+ * {@code record}). Removed, sensor and metrics, by {@link #close()}.
+ *
+ * <p>RocksDB stores report Kafka's RocksDB gauges under Kafka's names, group
+ * {@value #GROUP} and tags {@code thread-id}, {@code task-id}, {@code rocksdb-state-id}, so
+ * dashboards built for Kafka's RocksDB stores read them. Values are doubles (Kafka's own are
+ * {@code BigInteger}s); NaN while the store is closed or when RocksDB has no value.
+ */
+final class KstateMetrics implements AutoCloseable {
+    /** Kafka's group of store-level metrics. */
+    static final String GROUP = "stream-state-metrics";
+    /** Tag naming the store for RocksDB stores, as Kafka's RocksDB key-value stores. */
+    static final String ROCKSDB_STATE_ID_TAG = "rocksdb-state-id";
+    /** Tag naming the store for in-memory kstate stores (the scope of their metered wrapper). */
+    static final String MEMORY_STATE_ID_TAG = "kstate-memory-state-id";
+
+    /** RocksDB integer properties reported as gauges: metric name = property name without {@code rocksdb.}. */
+    static final List<String> ROCKSDB_PROPERTIES = Collections.unmodifiableList(Arrays.asList(
+        "num-entries-active-mem-table", "num-deletes-active-mem-table", "num-entries-imm-mem-tables",
+        "num-deletes-imm-mem-tables", "num-immutable-mem-table", "cur-size-active-mem-table", "cur-size-all-mem-tables",
+        "size-all-mem-tables", "mem-table-flush-pending", "num-running-flushes", "compaction-pending",
+        "num-running-compactions", "estimate-pending-compaction-bytes", "total-sst-files-size", "live-sst-files-size",
+        "num-live-versions", "estimate-num-keys", "estimate-table-readers-mem", "background-errors",
+        "block-cache-capacity", "block-cache-usage", "block-cache-pinned-usage"));
+
+    /** RocksDB statistics tickers (with statistics on): metric name, ticker name. */
+    static final Map<String, String> TICKERS = ordered(
+        "bytes-written-total", "rocksdb.bytes.written",
+        "bytes-read-total", "rocksdb.bytes.read");
+
+    /** kstate's own values, on both engines: metric name, native name. */
+    static final Map<String, String> KSTATE_COUNTERS = ordered(
+        "commits-in-doubt-total", "kstate.commits-in-doubt",
+        "recovery-rolled-forward", "kstate.recovery-rolled-forward");
+
+    private final StreamsMetrics metrics;
+    private final Sensor sensor;
+    private final List<MetricName> names;
+
+    private KstateMetrics(StreamsMetrics metrics, Sensor sensor, List<MetricName> names) {
+        this.metrics = metrics;
+        this.sensor = sensor;
+        this.names = names;
+    }
+
+    /**
+     * Registers the metrics of a store.
+     *
+     * @param metrics the task's metrics ({@code context.metrics()})
+     * @param taskId the task id
+     * @param storeName the store name
+     * @param rocksdb true for the RocksDB engine (RocksDB gauges and {@code rocksdb-state-id})
+     * @param statistics true when RocksDB statistics are on (the ticker totals)
+     * @param store the store's current native store; read when a metric is read
+     * @return the registration, to close with the store
+     */
+    static KstateMetrics register(StreamsMetrics metrics, String taskId, String storeName, boolean rocksdb,
+                                  boolean statistics, Supplier<NativeStore> store) {
+        String threadId = Thread.currentThread().getName();
+        Map<String, String> tags = new LinkedHashMap<>();
+        tags.put("thread-id", threadId);
+        tags.put("task-id", taskId);
+        tags.put(rocksdb ? ROCKSDB_STATE_ID_TAG : MEMORY_STATE_ID_TAG, storeName);
+        Sensor sensor = metrics.addSensor("kstate." + threadId + "." + taskId + "." + storeName, Sensor.RecordingLevel.INFO);
+        List<MetricName> names = new ArrayList<>();
+        if (rocksdb) {
+            for (String p : ROCKSDB_PROPERTIES) {
+                add(sensor, names, new MetricName(p, GROUP, "RocksDB property rocksdb." + p + " of the store", tags),
+                    new NativeValue(store, "rocksdb." + p));
+            }
+            if (statistics) {
+                for (Map.Entry<String, String> t : TICKERS.entrySet()) {
+                    add(sensor, names, new MetricName(t.getKey(), GROUP, "RocksDB statistics ticker " + t.getValue()
+                        + " of the store, since it was opened", tags), new NativeValue(store, t.getValue()));
+                }
+            }
+        }
+        add(sensor, names, new MetricName("commits-in-doubt-total", GROUP,
+            "kstate commits that returned COMMIT_IN_DOUBT since the store was opened", tags),
+            new NativeValue(store, KSTATE_COUNTERS.get("commits-in-doubt-total")));
+        add(sensor, names, new MetricName("recovery-rolled-forward", GROUP,
+            "1 when opening the store completed a spilled commit interrupted by a crash, else 0", tags),
+            new NativeValue(store, KSTATE_COUNTERS.get("recovery-rolled-forward")));
+        return new KstateMetrics(metrics, sensor, Collections.unmodifiableList(names));
+    }
+
+    private static void add(Sensor sensor, List<MetricName> names, MetricName name, MeasurableStat stat) {
+        sensor.add(name, stat);
+        names.add(name);
+    }
+
+    /** @return the names of the registered metrics */
+    List<MetricName> names() {
+        return names;
+    }
+
+    /** Removes the sensor and its metrics. Idempotent. */
+    @Override
+    public void close() {
+        metrics.removeSensor(sensor);
+    }
+
+    private static Map<String, String> ordered(String... pairs) {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (int i = 0; i < pairs.length; i += 2) {
+            m.put(pairs[i], pairs[i + 1]);
+        }
+        return Collections.unmodifiableMap(m);
+    }
+
+    /** A value read from the native store when the metric is read; never recorded. */
+    private abstract static class Gauge implements MeasurableStat {
+        private final Supplier<NativeStore> store;
+
+        Gauge(Supplier<NativeStore> store) {
+            this.store = store;
+        }
+
+        abstract long read(NativeStore s);
+
+        @Override
+        public double measure(MetricConfig config, long now) {
+            NativeStore s = store.get();
+            if (s == null || !s.isOpen()) {
+                return Double.NaN;
+            }
+            try {
+                long v = read(s);
+                return v < 0 ? Double.NaN : (double) v;
+            } catch (RuntimeException closedMeanwhile) {
+                return Double.NaN;
+            }
+        }
+
+        @Override
+        public void record(MetricConfig config, double value, long timeMs) {
+            // a gauge: nothing to record
+        }
+    }
+
+    private static final class NativeValue extends Gauge {
+        private final String property;
+
+        NativeValue(Supplier<NativeStore> store, String property) {
+            super(store);
+            this.property = property;
+        }
+
+        @Override
+        long read(NativeStore s) {
+            return s.property(property);
+        }
+    }
+}
