@@ -149,4 +149,133 @@ public class RealBrokerEosTest {
                 killedAtCommit, in.produced, in.values.size(), restores.size(), maxCounts, maxSums, seed);
         }
     }
+
+    /** Identity (inode) of each store directory of the application, to see wipes. */
+    static Map<String, Object> storeInodes(File state, String appId) throws Exception {
+        Map<String, Object> m = new java.util.TreeMap<>();
+        for (String task : EosRig.taskDirs(state, appId)) {
+            for (String store : new String[] {"counts", "sums"}) {
+                File d = new File(new File(new File(state, appId), task), store);
+                if (d.isDirectory()) {
+                    m.put(task + "/" + store, java.nio.file.Files.readAttributes(d.toPath(),
+                        java.nio.file.attribute.BasicFileAttributes.class).fileKey());
+                }
+            }
+        }
+        return m;
+    }
+
+    static void checkAll(Input in, String appId, File state) throws Exception {
+        EosRig.checkOutputs(broker, in);
+        EosRig.checkChangelog(EosRig.changelog(broker, appId, "counts"), in.counts(), "counts");
+        EosRig.checkChangelog(EosRig.changelog(broker, appId, "sums"), in.sums(), "sums");
+        EosRig.kstateVerifyAll(state, appId);
+    }
+
+    /** A clean close, then a restart on the same state: nothing is restored, nothing wiped. */
+    @Test
+    public void cleanShutdownThenRestartRestoresNothing() throws Exception {
+        String appId = "eos-clean";
+        File state = new File(base, "clean-state");
+        File logs = new File(base, "clean-logs");
+        logs.mkdirs();
+        try (Input in = input(appId, 7, 500)) {
+            in.produce(3000);
+            App a = start("clean-a", appId, state, logs, "variant=kstate");
+            try {
+                assertTrue("RUNNING", a.awaitRunning(90_000));
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                assertEquals("clean exit", 0, a.stop(90_000));
+            } finally {
+                a.process.destroyForcibly();
+            }
+            Map<String, Object> before = storeInodes(state, appId);
+            assertEquals("both stores of every task on disk", 2 * PARTITIONS, before.size());
+            App b = start("clean-b", appId, state, logs, "variant=kstate");
+            try {
+                assertTrue("RUNNING after the restart", b.awaitRunning(90_000));
+                in.produce(1000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                EosRig.checkQueries(b.query(60_000), in.counts(), in.sums());
+                assertEquals("clean exit", 0, b.stop(90_000));
+            } finally {
+                b.process.destroyForcibly();
+            }
+            assertTrue("errors: " + a.errors + b.errors, a.errors.isEmpty() && b.errors.isEmpty());
+            for (Restore r : b.restores) {
+                assertTrue("nothing to restore after a clean close: " + r, r.restored <= 0 && r.start >= r.end - 1);
+            }
+            assertEquals("no store directory wiped or recreated", before, storeInodes(state, appId));
+            checkAll(in, appId, state);
+        }
+    }
+
+    /**
+     * A second instance joins (tasks move to it), then leaves (they come back): outputs and state
+     * stay exactly-once, and the first instance's kstate directories survive the round trip (the
+     * tasks come back restoring only what the second instance wrote).
+     */
+    @Test
+    public void taskMigratesToASecondInstanceAndBack() throws Exception {
+        String appId = "eos-move";
+        File stateA = new File(base, "move-a");
+        File stateB = new File(base, "move-b");
+        File logs = new File(base, "move-logs");
+        logs.mkdirs();
+        try (Input in = input(appId, 11, 500)) {
+            in.produce(3000);
+            App a = start("move-a", appId, stateA, logs, "variant=kstate");
+            App b = null;
+            try {
+                assertTrue("A RUNNING", a.awaitRunning(90_000));
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                Map<String, Object> before = storeInodes(stateA, appId);
+                assertEquals("A holds every task", 2 * PARTITIONS, before.size());
+                int restoresBefore = a.restores.size();
+
+                b = start("move-b", appId, stateB, logs, "variant=kstate");
+                App bb = b;
+                assertTrue("B got tasks (and restored them): " + b.tail(), b.await(x -> !bb.restores.isEmpty() && x.runningMs >= 0,
+                    120_000));
+                in.produce(2000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                assertEquals("B leaves cleanly", 0, b.stop(90_000));
+                int moved = (int) b.restores.stream().map(r -> r.tp).distinct().count();
+
+                // A takes the tasks back: restores what B wrote, from A's own committed offsets
+                assertTrue("A restores the returning tasks", a.await(x -> x.restores.size() > restoresBefore
+                    && x.restores.stream().skip(restoresBefore).allMatch(r -> r.restored >= 0), 120_000));
+                in.produce(1000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                assertTrue("A RUNNING again", a.await(x -> "RUNNING".equals(lastState(x)), 60_000));
+                EosRig.checkQueries(a.query(60_000), in.counts(), in.sums());
+                assertEquals("clean exit", 0, a.stop(90_000));
+                assertTrue("errors: " + a.errors + b.errors, a.errors.isEmpty() && b.errors.isEmpty());
+                List<Restore> back = new ArrayList<>(a.restores.subList(restoresBefore, a.restores.size()));
+                for (Restore r : back) {
+                    assertTrue("a returning task resumes from A's committed offset, not from scratch: " + r, r.start > 0);
+                }
+                assertTrue("tasks moved to B and back (" + moved + " partitions)", moved > 0 && !back.isEmpty());
+                assertEquals("A's store directories were not wiped", before, storeInodes(stateA, appId));
+                System.out.printf("migration: %d store partitions moved to B and back; A replayed %s%n", moved, back);
+            } finally {
+                a.process.destroyForcibly();
+                if (b != null) {
+                    b.process.destroyForcibly();
+                }
+            }
+            checkAll(in, appId, stateA);
+        }
+    }
+
+    static String lastState(App a) {
+        synchronized (a.lines) {
+            for (int i = a.lines.size() - 1; i >= 0; i--) {
+                if (a.lines.get(i).startsWith("STATE ")) {
+                    return a.lines.get(i).split(" ")[1];
+                }
+            }
+        }
+        return null;
+    }
 }
