@@ -64,7 +64,7 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * {@code topics} (a prefix of the topic names), {@code ctl} (a control directory: the file {@code query} asks for the interactive queries,
  * {@code stop} for a clean close), optional {@code instance} (static membership),
  * {@code commit.ms}, {@code max.uncommitted} ({@code kstate.max.uncommitted.bytes}),
- * {@code standbys}.
+ * {@code standbys}, {@code iq.limit} (entries printed per query and partition).
  *
  * <p>It reports on standard output, one event a line: {@code STATE new old ms}, {@code RUNNING ms}
  * (ms since the JVM started), {@code RESTORE_START store topic partition start end},
@@ -198,7 +198,7 @@ public final class EosApp {
         boolean queried = false;
         while (!stop.exists()) {
             if (!queried && query.exists() && streams.state() == KafkaStreams.State.RUNNING) {
-                queryAll(streams, variant);
+                queryAll(streams, variant, Integer.parseInt(a.getOrDefault("iq.limit", "2147483647")));
                 queried = true;
             }
             if (streams.state() == KafkaStreams.State.ERROR || streams.state() == KafkaStreams.State.NOT_RUNNING) {
@@ -213,7 +213,7 @@ public final class EosApp {
     }
 
     /** IQv1 and IQv2 over both stores at both isolation levels. */
-    static void queryAll(KafkaStreams streams, String variant) {
+    static void queryAll(KafkaStreams streams, String variant, int limit) {
         if (variant.equals("stateless")) {
             out("IQ_DONE");
             return;
@@ -224,9 +224,10 @@ public final class EosApp {
                 ReadOnlyKeyValueStore<String, ValueAndTimestamp<Long>> v1 = streams.store(
                     StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.<String, Long>timestampedKeyValueStore()));
                 try (KeyValueIterator<String, ValueAndTimestamp<Long>> it = v1.readOnly(level).all()) {
-                    while (it.hasNext()) {
+                    for (int n = 0; n < limit && it.hasNext(); n++) {
                         KeyValue<String, ValueAndTimestamp<Long>> kv = it.next();
-                        out("IQ v1 " + level.name() + " " + store + " " + kv.key + " " + kv.value.value());
+                        out("IQ v1 " + level.name() + " " + store + " " + kv.key + " " + kv.value.value() + " "
+                            + kv.value.timestamp());
                     }
                 }
                 // IQv2: a range query over every partition, the isolation level in the request
@@ -241,7 +242,7 @@ public final class EosApp {
                         continue;
                     }
                     try (KeyValueIterator<String, Long> it = r.getResult()) {
-                        while (it.hasNext()) {
+                        for (int n = 0; n < limit && it.hasNext(); n++) {
                             KeyValue<String, Long> kv = it.next();
                             out("IQ v2 " + level.name() + " " + store + " " + kv.key + " " + kv.value);
                         }

@@ -34,6 +34,7 @@ public final class RestartRace {
         public final List<Long> runningMs = new ArrayList<>();
         public long loadMs;
         public String eos = "not checked";
+        public List<String> queries = new ArrayList<>();
 
         Result(String variant) {
             this.variant = variant;
@@ -62,6 +63,12 @@ public final class RestartRace {
      */
     public static Result race(KafkaBroker broker, File base, String variant, int keys, int kills, long seed,
         java.util.function.Consumer<String> log) throws Exception {
+        return race(broker, base, variant, keys, kills, seed, log, false);
+    }
+
+    /** As above; with {@code query}, a few interactive queries at the end while a chunk is processed. */
+    public static Result race(KafkaBroker broker, File base, String variant, int keys, int kills, long seed,
+        java.util.function.Consumer<String> log, boolean query) throws Exception {
         String appId = "race-" + variant + "-" + System.nanoTime();
         String topics = appId + ".";
         File state = new File(base, appId + "-state");
@@ -86,7 +93,7 @@ public final class RestartRace {
                     app.kill();
                     check(app.errors.isEmpty(), variant + " errors: " + app.errors);
                     app = EosRig.start(variant + "-" + k, broker, appId, state, logs, "topics=" + topics,
-                        "variant=" + variant, "instance=race");
+                        "variant=" + variant, "instance=race", "iq.limit=2");
                     check(app.awaitRunning(3_600_000), variant + " RUNNING after kill " + k + ": " + app.errors + app.tail());
                     App a = app;
                     // every restore has ended once RUNNING is reached; wait for the listener's lines
@@ -96,6 +103,11 @@ public final class RestartRace {
                     res.runningMs.add(app.runningMs);
                     log.accept(String.format("%s: kill %d -> restored %,d records, RUNNING %,d ms after process start",
                         variant, k + 1, restored, app.runningMs));
+                    EosRig.awaitProcessed(broker, topics, appId, 3_600_000);
+                }
+                if (query) {
+                    in.produce(5_000);
+                    res.queries.addAll(app.query(60_000));
                     EosRig.awaitProcessed(broker, topics, appId, 3_600_000);
                 }
                 check(app.stop(120_000) == 0, variant + " clean exit");
