@@ -29,6 +29,17 @@ public class RealBrokerEosTest {
     static final int PARTITIONS = 4;
     private static KafkaBroker broker;
     private static File base;
+    /** Set when a test fails: the state, logs and broker directory are then kept for diagnosis. */
+    private static volatile boolean failed;
+
+    @org.junit.Rule
+    public final org.junit.rules.TestWatcher keepOnFailure = new org.junit.rules.TestWatcher() {
+        @Override
+        protected void failed(Throwable e, org.junit.runner.Description d) {
+            failed = true;
+            System.out.println("kept for diagnosis: " + base);
+        }
+    };
 
     @BeforeClass
     public static void startBroker() throws Exception {
@@ -38,6 +49,9 @@ public class RealBrokerEosTest {
 
     @AfterClass
     public static void stopBroker() {
+        if (failed) {
+            System.setProperty("kstate.eos.keep", "true");
+        }
         if (broker != null) {
             broker.close();
         }
@@ -122,6 +136,7 @@ public class RealBrokerEosTest {
             }
             // whatever is left, then a final run: no kill, interactive queries, clean close
             in.produce((int) Math.max(0, total - in.produced));
+            System.out.println("kill loop seed " + seed + " (rerun with -Dkstate.eos.seed=" + seed + ")");
             App last = start("final", appId, state, logs, "variant=kstate", "instance=i1");
             try {
                 assertTrue("final RUNNING", last.awaitRunning(90_000));
