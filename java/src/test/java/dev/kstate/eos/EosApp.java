@@ -1,0 +1,293 @@
+package dev.kstate.eos;
+
+import dev.kstate.broker.BrokerMain;
+import dev.kstate.streams.KstateDslStoreSuppliers;
+import dev.kstate.streams.KstateStoreOptions;
+import dev.kstate.streams.KstateStores;
+import java.io.File;
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaClientSupplier;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StoreQueryParameters;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.query.QueryResult;
+import org.apache.kafka.streams.query.RangeQuery;
+import org.apache.kafka.streams.query.StateQueryRequest;
+import org.apache.kafka.streams.query.StateQueryResult;
+import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.QueryableStoreTypes;
+import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
+
+/**
+ * The Kafka Streams application of the real-broker tests, the restart race and the demo, run in
+ * a child JVM (through {@link BrokerMain}, so it dies with its parent) that the parent SIGKILLs.
+ *
+ * <p>Topology: {@code input} (String key, numeric String value) grouped by key into
+ * {@code counts} (a {@code count()}, materialized through {@code Materialized.as(supplier)}) and
+ * {@code sums} (an {@code aggregate()} summing the values, materialized by name only, so its
+ * store comes from {@code dsl.store.suppliers.class}); both tables go to output topics. The
+ * variant picks the stores: {@code kstate} (kstate for both, with
+ * {@code enable.transactional.statestores=true}), {@code rocksdb} (Kafka's RocksDB stores, flag
+ * off: the default exactly-once setup), {@code rocksdb-txn} (Kafka's RocksDB stores with the flag)
+ * and {@code stateless} (no stores: {@code input} mapped to {@code counts-out}).
+ *
+ * <p>Arguments are {@code key=value}: {@code bootstrap}, {@code app}, {@code state}, {@code variant},
+ * {@code topics} (a prefix of the topic names), {@code ctl} (a control directory: the file {@code query} asks for the interactive queries,
+ * {@code stop} for a clean close), optional {@code instance} (static membership),
+ * {@code commit.ms}, {@code max.uncommitted} ({@code kstate.max.uncommitted.bytes}),
+ * {@code standbys}, {@code iq.limit} (entries printed per query and partition).
+ *
+ * <p>It reports on standard output, one event a line: {@code STATE new old ms}, {@code RUNNING ms}
+ * (ms since the JVM started), {@code RESTORE_START store topic partition start end},
+ * {@code RESTORE_END store topic partition restored ms}, {@code COMMIT_BEGIN n} /
+ * {@code COMMIT_DONE n} around each producer transaction commit, {@code IQ api level store key
+ * value}, {@code IQ_DONE}, {@code ERROR ...}, {@code CLOSED}.
+ */
+public final class EosApp {
+    public static final String INPUT = "input";
+    public static final String COUNTS_OUT = "counts-out";
+    public static final String SUMS_OUT = "sums-out";
+
+    /** The topic {@code name} of the run with topic prefix {@code prefix}. */
+    public static String topic(String prefix, String name) {
+        return prefix + name;
+    }
+
+    private static final long JVM_START = ManagementFactory.getRuntimeMXBean().getStartTime();
+
+    private EosApp() {
+    }
+
+    static synchronized void out(String line) {
+        System.out.println(line);
+        System.out.flush();
+    }
+
+    static long sinceStart() {
+        return System.currentTimeMillis() - JVM_START;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (System.getProperty("kstate.no.watchdog") == null) {
+            BrokerMain.haltWhenParentDies();
+        }
+        Map<String, String> a = new HashMap<>();
+        for (String arg : args) {
+            int eq = arg.indexOf('=');
+            a.put(arg.substring(0, eq), arg.substring(eq + 1));
+        }
+        String variant = a.getOrDefault("variant", "kstate");
+        String t = a.getOrDefault("topics", "");
+        File ctl = new File(a.get("ctl"));
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, a.get("app"));
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, a.get("bootstrap"));
+        p.put(StreamsConfig.STATE_DIR_CONFIG, a.get("state"));
+        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, a.getOrDefault("commit.ms", "100"));
+        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0); // every update reaches the output
+        p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        p.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, Integer.parseInt(a.getOrDefault("standbys", "0")));
+        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 3000);
+        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 500);
+        if (a.containsKey("instance")) {
+            p.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG), a.get("instance"));
+        }
+        if (!variant.equals("rocksdb")) {
+            p.put(StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG, true);
+        }
+        if (variant.equals("kstate")) {
+            p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class);
+        }
+        if (a.containsKey("max.uncommitted")) {
+            p.put(KstateStoreOptions.MAX_UNCOMMITTED_BYTES_CONFIG, a.get("max.uncommitted"));
+        }
+
+        StreamsBuilder builder = new StreamsBuilder();
+        if (variant.equals("stateless")) {
+            builder.stream(topic(t, INPUT), Consumed.with(Serdes.String(), Serdes.String()))
+                .mapValues(v -> Long.parseLong(v))
+                .to(topic(t, COUNTS_OUT), Produced.with(Serdes.String(), Serdes.Long()));
+        } else {
+            KeyValueBytesStoreSupplier counts = variant.equals("kstate")
+                ? KstateStores.persistentTimestampedKeyValueStore("counts")
+                : Stores.persistentTimestampedKeyValueStore("counts");
+            KGroupedStream<String, String> grouped = builder.stream(topic(t, INPUT), Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey();
+            grouped.count(Materialized.<String, Long>as(counts).withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                .toStream().to(topic(t, COUNTS_OUT), Produced.with(Serdes.String(), Serdes.Long()));
+            grouped.aggregate(() -> 0L, (k, v, agg) -> agg + Long.parseLong(v),
+                Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("sums")
+                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                .toStream().to(topic(t, SUMS_OUT), Produced.with(Serdes.String(), Serdes.Long()));
+        }
+
+        KafkaStreams streams = new KafkaStreams(builder.build(), p, new SignallingClients());
+        AtomicLong lastRunning = new AtomicLong(-1);
+        streams.setStateListener((n, o) -> {
+            out("STATE " + n + " " + o + " " + sinceStart());
+            if (n == KafkaStreams.State.RUNNING) {
+                lastRunning.set(sinceStart());
+                out("RUNNING " + sinceStart());
+            }
+        });
+        streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+            private final Map<String, Long> started = new HashMap<>();
+
+            @Override
+            public void onRestoreStart(TopicPartition tp, String store, long start, long end) {
+                started.put(store + tp, System.nanoTime());
+                out("RESTORE_START " + store + " " + tp.topic() + " " + tp.partition() + " " + start + " " + end);
+            }
+
+            @Override
+            public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) {
+            }
+
+            @Override
+            public void onRestoreEnd(TopicPartition tp, String store, long restored) {
+                Long t = started.remove(store + tp);
+                long ms = t == null ? -1 : (System.nanoTime() - t) / 1_000_000;
+                out("RESTORE_END " + store + " " + tp.topic() + " " + tp.partition() + " " + restored + " " + ms);
+            }
+
+            @Override
+            public void onRestoreSuspended(TopicPartition tp, String store, long restored) {
+                out("RESTORE_SUSPENDED " + store + " " + tp.topic() + " " + tp.partition() + " " + restored);
+            }
+        });
+        streams.setUncaughtExceptionHandler(e -> {
+            out("ERROR " + e.toString().replace('\n', ' '));
+            e.printStackTrace();
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+        out("START " + sinceStart());
+        streams.start();
+
+        File query = new File(ctl, "query");
+        File stop = new File(ctl, "stop");
+        boolean queried = false;
+        while (!stop.exists()) {
+            if (!queried && query.exists() && streams.state() == KafkaStreams.State.RUNNING) {
+                queryAll(streams, variant, Integer.parseInt(a.getOrDefault("iq.limit", "2147483647")));
+                queried = true;
+            }
+            if (streams.state() == KafkaStreams.State.ERROR || streams.state() == KafkaStreams.State.NOT_RUNNING) {
+                out("ERROR streams went " + streams.state());
+                System.exit(2);
+            }
+            Thread.sleep(50);
+        }
+        streams.close(Duration.ofSeconds(60));
+        out("CLOSED " + sinceStart());
+        System.exit(0);
+    }
+
+    /** IQv1 and IQv2 over both stores at both isolation levels. */
+    static void queryAll(KafkaStreams streams, String variant, int limit) {
+        if (variant.equals("stateless")) {
+            out("IQ_DONE");
+            return;
+        }
+        for (String store : new String[] {"counts", "sums"}) {
+            for (IsolationLevel level : IsolationLevel.values()) {
+                // IQv1: the timestamped store type forwards readOnly(level) to each task's store
+                ReadOnlyKeyValueStore<String, ValueAndTimestamp<Long>> v1 = streams.store(
+                    StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.<String, Long>timestampedKeyValueStore()));
+                try (KeyValueIterator<String, ValueAndTimestamp<Long>> it = v1.readOnly(level).all()) {
+                    for (int n = 0; n < limit && it.hasNext(); n++) {
+                        KeyValue<String, ValueAndTimestamp<Long>> kv = it.next();
+                        out("IQ v1 " + level.name() + " " + store + " " + kv.key + " " + kv.value.value() + " "
+                            + kv.value.timestamp());
+                    }
+                }
+                // IQv2: a range query over every partition, the isolation level in the request
+                StateQueryRequest<KeyValueIterator<String, Long>> request = StateQueryRequest.inStore(store)
+                    .withQuery(RangeQuery.<String, Long>withNoBounds()).withIsolationLevel(level);
+                StateQueryResult<KeyValueIterator<String, Long>> result = streams.query(request);
+                for (Map.Entry<Integer, QueryResult<KeyValueIterator<String, Long>>> e
+                    : new TreeMap<>(result.getPartitionResults()).entrySet()) {
+                    QueryResult<KeyValueIterator<String, Long>> r = e.getValue();
+                    if (!r.isSuccess()) {
+                        out("ERROR IQv2 partition " + e.getKey() + ": " + r.getFailureReason() + " " + r.getFailureMessage());
+                        continue;
+                    }
+                    try (KeyValueIterator<String, Long> it = r.getResult()) {
+                        for (int n = 0; n < limit && it.hasNext(); n++) {
+                            KeyValue<String, Long> kv = it.next();
+                            out("IQ v2 " + level.name() + " " + store + " " + kv.key + " " + kv.value);
+                        }
+                    }
+                }
+            }
+        }
+        out("IQ_DONE");
+    }
+
+    /** Kafka's clients, with the producer reporting each transaction commit on standard output. */
+    static final class SignallingClients implements KafkaClientSupplier {
+        private final AtomicLong commits = new AtomicLong();
+
+        @Override
+        public Producer<byte[], byte[]> getProducer(Map<String, Object> config) {
+            return new KafkaProducer<byte[], byte[]>(config, new ByteArraySerializer(), new ByteArraySerializer()) {
+                @Override
+                public void commitTransaction() {
+                    long n = commits.incrementAndGet();
+                    out("COMMIT_BEGIN " + n);
+                    super.commitTransaction();
+                    out("COMMIT_DONE " + n);
+                }
+            };
+        }
+
+        @Override
+        public org.apache.kafka.clients.admin.Admin getAdmin(Map<String, Object> config) {
+            return org.apache.kafka.clients.admin.Admin.create(config);
+        }
+
+        @Override
+        public Consumer<byte[], byte[]> getConsumer(Map<String, Object> config) {
+            return new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        }
+
+        @Override
+        public Consumer<byte[], byte[]> getRestoreConsumer(Map<String, Object> config) {
+            return new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        }
+
+        @Override
+        public Consumer<byte[], byte[]> getGlobalConsumer(Map<String, Object> config) {
+            return new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        }
+    }
+}

@@ -1,0 +1,296 @@
+package dev.kstate.eos;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import dev.kstate.broker.KafkaBroker;
+import dev.kstate.eos.EosRig.App;
+import dev.kstate.eos.EosRig.Input;
+import dev.kstate.eos.EosRig.Restore;
+import dev.kstate.streams.TestSupport;
+import java.io.File;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.AfterClass;
+import org.junit.BeforeClass;
+import org.junit.Test;
+
+/**
+ * Exactly-once on a real Kafka 4.4 broker (single node, KRaft, 127.0.0.1): a counting
+ * application on kstate stores in child JVMs, SIGKILLed, restarted, migrated and closed, checked
+ * against a model of its input. One broker serves every test of the class; each test has its
+ * own application id and topics.
+ */
+public class RealBrokerEosTest {
+    static final int KILLS = Integer.getInteger("kstate.eos.kills", 24);
+    static final int PARTITIONS = 4;
+    private static KafkaBroker broker;
+    private static File base;
+    /** Set when a test fails: the state, logs and broker directory are then kept for diagnosis. */
+    private static volatile boolean failed;
+
+    @org.junit.Rule
+    public final org.junit.rules.TestWatcher keepOnFailure = new org.junit.rules.TestWatcher() {
+        @Override
+        protected void failed(Throwable e, org.junit.runner.Description d) {
+            failed = true;
+            System.out.println("kept for diagnosis: " + base);
+        }
+    };
+
+    @BeforeClass
+    public static void startBroker() throws Exception {
+        base = TestSupport.tempDir("eos");
+        broker = KafkaBroker.start(new File(base, "broker"));
+    }
+
+    @AfterClass
+    public static void stopBroker() {
+        if (failed) {
+            System.setProperty("kstate.eos.keep", "true");
+        }
+        if (broker != null) {
+            broker.close();
+        }
+        if (!Boolean.getBoolean("kstate.eos.keep")) {
+            TestSupport.deleteTree(base);
+        }
+    }
+
+    /** Each test has its own topics (prefix {@code appId.}) and model. */
+    private static Input input(String appId, long seed, int keys) throws Exception {
+        EosRig.createTopics(broker, appId + ".", PARTITIONS);
+        return new Input(broker, appId + ".", keys, seed);
+    }
+
+    private static App start(String name, String appId, File state, File logs, String... args) throws Exception {
+        String[] all = new String[args.length + 1];
+        all[0] = "topics=" + appId + ".";
+        System.arraycopy(args, 0, all, 1, args.length);
+        return EosRig.start(name, broker, appId, state, logs, all);
+    }
+
+    /**
+     * The kill loop: input arrives in chunks over 4 partitions while the application is
+     * SIGKILLed at least {@link #KILLS} times (before RUNNING, while processing, right at a
+     * transaction commit; every third round with a 1 KiB {@code kstate.max.uncommitted.bytes},
+     * so commits spill), and restarted on the same state directory; then a final run answers
+     * the interactive queries and closes cleanly.
+     */
+    @Test
+    public void sigkillLoopStaysExactlyOnce() throws Exception {
+        String appId = "eos-kill";
+        long seed = Long.getLong("kstate.eos.seed", System.nanoTime());
+        Random rnd = new Random(seed);
+        File state = new File(base, "kill-state");
+        File logs = new File(base, "kill-logs");
+        logs.mkdirs();
+        int total = Integer.getInteger("kstate.eos.records", 40_000);
+        int chunk = total / (KILLS * 2 / 3);
+        List<Restore> restores = new ArrayList<>();
+        int[] modes = new int[3];
+        int killedBeforeRunning = 0;
+        int killedAtCommit = 0;
+        try (Input in = input(appId, seed, 2_000)) {
+            for (int round = 0; round < KILLS; round++) {
+                if (in.produced < total) {
+                    in.produce((int) Math.min(chunk, total - in.produced));
+                }
+                boolean spill = round % 3 == 2;
+                App app = spill
+                    ? start("kill" + round, appId, state, logs, "variant=kstate", "instance=i1",
+                        "max.uncommitted=1024", "commit.ms=500")
+                    : start("kill" + round, appId, state, logs, "variant=kstate", "instance=i1");
+                int mode = round < 3 ? round : rnd.nextInt(3);
+                modes[mode]++;
+                try {
+                    if (mode == 0) { // during start-up and restore: mostly before RUNNING
+                        Thread.sleep(300 + rnd.nextInt(3000));
+                    } else if (mode == 1) { // while processing the chunk
+                        assertTrue("RUNNING in round " + round + ": " + app.errors + "\n" + app.tail(), app.awaitRunning(90_000));
+                        Thread.sleep(rnd.nextInt(1500));
+                    } else { // right as a producer transaction commits (then kstate commits its stores)
+                        assertTrue("RUNNING in round " + round, app.awaitRunning(90_000));
+                        long target = app.commitsBegun + 1 + rnd.nextInt(6);
+                        app.await(a -> a.commitsBegun >= target, 10_000);
+                        if (rnd.nextBoolean()) {
+                            Thread.sleep(rnd.nextInt(5));
+                        }
+                    }
+                    if (app.runningMs < 0) {
+                        killedBeforeRunning++;
+                    }
+                    if (app.commitsBegun > app.commitsDone) {
+                        killedAtCommit++;
+                    }
+                    assertTrue("child alive before the kill in round " + round + ": " + app.errors + "\n" + app.tail(),
+                        app.process.isAlive());
+                } finally {
+                    app.kill();
+                }
+                assertTrue("no errors in round " + round + ": " + app.errors, app.errors.isEmpty());
+                restores.addAll(app.restores);
+            }
+            // whatever is left, then a final run: no kill, interactive queries, clean close
+            in.produce((int) Math.max(0, total - in.produced));
+            System.out.println("kill loop seed " + seed + " (rerun with -Dkstate.eos.seed=" + seed + ")");
+            App last = start("final", appId, state, logs, "variant=kstate", "instance=i1");
+            try {
+                assertTrue("final RUNNING", last.awaitRunning(90_000));
+                EosRig.awaitProcessed(broker, appId + ".", appId, 180_000);
+                EosRig.checkQueries(last.query(60_000), in.counts(), in.sums());
+                assertEquals("clean exit", 0, last.stop(90_000));
+            } finally {
+                last.process.destroyForcibly();
+            }
+            assertTrue("no errors in the final run: " + last.errors, last.errors.isEmpty());
+            restores.addAll(last.restores);
+
+            EosRig.checkOutputs(broker, in);
+            Map<Integer, List<ConsumerRecord<byte[], byte[]>>> counts = EosRig.changelog(broker, appId, "counts");
+            Map<Integer, List<ConsumerRecord<byte[], byte[]>>> sums = EosRig.changelog(broker, appId, "sums");
+            EosRig.checkChangelog(counts, in.counts(), "counts");
+            EosRig.checkChangelog(sums, in.sums(), "sums");
+            long maxCounts = EosRig.checkRestoreBound(counts, restores, "counts");
+            long maxSums = EosRig.checkRestoreBound(sums, restores, "sums");
+            List<File> verified = EosRig.kstateVerifyAll(state, appId);
+            assertEquals("kstate verify ran on both stores of every task: " + verified, 2 * PARTITIONS, verified.size());
+            System.out.printf("eos kill loop: %d kills (%d start-up, %d processing, %d at a commit; %d before RUNNING, "
+                    + "%d inside a commit), %d records, %d keys, %d restores, at most %d/%d records replayed per "
+                    + "restore (counts/sums), seed %d%n", KILLS, modes[0], modes[1], modes[2], killedBeforeRunning,
+                killedAtCommit, in.produced, in.values.size(), restores.size(), maxCounts, maxSums, seed);
+        }
+    }
+
+    /** Identity (inode) of each store directory of the application, to see wipes. */
+    static Map<String, Object> storeInodes(File state, String appId) throws Exception {
+        Map<String, Object> m = new java.util.TreeMap<>();
+        for (String task : EosRig.taskDirs(state, appId)) {
+            for (String store : new String[] {"counts", "sums"}) {
+                File d = new File(new File(new File(state, appId), task), store);
+                if (d.isDirectory()) {
+                    m.put(task + "/" + store, java.nio.file.Files.readAttributes(d.toPath(),
+                        java.nio.file.attribute.BasicFileAttributes.class).fileKey());
+                }
+            }
+        }
+        return m;
+    }
+
+    static void checkAll(Input in, String appId, File state) throws Exception {
+        EosRig.checkOutputs(broker, in);
+        EosRig.checkChangelog(EosRig.changelog(broker, appId, "counts"), in.counts(), "counts");
+        EosRig.checkChangelog(EosRig.changelog(broker, appId, "sums"), in.sums(), "sums");
+        EosRig.kstateVerifyAll(state, appId);
+    }
+
+    /** A clean close, then a restart on the same state: nothing is restored, nothing wiped. */
+    @Test
+    public void cleanShutdownThenRestartRestoresNothing() throws Exception {
+        String appId = "eos-clean";
+        File state = new File(base, "clean-state");
+        File logs = new File(base, "clean-logs");
+        logs.mkdirs();
+        try (Input in = input(appId, 7, 500)) {
+            in.produce(3000);
+            App a = start("clean-a", appId, state, logs, "variant=kstate");
+            try {
+                assertTrue("RUNNING", a.awaitRunning(90_000));
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                assertEquals("clean exit", 0, a.stop(90_000));
+            } finally {
+                a.process.destroyForcibly();
+            }
+            Map<String, Object> before = storeInodes(state, appId);
+            assertEquals("both stores of every task on disk", 2 * PARTITIONS, before.size());
+            App b = start("clean-b", appId, state, logs, "variant=kstate");
+            try {
+                assertTrue("RUNNING after the restart", b.awaitRunning(90_000));
+                in.produce(1000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                EosRig.checkQueries(b.query(60_000), in.counts(), in.sums());
+                assertEquals("clean exit", 0, b.stop(90_000));
+            } finally {
+                b.process.destroyForcibly();
+            }
+            assertTrue("errors: " + a.errors + b.errors, a.errors.isEmpty() && b.errors.isEmpty());
+            for (Restore r : b.restores) {
+                assertTrue("nothing to restore after a clean close: " + r, r.restored <= 0 && r.start >= r.end - 1);
+            }
+            assertEquals("no store directory wiped or recreated", before, storeInodes(state, appId));
+            checkAll(in, appId, state);
+        }
+    }
+
+    /**
+     * A second instance joins (tasks move to it), then leaves (they come back): outputs and state
+     * stay exactly-once, and the first instance's kstate directories survive the round trip (the
+     * tasks come back restoring only what the second instance wrote).
+     */
+    @Test
+    public void taskMigratesToASecondInstanceAndBack() throws Exception {
+        String appId = "eos-move";
+        File stateA = new File(base, "move-a");
+        File stateB = new File(base, "move-b");
+        File logs = new File(base, "move-logs");
+        logs.mkdirs();
+        try (Input in = input(appId, 11, 500)) {
+            in.produce(3000);
+            App a = start("move-a", appId, stateA, logs, "variant=kstate");
+            App b = null;
+            try {
+                assertTrue("A RUNNING", a.awaitRunning(90_000));
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                Map<String, Object> before = storeInodes(stateA, appId);
+                assertEquals("A holds every task", 2 * PARTITIONS, before.size());
+                int restoresBefore = a.restores.size();
+
+                b = start("move-b", appId, stateB, logs, "variant=kstate");
+                App bb = b;
+                assertTrue("B got tasks (and restored them): " + b.tail(), b.await(x -> !bb.restores.isEmpty() && x.runningMs >= 0,
+                    120_000));
+                in.produce(2000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                assertEquals("B leaves cleanly", 0, b.stop(90_000));
+                int moved = (int) b.restores.stream().map(r -> r.tp).distinct().count();
+
+                // A takes the tasks back: restores what B wrote, from A's own committed offsets
+                assertTrue("A restores the returning tasks", a.await(x -> x.restores.size() > restoresBefore
+                    && x.restores.stream().skip(restoresBefore).allMatch(r -> r.restored >= 0), 120_000));
+                in.produce(1000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                assertTrue("A RUNNING again", a.await(x -> "RUNNING".equals(lastState(x)), 60_000));
+                EosRig.checkQueries(a.query(60_000), in.counts(), in.sums());
+                assertEquals("clean exit", 0, a.stop(90_000));
+                assertTrue("errors: " + a.errors + b.errors, a.errors.isEmpty() && b.errors.isEmpty());
+                List<Restore> back = new ArrayList<>(a.restores.subList(restoresBefore, a.restores.size()));
+                for (Restore r : back) {
+                    assertTrue("a returning task resumes from A's committed offset, not from scratch: " + r, r.start > 0);
+                }
+                assertTrue("tasks moved to B and back (" + moved + " partitions)", moved > 0 && !back.isEmpty());
+                assertEquals("A's store directories were not wiped", before, storeInodes(stateA, appId));
+                System.out.printf("migration: %d store partitions moved to B and back; A replayed %s%n", moved, back);
+            } finally {
+                a.process.destroyForcibly();
+                if (b != null) {
+                    b.process.destroyForcibly();
+                }
+            }
+            checkAll(in, appId, stateA);
+        }
+    }
+
+    static String lastState(App a) {
+        synchronized (a.lines) {
+            for (int i = a.lines.size() - 1; i >= 0; i--) {
+                if (a.lines.get(i).startsWith("STATE ")) {
+                    return a.lines.get(i).split(" ")[1];
+                }
+            }
+        }
+        return null;
+    }
+}
