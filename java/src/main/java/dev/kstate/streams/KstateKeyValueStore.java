@@ -247,6 +247,21 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             if (restored != null) {
                 position = restored;
             }
+            // Restored records are committed in the changelog already: commit them at once with
+            // their own changelog offset (one batch is one changelog partition). Otherwise they
+            // would wait in the transaction buffer for the task's next commit, which under
+            // exactly-once never comes for a task that restores and then has nothing to process,
+            // and read-committed queries would answer from before the restore.
+            long last = -1;
+            ConsumerRecord<byte[], byte[]> any = null;
+            for (ConsumerRecord<byte[], byte[]> record : records) {
+                last = Math.max(last, record.offset());
+                any = record;
+            }
+            Position snapshot = position.copy();
+            s.commit(Collections.singletonMap(new TopicPartition(any.topic(), any.partition()), last),
+                PositionCodec.encode(snapshot));
+            committedPosition = snapshot;
         }
 
         @Override

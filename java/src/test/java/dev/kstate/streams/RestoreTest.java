@@ -18,6 +18,7 @@ import java.util.Optional;
 import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.utils.Bytes;
@@ -106,6 +107,25 @@ public class RestoreTest {
         }
         assertNull(reopened.get(Bytes.wrap("absent".getBytes(StandardCharsets.UTF_8))));
         reopened.close();
+    }
+
+    /**
+     * Restored records are committed in the changelog already: each batch is committed with its
+     * own changelog offset, so read-committed readers see it at once and a kill after the
+     * restore does not replay it (under exactly-once, a task that restores and then has nothing
+     * to process is not committed again by Kafka).
+     */
+    @Test
+    public void eachRestoredBatchIsCommittedWithItsChangelogOffset() {
+        KeyValueStore<Bytes, byte[]> store = restoreWithHeaders(false, "committed-restore");
+        assertEquals(Long.valueOf(3L), ((org.apache.kafka.streams.processor.StateStore) store).committedOffset(CHANGELOG));
+        assertEquals(0L, store.approximateNumUncommittedBytes());
+        org.apache.kafka.streams.state.ReadOnlyKeyValueStore<Bytes, byte[]> readOnly =
+            ((KstateKeyValueStore) store).readOnly(IsolationLevel.READ_COMMITTED);
+        assertArrayEquals(timestamped(2, "3".getBytes(StandardCharsets.UTF_8)),
+            readOnly.get(Bytes.wrap("a".getBytes(StandardCharsets.UTF_8))));
+        assertNull(readOnly.get(Bytes.wrap("b".getBytes(StandardCharsets.UTF_8))));
+        store.close();
     }
 
     /** A changelog record as Kafka writes it with the IQ consistency vector on: headers v=0, c=position. */
