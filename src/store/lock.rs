@@ -11,6 +11,9 @@ use fs2::FileExt;
 
 use crate::{Error, Result};
 
+/// How long an open waits for a contended lock before reporting [`Error::Locked`].
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// An exclusive lock on a store path, held until dropped.
 #[derive(Debug)]
 pub(crate) struct StoreLock {
@@ -40,8 +43,8 @@ impl StoreLock {
     /// Takes the lock of the store at `store`, creating its parent directory if needed.
     ///
     /// # Errors
-    /// [`Error::Locked`] when any other open holds it; [`Error::Io`] when the lock file
-    /// cannot be created.
+    /// [`Error::Locked`] when any other open still holds it after [`LOCK_WAIT`];
+    /// [`Error::Io`] when the lock file cannot be created.
     pub(crate) fn acquire(store: &Path) -> Result<StoreLock> {
         let path = sibling(store, "kstate-lock")?;
         if let Some(parent) = path.parent() {
@@ -54,13 +57,27 @@ impl StoreLock {
             .write(true)
             .open(&path)
             .map_err(|e| Error::io(&path, e))?;
-        match file.try_lock_exclusive() {
-            Ok(()) => Ok(StoreLock { _file: file }),
-            Err(e) if e.kind() == fs2::lock_contended_error().kind() => Err(Error::Locked {
-                path: store.to_path_buf(),
-                detail: format!("{} is held by another open of this store", path.display()),
-            }),
-            Err(e) => Err(Error::io(&path, e)),
+        // A process that forks right after the store was closed elsewhere in it shares the
+        // lock's file description until its exec closes the copy (the file is O_CLOEXEC), so
+        // contention is retried briefly before it is reported.
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        loop {
+            match file.try_lock_exclusive() {
+                Ok(()) => return Ok(StoreLock { _file: file }),
+                Err(e) if e.kind() == fs2::lock_contended_error().kind() => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(Error::Locked {
+                            path: store.to_path_buf(),
+                            detail: format!(
+                                "{} is held by another open of this store",
+                                path.display()
+                            ),
+                        });
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => return Err(Error::io(&path, e)),
+            }
         }
     }
 }

@@ -115,17 +115,7 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
                 // family comes first and the header second, so a kill in between leaves a
                 // plain store with an empty extra family, upgraded again by the next open.
                 drop(engine);
-                let engine = RocksEngine::open(
-                    path,
-                    &[names::META, names::SPILL, names::TIMESTAMPED],
-                    &options.rocksdb,
-                )?;
-                let meta = engine.registry().require(names::META)?;
-                engine.write(
-                    &[BatchOp::Put(meta, meta::KEY_HEADER, &header_for(format))],
-                    true,
-                )?;
-                return with_data(engine, format, lock);
+                return with_data(open_with_header(path, options)?, format, lock);
             }
             None if has_entries(&engine, meta)? => {
                 return Err(Error::Corruption(
@@ -167,22 +157,27 @@ fn with_data(engine: RocksEngine, format: ValueFormat, lock: StoreLock) -> Resul
     })
 }
 
+/// Opens `path` with kstate's families and the data family of `options.value_format`
+/// (creating what is missing), then writes that format's header, synced.
+fn open_with_header(path: &Path, options: &StoreOptions) -> Result<RocksEngine> {
+    let format = options.value_format;
+    let engine = RocksEngine::open(
+        path,
+        &[names::META, names::SPILL, data_family_name(format)],
+        &options.rocksdb,
+    )?;
+    let meta = engine.registry().require(names::META)?;
+    engine.write(
+        &[BatchOp::Put(meta, meta::KEY_HEADER, &header_for(format))],
+        true,
+    )?;
+    Ok(engine)
+}
+
 /// Builds a new store in `staging` and renames it to `path`.
 fn create(path: &Path, staging: &Path, options: &StoreOptions) -> Result<()> {
-    let format = options.value_format;
-    {
-        let engine = RocksEngine::open(
-            staging,
-            &[names::META, names::SPILL, data_family_name(format)],
-            &options.rocksdb,
-        )?;
-        let meta = engine.registry().require(names::META)?;
-        engine.write(
-            &[BatchOp::Put(meta, meta::KEY_HEADER, &header_for(format))],
-            true,
-        )?;
-        crate::failpoint::hit("create-before-rename");
-    }
+    drop(open_with_header(staging, options)?);
+    crate::failpoint::hit("create-before-rename");
     if path.exists() {
         // Vacant means empty: a directory the caller made for us.
         std::fs::remove_dir(path).map_err(|e| Error::io(path, e))?;
