@@ -1031,7 +1031,8 @@ struct kstate_error_t *kstate_kv_prefix_scan(struct kstate_kv_t *store,
  * them: a RocksDB integer property such as `"rocksdb.cur-size-all-mem-tables"` or
  * `"rocksdb.estimate-num-keys"` (summed over the store's column families),
  * `"rocksdb.block-cache-usage"` / `"rocksdb.block-cache-capacity"` (the store's cache),
- * or kstate's counters `"kstate.commits-in-doubt"` and `"kstate.recovery-rolled-forward"`.
+ * or kstate's counters `"kstate.commits-in-doubt"`, `"kstate.recovery-rolled-forward"`,
+ * `"kstate.spills"` and `"kstate.roll-forwards"`.
  * The memory engine has no RocksDB property.
  *
  * # Arguments

@@ -990,7 +990,8 @@ pub unsafe extern "C" fn kstate_kv_approximate_num_uncommitted_bytes(
 /// them: a RocksDB integer property such as `"rocksdb.cur-size-all-mem-tables"` or
 /// `"rocksdb.estimate-num-keys"` (summed over the store's column families),
 /// `"rocksdb.block-cache-usage"` / `"rocksdb.block-cache-capacity"` (the store's cache),
-/// or kstate's counters `"kstate.commits-in-doubt"` and `"kstate.recovery-rolled-forward"`.
+/// or kstate's counters `"kstate.commits-in-doubt"`, `"kstate.recovery-rolled-forward"`,
+/// `"kstate.spills"` and `"kstate.roll-forwards"`.
 /// The memory engine has no RocksDB property.
 ///
 /// # Arguments

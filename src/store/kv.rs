@@ -619,7 +619,9 @@ impl KvStore {
     /// kstate's own counters answer on both engines: `kstate.commits-in-doubt` (commits
     /// that returned [`Error::CommitInDoubt`] since the store was opened) and
     /// `kstate.recovery-rolled-forward` (1 when opening completed a spilled commit
-    /// interrupted by a crash, else 0).
+    /// interrupted by a crash, else 0), `kstate.spills` (times the uncommitted buffer was
+    /// moved to disk) and `kstate.roll-forwards` (spilled commits completed, recovery
+    /// included), both since the store was opened.
     ///
     /// # Errors
     /// [`Error::StoreClosed`] after close; [`Error::Storage`] from RocksDB.
@@ -631,6 +633,8 @@ impl KvStore {
             "kstate.recovery-rolled-forward" => {
                 Ok(Some(u64::from(self.shared.recovery.rolled_forward)))
             }
+            "kstate.spills" => Ok(Some(c.counters().0)),
+            "kstate.roll-forwards" => Ok(Some(c.counters().1)),
             _ => c.engine().property(name),
         })
     }

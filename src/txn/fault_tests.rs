@@ -434,6 +434,12 @@ fn the_entry_estimate_counts_spilled_writes() {
     // max_uncommitted_bytes is 1,000: almost all of these were spilled.
     assert!(store.approximate_num_uncommitted_bytes().unwrap() > 1_000);
     assert_eq!(store.approximate_num_entries().unwrap(), 20);
+    let spills = store.property("kstate.spills").unwrap().unwrap();
+    assert!(
+        spills >= 2,
+        "20 writes of ~170 bytes over a 1,000-byte bound: {spills} spills"
+    );
+    assert_eq!(store.property("kstate.roll-forwards").unwrap(), Some(0));
     assert_eq!(
         store
             .approximate_num_entries_with(Isolation::ReadCommitted)
@@ -446,5 +452,10 @@ fn the_entry_estimate_counts_spilled_writes() {
             .approximate_num_entries_with(Isolation::ReadCommitted)
             .unwrap(),
         20
+    );
+    assert_eq!(
+        store.property("kstate.roll-forwards").unwrap(),
+        Some(1),
+        "a spilled commit"
     );
 }

@@ -139,6 +139,10 @@ impl TxnState {
 /// An engine plus one open transaction over its families.
 pub(crate) struct TxnCore {
     engine: Arc<dyn Engine>,
+    /// Spills completed since open (for metrics).
+    spills: std::sync::atomic::AtomicU64,
+    /// Spilled commits rolled forward since open, recovery included (for metrics).
+    roll_forwards: std::sync::atomic::AtomicU64,
     meta: Family,
     spill: Family,
     config: TxnConfig,
@@ -201,6 +205,8 @@ impl TxnCore {
         });
         let families = engine.registry().len();
         let core = TxnCore {
+            spills: std::sync::atomic::AtomicU64::new(0),
+            roll_forwards: std::sync::atomic::AtomicU64::new(u64::from(report.rolled_forward)),
             engine,
             meta,
             spill,
@@ -217,6 +223,12 @@ impl TxnCore {
             view: RwLock::new(view),
         };
         Ok((core, report))
+    }
+
+    /// Spills and spilled commits rolled forward since open (recovery included).
+    pub(crate) fn counters(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.spills.load(Relaxed), self.roll_forwards.load(Relaxed))
     }
 
     /// The engine underneath.
@@ -409,6 +421,8 @@ impl TxnCore {
         }
         state.spilled_bytes += total.max(1);
         state.spilled_net += net;
+        self.spills
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         for b in &mut state.buffers {
             b.clear();
         }
@@ -572,6 +586,8 @@ impl TxnCore {
                 &pending,
                 &self.config,
             )?;
+            self.roll_forwards
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         } else {
             let mut ops: Vec<BatchOp<'_>> = Vec::with_capacity(state.buffered_entries() + 2);
             for (index, buffer) in state.buffers.iter().enumerate() {

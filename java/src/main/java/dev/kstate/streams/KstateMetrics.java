@@ -50,7 +50,9 @@ final class KstateMetrics implements AutoCloseable {
     /** kstate's own values, on both engines: metric name, native name. */
     static final Map<String, String> KSTATE_COUNTERS = ordered(
         "commits-in-doubt-total", "kstate.commits-in-doubt",
-        "recovery-rolled-forward", "kstate.recovery-rolled-forward");
+        "recovery-rolled-forward", "kstate.recovery-rolled-forward",
+        "spills-total", "kstate.spills",
+        "roll-forwards-total", "kstate.roll-forwards");
 
     private final StreamsMetrics metrics;
     private final Sensor sensor;
