@@ -165,6 +165,9 @@ pub unsafe extern "C" fn kstate_kv_open(
 /// * `KSTATE_ERR_STORE_CLOSED` - `store` was already closed (double close).
 /// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - recording the clean close failed; the store
 ///   is closed anyway and will be recovered on next open.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - a commit left in doubt could still not be finished;
+///   the store is closed anyway, and the next open holds either the previous commit or
+///   that one.
 ///
 /// # Safety
 /// None required: the handle is never dereferenced, any value is accepted.
@@ -756,14 +759,20 @@ pub unsafe extern "C" fn kstate_kv_put_all_raw(
 ///   replaces the stored one; NULL with length 0 keeps the previous blob.
 ///
 /// # Returns
-/// NULL on success, else an error (the transaction is then still pending: retry the
-/// commit or roll back).
+/// NULL on success, else an error.
 ///
 /// # Errors
 /// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL array or blob with a non-zero length, a NULL
 ///   topic, a topic that is not valid UTF-8.
-/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - the write failed.
+/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - moving the rest of a large transaction to disk
+///   failed before the commit point: the transaction is still pending, unchanged; retry
+///   the commit or roll back.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - the commit itself was written but not confirmed
+///   durable. It will complete: the next call on the store (this commit again, a rollback,
+///   any read or write) first retries it, and committed readers see the previous commit
+///   until then; a rollback cannot undo it. If the process ends first, the next open holds
+///   either the previous commit or this one (`kstate_kv_committed_offset` tells which).
 ///
 /// # Safety
 /// `offsets` is NULL or readable for `offsets_len` elements whose `topic` is NULL or a
