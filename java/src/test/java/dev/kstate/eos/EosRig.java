@@ -1,6 +1,7 @@
 package dev.kstate.eos;
 
 import dev.kstate.broker.KafkaBroker;
+import dev.kstate.streams.TestSupport;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
@@ -213,19 +214,8 @@ public final class EosRig {
         throws IOException {
         File ctl = new File(logDir, "ctl-" + name + "-" + System.nanoTime());
         Files.createDirectories(ctl.toPath());
-        List<String> cmd = new ArrayList<>();
-        cmd.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
-        cmd.add("-Xcheck:jni");
-        cmd.add("-Xms64m");
-        cmd.add("-Xmx" + System.getProperty("kstate.eos.child.heap", "384m"));
-        cmd.add("-XX:+UseSerialGC");
-        cmd.add("-XX:TieredStopAtLevel=1");
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        String libPath = System.getProperty("java.library.path");
-        if (libPath != null) {
-            cmd.add("-Djava.library.path=" + libPath);
-        }
+        List<String> cmd = TestSupport.childJvm("-Xms64m",
+            "-Xmx" + System.getProperty("kstate.eos.child.heap", "384m"), "-XX:+UseSerialGC");
         cmd.add(EosApp.class.getName());
         cmd.add("bootstrap=" + broker.bootstrap());
         cmd.add("app=" + appId);

@@ -44,18 +44,7 @@ public class CrashTest {
 
     /** Starts the child JVM with this JVM's classpath (and -Xcheck:jni). */
     public static Process startChild(File stateDir, long maxBatches) throws IOException {
-        String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
-        List<String> cmd = new ArrayList<>();
-        cmd.add(java);
-        cmd.add("-Xcheck:jni");
-        cmd.add("-Xmx256m");
-        cmd.add("-XX:TieredStopAtLevel=1");
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        String libPath = System.getProperty("java.library.path");
-        if (libPath != null) {
-            cmd.add("-Djava.library.path=" + libPath);
-        }
+        List<String> cmd = TestSupport.childJvm("-Xmx256m");
         cmd.add(CrashChild.class.getName());
         cmd.add(stateDir.getAbsolutePath());
         cmd.add(Long.toString(maxBatches));

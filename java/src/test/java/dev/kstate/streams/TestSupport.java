@@ -53,6 +53,28 @@ public final class TestSupport {
         }
     }
 
+    /**
+     * The command line of a child JVM running this JVM's classpath and native library path
+     * under {@code -Xcheck:jni}; the caller appends the main class and its arguments.
+     *
+     * @param jvmOptions further JVM options (heap, GC)
+     * @return the command, ready for more arguments
+     */
+    public static List<String> childJvm(String... jvmOptions) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
+        cmd.add("-Xcheck:jni");
+        cmd.addAll(java.util.Arrays.asList(jvmOptions));
+        cmd.add("-XX:TieredStopAtLevel=1");
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        String libPath = System.getProperty("java.library.path");
+        if (libPath != null) {
+            cmd.add("-Djava.library.path=" + libPath);
+        }
+        return cmd;
+    }
+
     /** Streams properties for a test application. */
     public static Properties props(String appId, File stateDir) {
         Properties p = new Properties();
