@@ -45,9 +45,9 @@ fi
 
 j_passed=0; j_failed=0
 if [ -f java/build.gradle ]; then
-  step "Java suite (gradle -p java test compatTest, -Xcheck:jni; compatTest = Kafka Streams 4.0, 4.2, 4.3)"
-  gradle -p java test compatTest --console=plain
-  for f in java/build/test-results/test/*.xml java/build/test-results/testKafka*/*.xml; do
+  step "Java suite (gradle -p java test compatTest brokerTest, -Xcheck:jni; compatTest = Kafka Streams 4.0, 4.2, 4.3; brokerTest = exactly-once on a real Kafka 4.4 broker)"
+  gradle -p java test compatTest brokerTest --console=plain
+  for f in java/build/test-results/test/*.xml java/build/test-results/testKafka*/*.xml java/build/test-results/brokerTest/*.xml; do
     [ -f "$f" ] || continue
     t=$(grep -o 'tests="[0-9]*"' "$f" | head -1 | tr -dc 0-9)
     fl=$(grep -o 'failures="[0-9]*"' "$f" | head -1 | tr -dc 0-9)

@@ -14,6 +14,8 @@ import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
@@ -34,7 +36,9 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.StandbyUpdateListener;
 import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.query.QueryResult;
 import org.apache.kafka.streams.query.RangeQuery;
 import org.apache.kafka.streams.query.StateQueryRequest;
@@ -69,8 +73,11 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * <p>It reports on standard output, one event a line: {@code STATE new old ms}, {@code RUNNING ms}
  * (ms since the JVM started), {@code RESTORE_START store topic partition start end},
  * {@code RESTORE_END store topic partition restored ms}, {@code COMMIT_BEGIN n} /
- * {@code COMMIT_DONE n} around each producer transaction commit, {@code IQ api level store key
- * value}, {@code IQ_DONE}, {@code ERROR ...}, {@code CLOSED}.
+ * {@code COMMIT_DONE n} around each producer transaction commit, {@code STANDBY_START store topic
+ * partition offset}, {@code STANDBY_BATCH store topic partition batchEnd size} and
+ * {@code STANDBY_SUSPENDED store topic partition offset reason} for standby tasks,
+ * {@code FENCED method exception} when the producer is refused (a zombie's transaction),
+ * {@code IQ api level store key value}, {@code IQ_DONE}, {@code ERROR ...}, {@code CLOSED}.
  */
 public final class EosApp {
     public static final String INPUT = "input";
@@ -185,6 +192,24 @@ public final class EosApp {
                 out("RESTORE_SUSPENDED " + store + " " + tp.topic() + " " + tp.partition() + " " + restored);
             }
         });
+        streams.setStandbyUpdateListener(new StandbyUpdateListener() {
+            @Override
+            public void onUpdateStart(TopicPartition tp, String store, long startingOffset) {
+                out("STANDBY_START " + store + " " + tp.topic() + " " + tp.partition() + " " + startingOffset);
+            }
+
+            @Override
+            public void onBatchLoaded(TopicPartition tp, String store, TaskId task, long batchEnd, long size, long end) {
+                out("STANDBY_BATCH " + store + " " + tp.topic() + " " + tp.partition() + " " + batchEnd + " " + size);
+            }
+
+            @Override
+            public void onUpdateSuspended(TopicPartition tp, String store, long storeOffset, long end,
+                                          SuspendReason reason) {
+                out("STANDBY_SUSPENDED " + store + " " + tp.topic() + " " + tp.partition() + " " + storeOffset + " "
+                    + reason);
+            }
+        });
         streams.setUncaughtExceptionHandler(e -> {
             out("ERROR " + e.toString().replace('\n', ' '));
             e.printStackTrace();
@@ -261,10 +286,26 @@ public final class EosApp {
         public Producer<byte[], byte[]> getProducer(Map<String, Object> config) {
             return new KafkaProducer<byte[], byte[]>(config, new ByteArraySerializer(), new ByteArraySerializer()) {
                 @Override
+                public void sendOffsetsToTransaction(Map<TopicPartition, OffsetAndMetadata> offsets,
+                                                     ConsumerGroupMetadata group) {
+                    try {
+                        super.sendOffsetsToTransaction(offsets, group);
+                    } catch (RuntimeException e) {
+                        out("FENCED sendOffsetsToTransaction " + e.getClass().getSimpleName());
+                        throw e;
+                    }
+                }
+
+                @Override
                 public void commitTransaction() {
                     long n = commits.incrementAndGet();
                     out("COMMIT_BEGIN " + n);
-                    super.commitTransaction();
+                    try {
+                        super.commitTransaction();
+                    } catch (RuntimeException e) {
+                        out("FENCED commitTransaction " + e.getClass().getSimpleName());
+                        throw e;
+                    }
                     out("COMMIT_DONE " + n);
                 }
             };

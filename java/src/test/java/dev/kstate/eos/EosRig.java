@@ -77,6 +77,8 @@ public final class EosRig {
         public final List<Restore> restores = Collections.synchronizedList(new ArrayList<>());
         public final List<String> errors = Collections.synchronizedList(new ArrayList<>());
         public final List<String> iq = Collections.synchronizedList(new ArrayList<>());
+        /** {@code STANDBY_START} lines: a standby task of this instance began updating a store. */
+        public final List<String> standbyStarts = Collections.synchronizedList(new ArrayList<>());
         public volatile long runningMs = -1;
         public volatile long commitsBegun;
         public volatile long commitsDone;
@@ -127,6 +129,9 @@ public final class EosRig {
                                 }
                             }
                             break;
+                        case "STANDBY_START":
+                            standbyStarts.add(line);
+                            break;
                         case "IQ":
                             iq.add(line);
                             break;
@@ -165,6 +170,23 @@ public final class EosRig {
         public void kill() throws InterruptedException {
             process.destroyForcibly();
             process.waitFor(30, TimeUnit.SECONDS);
+        }
+
+        /** SIGSTOP: the process stays alive but silent, as a zombie does (a long GC pause, a frozen VM). */
+        public void pause() throws Exception {
+            signal("STOP");
+        }
+
+        /** SIGCONT after {@link #pause()}. */
+        public void resume() throws Exception {
+            signal("CONT");
+        }
+
+        private void signal(String name) throws Exception {
+            Process p = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+            if (p.waitFor() != 0) {
+                throw new AssertionError("kill -" + name + " " + process.pid() + " failed");
+            }
         }
 
         /** Asks for a clean close ({@code KafkaStreams#close}) and waits for the exit. */
@@ -229,64 +251,119 @@ public final class EosRig {
 
     // ----- input and model ----------------------------------------------------------------------
 
-    /** The input produced so far, per key in order: the model. */
+    /**
+     * The input and its model. Each {@link #produce} is one producer transaction, aborted and
+     * sent again when a send fails, so the input holds exactly the records asked for (an
+     * idempotent producer without transactions lost sends under load here: an
+     * {@code OutOfOrderSequenceException} on one partition, then batches expiring on it, which
+     * {@code flush()} does not report). The model is still read back from the input topic
+     * itself: exactly-once is a promise about the records in the topic.
+     */
     public static final class Input implements AutoCloseable {
-        public final Map<String, List<Long>> values = new TreeMap<>();
-        private final KafkaProducer<String, String> producer;
+        private final KafkaBroker broker;
+        /** One transactional id for every producer of this input: a new one fences the last. */
+        private final String transactionalId;
+        private KafkaProducer<String, String> producer;
         private final Random rnd;
         private final int keys;
+        private Map<String, List<Long>> values;
+        /** Records in the input topic. */
         public long produced;
+        /** Input transactions aborted and sent again. */
+        public long retries;
 
         public final String topics;
 
         public Input(KafkaBroker broker, String topics, int keys, long seed) {
+            this.broker = broker;
             this.topics = topics;
-            Properties p = new Properties();
-            p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
-            p.put(ProducerConfig.ACKS_CONFIG, "all");
-            p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-            p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
-            this.producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer());
             this.rnd = new Random(seed);
             this.keys = keys;
+            this.transactionalId = "input-" + topics + System.nanoTime();
+            this.producer = newProducer();
+        }
+
+        private KafkaProducer<String, String> newProducer() {
+            Properties p = new Properties();
+            p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+            p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+            p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, 30_000);
+            p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+            p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 60_000);
+            KafkaProducer<String, String> pr = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer());
+            pr.initTransactions();
+            return pr;
         }
 
         public static String key(int i) {
             return String.format("k%07d", i);
         }
 
-        /** Produces {@code n} records on random keys (values 1..9) and waits for the acks. */
+        /** Produces {@code n} records on random keys (values 1..9) in one transaction. */
         public void produce(int n) {
+            List<String[]> records = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
-                String k = key(rnd.nextInt(keys));
-                long v = 1 + rnd.nextInt(9);
-                values.computeIfAbsent(k, x -> new ArrayList<>()).add(v);
-                producer.send(new ProducerRecord<>(topics + EosApp.INPUT, k, Long.toString(v)));
+                records.add(new String[] {key(rnd.nextInt(keys)), Integer.toString(1 + rnd.nextInt(9))});
             }
-            producer.flush();
-            produced += n;
+            send(records);
         }
 
-        /** Produces one record for every key in [0, keys) (for loading a large state). */
+        /** Produces one record for every key in [0, keys) (for loading a large state), 100,000 a transaction. */
         public void produceEveryKey() {
-            for (int i = 0; i < keys; i++) {
-                String k = key(i);
-                values.computeIfAbsent(k, x -> new ArrayList<>()).add(1L);
-                producer.send(new ProducerRecord<>(topics + EosApp.INPUT, k, "1"));
+            for (int from = 0; from < keys; from += 100_000) {
+                List<String[]> records = new ArrayList<>();
+                for (int i = from; i < Math.min(keys, from + 100_000); i++) {
+                    records.add(new String[] {key(i), "1"});
+                }
+                send(records);
             }
-            producer.flush();
-            produced += keys;
+        }
+
+        private void send(List<String[]> records) {
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    producer.beginTransaction();
+                    for (String[] r : records) {
+                        producer.send(new ProducerRecord<>(topics + EosApp.INPUT, r[0], r[1]));
+                    }
+                    producer.commitTransaction();
+                    produced += records.size();
+                    values = null;
+                    return;
+                } catch (org.apache.kafka.common.KafkaException e) {
+                    if (attempt == 5) {
+                        throw new IllegalStateException("could not produce the input after 5 attempts", e);
+                    }
+                    System.out.println("input transaction failed, producing it again: " + e);
+                    retries++;
+                    // a new producer with the same transactional id aborts the failed transaction
+                    producer.close(java.time.Duration.ZERO);
+                    producer = newProducer();
+                }
+            }
+        }
+
+        /** The values of each key in the input topic, in offset order: the model. */
+        public Map<String, List<Long>> values() {
+            if (values == null) {
+                Map<String, List<Long>> m = new TreeMap<>();
+                for (ConsumerRecord<byte[], byte[]> r : readCommitted(broker, topics + EosApp.INPUT)) {
+                    m.computeIfAbsent(str(r.key()), k -> new ArrayList<>()).add(Long.parseLong(str(r.value())));
+                }
+                values = m;
+            }
+            return values;
         }
 
         public Map<String, Long> counts() {
             Map<String, Long> m = new TreeMap<>();
-            values.forEach((k, v) -> m.put(k, (long) v.size()));
+            values().forEach((k, v) -> m.put(k, (long) v.size()));
             return m;
         }
 
         public Map<String, Long> sums() {
             Map<String, Long> m = new TreeMap<>();
-            values.forEach((k, v) -> m.put(k, v.stream().mapToLong(Long::longValue).sum()));
+            values().forEach((k, v) -> m.put(k, v.stream().mapToLong(Long::longValue).sum()));
             return m;
         }
 
@@ -397,9 +474,9 @@ public final class EosRig {
         for (ConsumerRecord<byte[], byte[]> r : readCommitted(broker, input.topics + EosApp.SUMS_OUT)) {
             sums.computeIfAbsent(str(r.key()), k -> new ArrayList<>()).add(longOf(r.value()));
         }
-        check(counts.keySet().equals(input.values.keySet()), "output keys = input keys: " + counts.size() + " vs "
-            + input.values.size());
-        for (Map.Entry<String, List<Long>> e : input.values.entrySet()) {
+        Map<String, List<Long>> in = input.values();
+        check(counts.keySet().equals(in.keySet()), "output keys = input keys: " + counts.size() + " vs " + in.size());
+        for (Map.Entry<String, List<Long>> e : in.entrySet()) {
             List<Long> expCounts = new ArrayList<>();
             List<Long> expSums = new ArrayList<>();
             long s = 0;

@@ -13,6 +13,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
+import java.util.TreeSet;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.AfterClass;
 import org.junit.BeforeClass;
@@ -160,8 +162,8 @@ public class RealBrokerEosTest {
             assertEquals("kstate verify ran on both stores of every task: " + verified, 2 * PARTITIONS, verified.size());
             System.out.printf("eos kill loop: %d kills (%d start-up, %d processing, %d at a commit; %d before RUNNING, "
                     + "%d inside a commit), %d records, %d keys, %d restores, at most %d/%d records replayed per "
-                    + "restore (counts/sums), seed %d%n", KILLS, modes[0], modes[1], modes[2], killedBeforeRunning,
-                killedAtCommit, in.produced, in.values.size(), restores.size(), maxCounts, maxSums, seed);
+                    + "restore (counts/sums), %d input transactions retried, seed %d%n", KILLS, modes[0], modes[1], modes[2], killedBeforeRunning,
+                killedAtCommit, in.produced, in.values().size(), restores.size(), maxCounts, maxSums, in.retries, seed);
         }
     }
 
@@ -273,6 +275,148 @@ public class RealBrokerEosTest {
                 assertTrue("tasks moved to B and back (" + moved + " partitions)", moved > 0 && !back.isEmpty());
                 assertEquals("A's store directories were not wiped", before, storeInodes(stateA, appId));
                 System.out.printf("migration: %d store partitions moved to B and back; A replayed %s%n", moved, back);
+            } finally {
+                a.process.destroyForcibly();
+                if (b != null) {
+                    b.process.destroyForcibly();
+                }
+            }
+            checkAll(in, appId, stateA);
+        }
+    }
+
+    /**
+     * Two instances with one standby replica each: every task is active on one instance and
+     * standby on the other. A is SIGKILLed; B promotes its standbys. A promoted task restores only
+     * the tail B's standby had not applied yet, never the changelog from scratch; B's standby
+     * directories are promoted in place (not wiped); outputs and state stay exactly-once.
+     */
+    @Test
+    public void standbyIsPromotedWhenTheActiveIsKilled() throws Exception {
+        String appId = "eos-standby";
+        File stateA = new File(base, "standby-a");
+        File stateB = new File(base, "standby-b");
+        File logs = new File(base, "standby-logs");
+        logs.mkdirs();
+        try (Input in = input(appId, 13, 500)) {
+            in.produce(3000);
+            App a = start("standby-a", appId, stateA, logs, "variant=kstate", "standbys=1");
+            App b = null;
+            try {
+                awaitOrFail(a, x -> x.runningMs >= 0, "A RUNNING");
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                b = start("standby-b", appId, stateB, logs, "variant=kstate", "standbys=1");
+                awaitOrFail(b, x -> x.runningMs >= 0 && !x.standbyStarts.isEmpty(), "B RUNNING with a standby task");
+                in.produce(2000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                Thread.sleep(2_000); // B's standbys apply the last changelog records and commit them
+                Set<String> standbys = new TreeSet<>();
+                synchronized (b.standbyStarts) {
+                    for (String l : b.standbyStarts) { // STANDBY_START store topic partition offset
+                        String[] f = l.split(" ");
+                        standbys.add(f[2] + "-" + f[3]);
+                    }
+                }
+                Map<String, Object> dirsB = storeInodes(stateB, appId);
+                long changelogRecords = EosRig.changelog(broker, appId, "counts").values().stream()
+                    .mapToLong(List::size).sum();
+                int restoresBefore = b.restores.size();
+
+                a.kill();
+                in.produce(1000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 180_000); // only B is left to do it
+                EosRig.checkQueries(b.query(60_000), in.counts(), in.sums());
+                assertEquals("clean exit", 0, b.stop(90_000));
+                assertTrue("errors: " + a.errors + b.errors, a.errors.isEmpty() && b.errors.isEmpty());
+                long restored = 0;
+                List<Restore> promoted = new ArrayList<>();
+                for (Restore r : b.restores.subList(restoresBefore, b.restores.size())) {
+                    if (standbys.contains(r.tp.topic() + "-" + r.tp.partition())) {
+                        promoted.add(r);
+                        assertTrue("a promoted standby resumes from its own offset, not from scratch: " + r, r.start > 0);
+                        restored += Math.max(0, r.restored);
+                    }
+                }
+                assertTrue("promotion restored " + restored + " records; the counts changelog has " + changelogRecords,
+                    restored < changelogRecords / 4);
+                for (Map.Entry<String, Object> e : dirsB.entrySet()) {
+                    assertEquals("B's store directory " + e.getKey() + " was kept, not wiped", e.getValue(),
+                        storeInodes(stateB, appId).get(e.getKey()));
+                }
+                System.out.printf("standby promotion: standbys %s promoted; restores after the kill %s%n", standbys,
+                    promoted);
+            } finally {
+                a.process.destroyForcibly();
+                if (b != null) {
+                    b.process.destroyForcibly();
+                }
+            }
+            checkAll(in, appId, stateB);
+        }
+    }
+
+    /** Waits for {@code cond}; fails with the child's last lines when it does not come. */
+    private static void awaitOrFail(App app, java.util.function.Predicate<App> cond, String what) throws Exception {
+        if (!app.await(cond, 120_000)) {
+            throw new AssertionError(what + " (not within 120 s); errors " + app.errors + "\n" + app.tail());
+        }
+    }
+
+    /**
+     * A zombie: A is frozen (SIGSTOP) with its producer transaction open; the group evicts it and
+     * B takes its tasks; then A wakes up (SIGCONT), believing it still owns them. Kafka fences
+     * it: its producer or its offsets are refused, its tasks are closed dirty and it rejoins. Its
+     * uncommitted writes never reach its kstate stores (nor the outputs), its store directories are
+     * not wiped (the transactional-store flag is on), and outputs and state stay exactly-once.
+     */
+    @Test
+    public void zombieIsFencedAndLeavesNoTrace() throws Exception {
+        String appId = "eos-zombie";
+        File stateA = new File(base, "zombie-a");
+        File stateB = new File(base, "zombie-b");
+        File logs = new File(base, "zombie-logs");
+        logs.mkdirs();
+        try (Input in = input(appId, 17, 500)) {
+            in.produce(3000);
+            App a = start("zombie-a", appId, stateA, logs, "variant=kstate", "commit.ms=2000");
+            App b = null;
+            try {
+                assertTrue("A RUNNING", a.awaitRunning(90_000));
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                Map<String, Object> dirsA = storeInodes(stateA, appId);
+                // freeze A in the middle of a transaction: records processed, not yet committed
+                long commits = a.commitsDone;
+                in.produce(1000);
+                assertTrue("A commits again", a.await(x -> x.commitsDone > commits, 30_000));
+                in.produce(1000);
+                Thread.sleep(300);
+                a.pause();
+                b = start("zombie-b", appId, stateB, logs, "variant=kstate", "commit.ms=2000");
+                App bb = b;
+                assertTrue("B takes A's tasks after A's session times out", b.await(x -> x.runningMs >= 0
+                    && !bb.restores.isEmpty(), 120_000));
+                in.produce(1000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 180_000);
+
+                long linesBefore = a.lines.size();
+                a.resume();
+                assertTrue("the zombie notices and rejoins: " + a.tail(), a.await(x -> x.lines.stream().skip(linesBefore)
+                    .anyMatch(l -> l.startsWith("STATE REBALANCING") || l.startsWith("FENCED")), 60_000));
+                in.produce(1000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 180_000);
+                assertEquals("B leaves cleanly", 0, b.stop(90_000));
+                in.produce(500);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 180_000);
+                assertTrue("A RUNNING with every task", a.await(x -> "RUNNING".equals(lastState(x)), 60_000));
+                EosRig.checkQueries(a.query(60_000), in.counts(), in.sums());
+                assertEquals("clean exit", 0, a.stop(90_000));
+                assertTrue("errors: " + a.errors + b.errors, a.errors.isEmpty() && b.errors.isEmpty());
+                assertEquals("the zombie's store directories were not wiped", dirsA, storeInodes(stateA, appId));
+                List<String> fenced = new ArrayList<>();
+                synchronized (a.lines) {
+                    a.lines.stream().filter(l -> l.startsWith("FENCED")).forEach(fenced::add);
+                }
+                System.out.printf("zombie: fenced calls %s; A replayed %s%n", fenced, a.restores);
             } finally {
                 a.process.destroyForcibly();
                 if (b != null) {
