@@ -114,7 +114,7 @@ public final class RestartRace {
             } finally {
                 app.process.destroyForcibly();
             }
-            if (!variant.equals("stateless") && keys <= 200_000) {
+            if (!variant.equals("stateless") && keys <= 1_000_000) {
                 try {
                     EosRig.checkOutputs(broker, in);
                     res.eos = "ok";
