@@ -40,7 +40,8 @@ public final class RestartRace {
             this.variant = variant;
         }
 
-        static long median(List<Long> l) {
+        /** The median of {@code l}, or -1 when it is empty. */
+        public static long median(List<Long> l) {
             List<Long> s = new ArrayList<>(l);
             Collections.sort(s);
             return s.isEmpty() ? -1 : s.get(s.size() / 2);
