@@ -138,7 +138,7 @@ fn the_commit_reclaims_expired_segments_on_disk() {
         .unwrap()
         .unwrap();
     assert!(
-        before >= 2000 && after <= 10,
+        before >= 1000 && after <= 10,
         "before {before}, after {after}"
     );
     store.close().unwrap();
