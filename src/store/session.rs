@@ -248,6 +248,30 @@ impl SessionStore {
         Ok(())
     }
 
+    /// Writes entries keyed by Kafka session store keys (`key ‖ BE i64 end ‖ BE i64
+    /// start`, the changelog's key layout), as Kafka's restore does (`None` deletes).
+    /// Every entry is validated before any is written.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a key shorter than 16 bytes; as [`Self::put`].
+    pub fn put_all_kafka_keys(&self, entries: &[(&[u8], Option<&[u8]>)]) -> Result<()> {
+        let mut times = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            let (_, _, end) = parse_session_key(k).map_err(|_| {
+                Error::InvalidArgument("a session store key is shorter than 16 bytes".into())
+            })?;
+            crate::format::check_key(k)?;
+            if let Some(v) = v {
+                self.inner.check_raw(v)?;
+            }
+            times.push(end);
+        }
+        for ((k, v), t) in entries.iter().zip(times) {
+            self.inner.write(k, t, v.map(Arc::from))?;
+        }
+        Ok(())
+    }
+
     /// Kafka's `remove(Windowed(key, SessionWindow(start, end)))` (also advances the
     /// stream time, as Kafka 4.4 does).
     pub fn remove(&self, key: &[u8], start: i64, end: i64) -> Result<()> {

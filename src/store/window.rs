@@ -323,6 +323,31 @@ impl WindowStore {
         Ok(())
     }
 
+    /// Writes entries keyed by Kafka window store keys (`key ‖ BE i64 start ‖ BE i32
+    /// seqnum`, the changelog's key layout) with raw values (`None` deletes), as Kafka's
+    /// restore does: each through the segmented put (stream time, expiry), keeping the
+    /// seqnum of the key. Every entry is validated before any is written.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a key shorter than 12 bytes; as [`Self::put_raw`].
+    pub fn put_all_kafka_keys(&self, entries: &[(&[u8], Option<&[u8]>)]) -> Result<()> {
+        let mut times = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            let (_, start, _) = parse_window_key(k).map_err(|_| {
+                Error::InvalidArgument("a window store key is shorter than 12 bytes".into())
+            })?;
+            crate::format::check_key(k)?;
+            if let Some(v) = v {
+                self.inner.check_raw(v)?;
+            }
+            times.push(start);
+        }
+        for ((k, v), t) in entries.iter().zip(times) {
+            self.inner.write(k, t, v.map(Arc::from))?;
+        }
+        Ok(())
+    }
+
     // ----- point reads --------------------------------------------------------------------
 
     /// Kafka's `fetch(key, windowStart)` in the writer's view, decoded.
