@@ -140,7 +140,7 @@ pub enum SessionQuery {
 /// use kstate::store::{SessionOptions, SessionStore};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let store = SessionStore::open(dir.path().join("s"), &SessionOptions::new(3_600_000))?;
-/// store.put(b"alice", 10, 20, Some(b"2"))?;
+/// store.put(b"alice", 10, 20, Some(&b"2"[..]))?;
 /// assert_eq!(store.fetch_session(b"alice", 10, 20)?, Some(b"2".to_vec()));
 /// let found: Vec<_> = store.find_sessions(b"alice", 15, 30)?.collect::<kstate::Result<_>>()?;
 /// assert_eq!((found[0].start, found[0].end), (10, 20));

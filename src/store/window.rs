@@ -173,7 +173,7 @@ pub enum WindowQuery {
 /// use kstate::{Isolation, TopicPartition};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let store = WindowStore::open(dir.path().join("w"), &WindowOptions::new(3_600_000, 60_000, false))?;
-/// store.put(b"alice", Some(b"3"), 1_000, 0)?;
+/// store.put(b"alice", Some(&b"3"[..]), 1_000, 0)?;
 /// assert_eq!(store.fetch(b"alice", 0)?.unwrap().value, b"3");
 /// assert_eq!(store.fetch_raw_with(Isolation::ReadCommitted, b"alice", 0)?, None);
 /// store.commit(&[(TopicPartition::new("w-changelog", 0), Some(7))], None)?;
