@@ -10,8 +10,12 @@ use std::sync::Mutex;
 
 use crate::format::value;
 use crate::handle::{self, HANDLES};
+use crate::store::{SessionIter, WindowIter};
 use crate::sync::MutexExt;
-use crate::{EngineKind, Error, KvIter, KvStore, Result, StoreOptions, ValueFormat};
+use crate::{
+    EngineKind, Error, KvIter, KvStore, Result, SessionOptions, SessionStore, StoreOptions,
+    ValueFormat, WindowOptions, WindowStore,
+};
 
 /// One entry as read from an iterator: key and raw value (the store's value layout).
 pub type RawEntry = (Vec<u8>, Vec<u8>);
@@ -33,12 +37,17 @@ struct IterState {
 impl KvIterHandle {
     /// Wraps `iter`, an iterator over `store`.
     pub fn new(store: &KvStore, iter: KvIter) -> Self {
+        Self::with_format(iter, store.options().value_format)
+    }
+
+    /// Wraps `iter`, whose values have layout `format`.
+    pub fn with_format(iter: KvIter, format: ValueFormat) -> Self {
         KvIterHandle {
             state: Mutex::new(IterState {
                 iter,
                 deferred: None,
             }),
-            format: store.options().value_format,
+            format,
         }
     }
 
@@ -116,6 +125,190 @@ impl KvIterHandle {
         state.deferred = None;
         state.iter.close();
     }
+}
+
+/// The object behind a window iterator handle: batches of `(Kafka window key, raw value)`
+/// with the batch rules of [`KvIterHandle::next_batch`] (checked timestamped values, no
+/// entry lost to an error). The surfaces split each key into record key, window start and
+/// seqnum ([`crate::format::segmented::parse_window_key`]).
+pub struct WindowIterHandle(pub KvIterHandle);
+
+/// The object behind a session iterator handle: batches of `(Kafka session key,
+/// aggregate)`; the surfaces split each key into record key, start and end
+/// ([`crate::format::segmented::parse_session_key`]).
+pub struct SessionIterHandle(pub KvIterHandle);
+
+/// Opens a window store and returns its new handle (`path` as for [`open_store`]).
+///
+/// # Errors
+/// As [`open_store`] and [`WindowStore::open`].
+pub fn open_window_store(path: Option<&[u8]>, options: &WindowOptions) -> Result<u64> {
+    let store = match path {
+        None if options.store.engine == EngineKind::Memory => WindowStore::open_in_memory(options)?,
+        None => {
+            return Err(Error::InvalidArgument(
+                "path is required for a RocksDB store".into(),
+            ))
+        }
+        Some(path) => WindowStore::open(store_path(path)?, options)?,
+    };
+    handle::insert(store)
+}
+
+/// Opens a session store and returns its new handle (`path` as for [`open_store`]).
+///
+/// # Errors
+/// As [`open_store`] and [`SessionStore::open`].
+pub fn open_session_store(path: Option<&[u8]>, options: &SessionOptions) -> Result<u64> {
+    let store = match path {
+        None if options.store.engine == EngineKind::Memory => {
+            SessionStore::open_in_memory(options)?
+        }
+        None => {
+            return Err(Error::InvalidArgument(
+                "path is required for a RocksDB store".into(),
+            ))
+        }
+        Some(path) => SessionStore::open(store_path(path)?, options)?,
+    };
+    handle::insert(store)
+}
+
+/// Closes the window store behind `store` and retires the handle.
+///
+/// # Errors
+/// The lookup errors of the table; [`WindowStore::close`]'s (the handle is retired anyway).
+pub fn close_window_store(store: u64) -> Result<()> {
+    HANDLES.remove::<WindowStore>(store)?.close()
+}
+
+/// Closes the session store behind `store` and retires the handle.
+///
+/// # Errors
+/// As [`close_window_store`].
+pub fn close_session_store(store: u64) -> Result<()> {
+    HANDLES.remove::<SessionStore>(store)?.close()
+}
+
+/// Opens a window iterator with `make` on the window store behind `store`.
+///
+/// # Errors
+/// The lookup errors of the table, `make`'s errors.
+pub fn open_window_iter(
+    store: u64,
+    make: impl FnOnce(&WindowStore) -> Result<WindowIter>,
+) -> Result<u64> {
+    let s = HANDLES.get::<WindowStore>(store)?;
+    let format = s.options().value_format;
+    let iter = make(&s)?.into_raw();
+    handle::insert(WindowIterHandle(KvIterHandle::with_format(iter, format)))
+}
+
+/// Opens a session iterator with `make` on the session store behind `store`.
+///
+/// # Errors
+/// The lookup errors of the table, `make`'s errors.
+pub fn open_session_iter(
+    store: u64,
+    make: impl FnOnce(&SessionStore) -> Result<SessionIter>,
+) -> Result<u64> {
+    let s = HANDLES.get::<SessionStore>(store)?;
+    let iter = make(&s)?.into_raw();
+    handle::insert(SessionIterHandle(KvIterHandle::with_format(
+        iter,
+        ValueFormat::Plain,
+    )))
+}
+
+/// Closes the window iterator behind `iter` and retires the handle.
+///
+/// # Errors
+/// The lookup errors of the table (a second close gets [`Error::IteratorClosed`]).
+pub fn close_window_iter(iter: u64) -> Result<()> {
+    HANDLES.remove::<WindowIterHandle>(iter)?.0.close();
+    Ok(())
+}
+
+/// Closes the session iterator behind `iter` and retires the handle.
+///
+/// # Errors
+/// As [`close_window_iter`].
+pub fn close_session_iter(iter: u64) -> Result<()> {
+    HANDLES.remove::<SessionIterHandle>(iter)?.0.close();
+    Ok(())
+}
+
+/// The transaction operations every store kind has, so that each surface defines them once
+/// for all kinds (a window store's commit is the key-value store's commit).
+pub trait Transactional: handle::Handled {
+    /// See [`KvStore::commit`].
+    fn commit(
+        &self,
+        offsets: &[(crate::TopicPartition, Option<i64>)],
+        metadata: Option<&[u8]>,
+    ) -> Result<()>;
+    /// See [`KvStore::committed_offset`].
+    fn committed_offset(&self, tp: &crate::TopicPartition) -> Result<Option<i64>>;
+    /// See [`KvStore::committed_offsets`].
+    fn committed_offsets(&self) -> Result<Vec<(crate::TopicPartition, i64)>>;
+    /// See [`KvStore::committed_metadata`].
+    fn committed_metadata(&self) -> Result<Option<Vec<u8>>>;
+    /// See [`KvStore::rollback`].
+    fn rollback(&self) -> Result<()>;
+    /// See [`KvStore::approximate_num_uncommitted_bytes`].
+    fn uncommitted_bytes(&self) -> Result<u64>;
+    /// See [`KvStore::property`].
+    fn property(&self, name: &str) -> Result<Option<u64>>;
+}
+
+macro_rules! transactional {
+    ($ty:ty) => {
+        impl Transactional for $ty {
+            fn commit(
+                &self,
+                offsets: &[(crate::TopicPartition, Option<i64>)],
+                metadata: Option<&[u8]>,
+            ) -> Result<()> {
+                <$ty>::commit(self, offsets, metadata)
+            }
+            fn committed_offset(&self, tp: &crate::TopicPartition) -> Result<Option<i64>> {
+                <$ty>::committed_offset(self, tp)
+            }
+            fn committed_offsets(&self) -> Result<Vec<(crate::TopicPartition, i64)>> {
+                <$ty>::committed_offsets(self)
+            }
+            fn committed_metadata(&self) -> Result<Option<Vec<u8>>> {
+                <$ty>::committed_metadata(self)
+            }
+            fn rollback(&self) -> Result<()> {
+                <$ty>::rollback(self)
+            }
+            fn uncommitted_bytes(&self) -> Result<u64> {
+                <$ty>::approximate_num_uncommitted_bytes(self)
+            }
+            fn property(&self, name: &str) -> Result<Option<u64>> {
+                <$ty>::property(self, name)
+            }
+        }
+    };
+}
+
+transactional!(KvStore);
+transactional!(WindowStore);
+transactional!(SessionStore);
+
+/// Commits the uncommitted writes keeping every committed offset (Kafka Streams 4.0-4.2
+/// `flush()`, whose offsets live in Kafka's own checkpoint file).
+///
+/// # Errors
+/// As [`Transactional::commit`].
+pub fn flush<T: Transactional>(store: &T, metadata: Option<&[u8]>) -> Result<()> {
+    let keep: Vec<(crate::TopicPartition, Option<i64>)> = store
+        .committed_offsets()?
+        .into_iter()
+        .map(|(tp, offset)| (tp, Some(offset)))
+        .collect();
+    store.commit(&keep, metadata)
 }
 
 /// A key for an error message: escaped, at most 64 bytes of it.

@@ -32,17 +32,17 @@
 //! returns. Closing removes the entry first, so later lookups fail at once.
 //!
 //! # Adding a kind
-//! A window or session store (and its iterator) becomes a new [`Kind`] variant, a new
-//! [`Object`] variant and an `impl` of [`Handled`] for its type; the table, the number
-//! layout and the error rules need no change.
+//! A new kind is a [`Kind`] variant, an [`Object`] variant and a `handled!` line for its
+//! type; the table, the number layout and the error rules need no change. Window and
+//! session stores and their iterators were added that way.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
 
-use crate::bridge::KvIterHandle;
+use crate::bridge::{KvIterHandle, SessionIterHandle, WindowIterHandle};
 use crate::sync::RwLockExt;
-use crate::{Error, KvStore, Result};
+use crate::{Error, KvStore, Result, SessionStore, WindowStore};
 
 /// The kind of object a handle stands for; its number is bits 48..56 of the handle.
 #[repr(u8)]
@@ -52,13 +52,26 @@ pub enum Kind {
     KvStore = 1,
     /// An iterator over a key-value store ([`KvIterHandle`]).
     KvIter = 2,
-    // Reserved for later kinds: 3 window store, 4 window iterator, 5 session store,
-    // 6 session iterator.
+    /// A window store ([`WindowStore`]).
+    WindowStore = 3,
+    /// An iterator over a window store ([`WindowIterHandle`]).
+    WindowIter = 4,
+    /// A session store ([`SessionStore`]).
+    SessionStore = 5,
+    /// An iterator over a session store ([`SessionIterHandle`]).
+    SessionIter = 6,
 }
 
 impl Kind {
     /// Every kind, in number order.
-    pub const ALL: [Kind; 2] = [Kind::KvStore, Kind::KvIter];
+    pub const ALL: [Kind; 6] = [
+        Kind::KvStore,
+        Kind::KvIter,
+        Kind::WindowStore,
+        Kind::WindowIter,
+        Kind::SessionStore,
+        Kind::SessionIter,
+    ];
 
     /// The kind with this number, if any.
     fn from_number(n: u8) -> Option<Kind> {
@@ -75,14 +88,18 @@ impl Kind {
         match self {
             Kind::KvStore => "store",
             Kind::KvIter => "iterator",
+            Kind::WindowStore => "window store",
+            Kind::WindowIter => "window iterator",
+            Kind::SessionStore => "session store",
+            Kind::SessionIter => "session iterator",
         }
     }
 
     /// The error for a handle of this kind that was closed.
     fn closed(self) -> Error {
         match self {
-            Kind::KvStore => Error::StoreClosed,
-            Kind::KvIter => Error::IteratorClosed,
+            Kind::KvStore | Kind::WindowStore | Kind::SessionStore => Error::StoreClosed,
+            Kind::KvIter | Kind::WindowIter | Kind::SessionIter => Error::IteratorClosed,
         }
     }
 }
@@ -105,6 +122,14 @@ pub enum Object {
     KvStore(Arc<KvStore>),
     /// See [`Kind::KvIter`].
     KvIter(Arc<KvIterHandle>),
+    /// See [`Kind::WindowStore`].
+    WindowStore(Arc<WindowStore>),
+    /// See [`Kind::WindowIter`].
+    WindowIter(Arc<WindowIterHandle>),
+    /// See [`Kind::SessionStore`].
+    SessionStore(Arc<SessionStore>),
+    /// See [`Kind::SessionIter`].
+    SessionIter(Arc<SessionIterHandle>),
 }
 
 /// A type whose values live in the handle table, as one [`Kind`].
@@ -117,31 +142,29 @@ pub trait Handled: Send + Sync + Sized + 'static {
     fn from_object(object: &Object) -> Option<&Arc<Self>>;
 }
 
-impl Handled for KvStore {
-    const KIND: Kind = Kind::KvStore;
-    fn into_object(this: Arc<Self>) -> Object {
-        Object::KvStore(this)
-    }
-    fn from_object(object: &Object) -> Option<&Arc<Self>> {
-        match object {
-            Object::KvStore(s) => Some(s),
-            Object::KvIter(_) => None,
+macro_rules! handled {
+    ($ty:ty, $kind:ident) => {
+        impl Handled for $ty {
+            const KIND: Kind = Kind::$kind;
+            fn into_object(this: Arc<Self>) -> Object {
+                Object::$kind(this)
+            }
+            fn from_object(object: &Object) -> Option<&Arc<Self>> {
+                match object {
+                    Object::$kind(x) => Some(x),
+                    _ => None,
+                }
+            }
         }
-    }
+    };
 }
 
-impl Handled for KvIterHandle {
-    const KIND: Kind = Kind::KvIter;
-    fn into_object(this: Arc<Self>) -> Object {
-        Object::KvIter(this)
-    }
-    fn from_object(object: &Object) -> Option<&Arc<Self>> {
-        match object {
-            Object::KvIter(i) => Some(i),
-            Object::KvStore(_) => None,
-        }
-    }
-}
+handled!(KvStore, KvStore);
+handled!(KvIterHandle, KvIter);
+handled!(WindowStore, WindowStore);
+handled!(WindowIterHandle, WindowIter);
+handled!(SessionStore, SessionStore);
+handled!(SessionIterHandle, SessionIter);
 
 /// Live objects of every kind, addressed by handle numbers (see the module docs).
 pub struct HandleTable {
@@ -350,7 +373,7 @@ mod tests {
         }
         // The right layout, an unknown kind.
         assert_eq!(
-            code(t.get::<KvStore>(compose(Kind::KvStore, 1) | (0x07 << 48))),
+            code(t.get::<KvStore>(compose(Kind::KvStore, 1) | (0x17 << 48))),
             ErrorCode::InvalidHandle
         );
         let held = t.get::<KvStore>(h).unwrap();

@@ -34,5 +34,7 @@ pub use engine::{EngineKind, KeyRange};
 pub use error::{Error, ErrorCode, Result};
 pub use format::meta::ValueFormat;
 pub use format::{TopicPartition, ValueAndTimestamp, MAX_KEY_BYTES, MAX_VALUE_BYTES};
-pub use store::{KvIter, KvStore, StoreOptions};
+pub use store::{
+    KvIter, KvStore, SessionOptions, SessionStore, StoreOptions, WindowOptions, WindowStore,
+};
 pub use txn::{Isolation, RecoveryReport};

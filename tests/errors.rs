@@ -3,7 +3,7 @@
 
 use std::process::{Command, Stdio};
 
-use kstate::format::meta::{StoreHeader, FORMAT_VERSION};
+use kstate::format::meta::{StoreHeader, StoreKind, FORMAT_VERSION};
 use kstate::{
     EngineKind, ErrorCode, Isolation, KeyRange, KvStore, StoreOptions, TopicPartition, ValueFormat,
     MAX_KEY_BYTES, MAX_VALUE_BYTES,
@@ -58,6 +58,7 @@ fn a_newer_format_version() {
     let newer = StoreHeader {
         format_version: FORMAT_VERSION + 1,
         value_format: ValueFormat::Timestamped,
+        kind: StoreKind::KeyValue,
     };
     poke_meta(dir.path(), b"header", &newer.encode());
     let err = KvStore::open(dir.path(), &opts()).unwrap_err();

@@ -4,6 +4,9 @@
 #[allow(dead_code)]
 #[path = "../workload.rs"]
 mod workload;
+#[allow(dead_code)]
+#[path = "../workload_segmented.rs"]
+mod workload_segmented;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -74,6 +77,9 @@ enum Cmd {
         /// Stop after this many commits (default: run until killed).
         #[arg(long)]
         commits: Option<u64>,
+        /// Store kind: `kv` (default), `window` or `session`.
+        #[arg(long, default_value = "kv")]
+        kind: String,
     },
 }
 
@@ -93,7 +99,14 @@ fn main() -> ExitCode {
             seed,
             max_uncommitted,
             commits,
-        } => crash_worker(&dir, seed, max_uncommitted, commits),
+            kind,
+        } => match kind.as_str() {
+            "kv" => crash_worker(&dir, seed, max_uncommitted, commits),
+            "window" | "session" => {
+                segmented_crash_worker(&dir, seed, max_uncommitted, commits, kind == "window")
+            }
+            other => Err(format!("unknown store kind {other}").into()),
+        },
     };
     match result {
         Ok(code) => code,
@@ -203,6 +216,66 @@ fn crash_worker(dir: &Path, seed: u64, max_uncommitted: u64, commits: Option<u64
         }
     }
     store.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The crash worker of window (`window`) and session stores: the segmented workload of
+/// `seed`, committing offsets `base + 1, base + 2, ...`, until killed.
+fn segmented_crash_worker(
+    dir: &Path,
+    seed: u64,
+    max_uncommitted: u64,
+    commits: Option<u64>,
+    window: bool,
+) -> CmdResult {
+    use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
+    use workload_segmented as w;
+    let store_options = StoreOptions::default().with_max_uncommitted_bytes(max_uncommitted);
+    enum Either {
+        W(WindowStore),
+        S(SessionStore),
+    }
+    let store = if window {
+        Either::W(WindowStore::open(
+            dir,
+            &WindowOptions::new(w::RETENTION, w::WINDOW, false)
+                .with_segment_interval(w::INTERVAL)
+                .with_store(store_options),
+        )?)
+    } else {
+        Either::S(SessionStore::open(
+            dir,
+            &SessionOptions::new(w::RETENTION)
+                .with_segment_interval(w::INTERVAL)
+                .with_store(store_options),
+        )?)
+    };
+    let tp = w::segmented_partition();
+    let base = match &store {
+        Either::W(s) => s.committed_offset(&tp)?,
+        Either::S(s) => s.committed_offset(&tp)?,
+    }
+    .unwrap_or(0);
+    println!("ready");
+    std::io::Write::flush(&mut std::io::stdout())?;
+    let mut done = 0u64;
+    for op in w::SegWorkload::new(seed, window) {
+        let offset = base + done as i64 + 1;
+        match &store {
+            Either::W(s) => w::apply_window(s, &op, offset)?,
+            Either::S(s) => w::apply_session(s, &op, offset)?,
+        }
+        if op == w::SegOp::Commit {
+            done += 1;
+            if commits.is_some_and(|n| done >= n) {
+                break;
+            }
+        }
+    }
+    match store {
+        Either::W(s) => s.close()?,
+        Either::S(s) => s.close()?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -16,6 +16,8 @@ const CHUNK: usize = 128;
 /// A cursor over a snapshot of an `OrdMap` keyed by shared byte slices.
 pub(crate) struct OrdCursor<V: Clone> {
     map: OrdMap<Arc<[u8]>, V>,
+    /// The range the cursor was created with: seeks stay inside it.
+    bounds: KeyRange,
     remaining: KeyRange,
     reverse: bool,
     ready: VecDeque<(Arc<[u8]>, V)>,
@@ -28,6 +30,7 @@ impl<V: Clone> OrdCursor<V> {
         let exhausted = range.is_empty();
         OrdCursor {
             map,
+            bounds: range.clone(),
             remaining: range,
             reverse,
             ready: VecDeque::new(),
@@ -71,12 +74,44 @@ impl<V: Clone> OrdCursor<V> {
         self.ready.extend(chunk);
     }
 
+    /// Repositions the cursor: the next entry is the first key `>= target` (ascending) or
+    /// the last key `<= target` (descending), within the cursor's original range.
+    pub(crate) fn seek(&mut self, target: &[u8]) {
+        self.ready.clear();
+        self.remaining = self.bounds.clone();
+        let bound = Bound::Included(target.to_vec());
+        if self.reverse {
+            if self.bounds.contains(target) || below_upper(&self.bounds.upper, target) {
+                self.remaining.upper = bound;
+            }
+        } else if self.bounds.contains(target) || above_lower(&self.bounds.lower, target) {
+            self.remaining.lower = bound;
+        }
+        self.exhausted = self.remaining.is_empty();
+    }
+
     /// The next entry, or `None` at the end.
     pub(crate) fn next_entry(&mut self) -> Option<(Arc<[u8]>, V)> {
         if self.ready.is_empty() {
             self.refill();
         }
         self.ready.pop_front()
+    }
+}
+
+/// True when `key` is strictly inside the `upper` bound (so `<= key` is tighter).
+fn below_upper(upper: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match upper {
+        Bound::Unbounded => true,
+        Bound::Included(k) | Bound::Excluded(k) => key < k.as_slice(),
+    }
+}
+
+/// True when `key` is strictly inside the `lower` bound (so `>= key` is tighter).
+fn above_lower(lower: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match lower {
+        Bound::Unbounded => true,
+        Bound::Included(k) | Bound::Excluded(k) => key > k.as_slice(),
     }
 }
 
@@ -102,5 +137,34 @@ mod tests {
         assert_eq!(got, (10..=700).collect::<Vec<_>>());
         let got: Vec<u32> = std::iter::from_fn(|| rev.next_entry().map(|(_, v)| v)).collect();
         assert_eq!(got, (10..=700).rev().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn seeks_stay_inside_the_original_range() {
+        let map: OrdMap<Arc<[u8]>, u32> = (0..300).map(|i| (key(i), i)).collect();
+        let range = KeyRange::inclusive(Some(&10u32.to_be_bytes()), Some(&200u32.to_be_bytes()));
+        let mut fwd = OrdCursor::new(map.clone(), range.clone(), false);
+        fwd.seek(&150u32.to_be_bytes());
+        assert_eq!(fwd.next_entry().unwrap().1, 150);
+        fwd.seek(&5u32.to_be_bytes());
+        assert_eq!(
+            fwd.next_entry().unwrap().1,
+            10,
+            "clamped to the lower bound"
+        );
+        fwd.seek(&250u32.to_be_bytes());
+        assert!(fwd.next_entry().is_none());
+        let mut rev = OrdCursor::new(map, range, true);
+        rev.seek(&150u32.to_be_bytes());
+        assert_eq!(rev.next_entry().unwrap().1, 150);
+        assert_eq!(rev.next_entry().unwrap().1, 149);
+        rev.seek(&999u32.to_be_bytes());
+        assert_eq!(
+            rev.next_entry().unwrap().1,
+            200,
+            "clamped to the upper bound"
+        );
+        rev.seek(&3u32.to_be_bytes());
+        assert!(rev.next_entry().is_none());
     }
 }

@@ -124,6 +124,11 @@ impl EngineIter for MemoryIter {
     fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         Ok(self.0.next_entry().map(|(k, v)| (k.to_vec(), v.to_vec())))
     }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.0.seek(target);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -150,6 +150,12 @@ pub(crate) enum BatchOp<'a> {
 pub(crate) trait EngineIter: Send {
     /// The next entry in the cursor's direction, or `None` at the end.
     fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
+
+    /// Repositions the cursor, within the range it was created with and on the same
+    /// pinned state: the next entry is the first key `>= target` (ascending) or the last
+    /// key `<= target` (descending). Segmented stores use it to jump between segments
+    /// without opening a cursor per segment (which would not be one consistent view).
+    fn seek(&mut self, target: &[u8]) -> Result<()>;
 }
 
 /// A read-only, pinned view of every family at one instant. Later writes to the engine are

@@ -561,6 +561,10 @@ struct RocksIter {
     reverse: bool,
     started: bool,
     done: bool,
+    /// Positioned on an entry (by a seek) that the next call returns without moving.
+    positioned: bool,
+    /// The range the cursor was created with: seeks are clamped to it.
+    range: KeyRange,
     path: PathBuf,
 }
 
@@ -578,6 +582,8 @@ impl RocksIter {
             reverse,
             started: range.is_empty(),
             done: range.is_empty(),
+            positioned: false,
+            range: range.clone(),
             path: path.to_path_buf(),
         }
     }
@@ -599,6 +605,8 @@ impl EngineIter for RocksIter {
             } else {
                 self.raw.seek_to_first();
             }
+        } else if self.positioned {
+            self.positioned = false;
         } else if self.reverse {
             self.raw.prev();
         } else {
@@ -612,6 +620,29 @@ impl EngineIter for RocksIter {
                 Ok(None)
             }
         }
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        if self.range.is_empty() {
+            return Ok(());
+        }
+        // Targets outside the iterator's bounds are clamped here: RocksDB leaves a seek
+        // past `iterate_upper_bound` (or a reverse seek below the lower one) undefined.
+        if self.reverse {
+            match self.range.exclusive_upper() {
+                Some(hi) if target >= hi.as_slice() => self.raw.seek_to_last(),
+                _ => self.raw.seek_for_prev(target),
+            }
+        } else {
+            match self.range.inclusive_lower() {
+                Some(lo) if target < lo.as_slice() => self.raw.seek_to_first(),
+                _ => self.raw.seek(target),
+            }
+        }
+        self.started = true;
+        self.done = false;
+        self.positioned = true;
+        Ok(())
     }
 }
 

@@ -13,8 +13,14 @@ use std::collections::BTreeMap;
 
 use crate::{Error, Result};
 
-/// Newest on-disk format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// Newest on-disk format version this build reads. Key-value stores are still written as
+/// version 1 (readable by kstate 0.1); window and session stores, which need the store kind
+/// and segment interval in their header, are version 2, so an older kstate refuses them
+/// ([`Error::UnsupportedFormat`]) instead of misreading them.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// Header version of key-value stores (kind implied).
+pub const KV_FORMAT_VERSION: u32 = 1;
 
 /// Meta key of the [`StoreHeader`].
 pub const KEY_HEADER: &[u8] = b"header";
@@ -62,6 +68,77 @@ impl ValueFormat {
     }
 }
 
+/// What kind of store a directory holds. The segment interval of window and session
+/// stores is part of their key layout (`[segment id][Kafka key]`), so it is fixed when the
+/// store is created and recorded here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StoreKind {
+    /// A key-value store.
+    KeyValue,
+    /// A window store (Kafka's `WindowKeySchema` keys) with this segment interval (ms).
+    Window {
+        /// Segment interval in milliseconds (> 0).
+        segment_interval: i64,
+    },
+    /// A session store (Kafka's `SessionKeySchema` keys) with this segment interval (ms).
+    Session {
+        /// Segment interval in milliseconds (> 0).
+        segment_interval: i64,
+    },
+}
+
+impl StoreKind {
+    fn to_byte(self) -> u8 {
+        match self {
+            StoreKind::KeyValue => 0,
+            StoreKind::Window { .. } => 1,
+            StoreKind::Session { .. } => 2,
+        }
+    }
+
+    fn interval(self) -> i64 {
+        match self {
+            StoreKind::KeyValue => 0,
+            StoreKind::Window { segment_interval } | StoreKind::Session { segment_interval } => {
+                segment_interval
+            }
+        }
+    }
+
+    fn from_parts(kind: u8, interval: i64) -> Result<Self> {
+        let checked = || {
+            if interval > 0 {
+                Ok(interval)
+            } else {
+                Err(Error::Corruption(format!(
+                    "store header has segment interval {interval}"
+                )))
+            }
+        };
+        match kind {
+            0 => Ok(StoreKind::KeyValue),
+            1 => Ok(StoreKind::Window {
+                segment_interval: checked()?,
+            }),
+            2 => Ok(StoreKind::Session {
+                segment_interval: checked()?,
+            }),
+            other => Err(Error::Corruption(format!(
+                "store header names unknown store kind {other}"
+            ))),
+        }
+    }
+
+    /// Lower-case name for messages and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreKind::KeyValue => "key-value",
+            StoreKind::Window { .. } => "window",
+            StoreKind::Session { .. } => "session",
+        }
+    }
+}
+
 /// The first record of every kstate store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoreHeader {
@@ -69,14 +146,34 @@ pub struct StoreHeader {
     pub format_version: u32,
     /// Value layout of the store's data.
     pub value_format: ValueFormat,
+    /// The kind of store (always [`StoreKind::KeyValue`] in a version 1 header).
+    pub kind: StoreKind,
 }
 
 impl StoreHeader {
-    /// Encodes as `[u32 BE version][u8 value format][u32 BE crc]`.
+    /// The header a new store of `kind` gets: version 1 for key-value stores (unchanged
+    /// since kstate 0.1), version 2 for the others.
+    pub fn new(value_format: ValueFormat, kind: StoreKind) -> Self {
+        StoreHeader {
+            format_version: match kind {
+                StoreKind::KeyValue => KV_FORMAT_VERSION,
+                _ => FORMAT_VERSION,
+            },
+            value_format,
+            kind,
+        }
+    }
+
+    /// Encodes as `[u32 BE version][u8 value format]`, then from version 2 on
+    /// `[u8 kind][i64 BE segment interval]`, then `[u32 BE crc]`.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(9);
+        let mut out = Vec::with_capacity(18);
         out.extend_from_slice(&self.format_version.to_be_bytes());
         out.push(self.value_format.to_byte());
+        if self.format_version >= 2 {
+            out.push(self.kind.to_byte());
+            out.extend_from_slice(&self.kind.interval().to_be_bytes());
+        }
         seal(out)
     }
 
@@ -94,15 +191,24 @@ impl StoreHeader {
             });
         }
         let body = unseal(raw, "store header")?;
-        if body.len() != 5 || version == 0 {
+        let expected = if version >= 2 { 14 } else { 5 };
+        if body.len() != expected || version == 0 {
             return Err(Error::Corruption(format!(
                 "store header has {} bytes and version {version}",
                 body.len()
             )));
         }
+        let kind = if version >= 2 {
+            let mut interval = [0u8; 8];
+            interval.copy_from_slice(&body[6..14]);
+            StoreKind::from_parts(body[5], i64::from_be_bytes(interval))?
+        } else {
+            StoreKind::KeyValue
+        };
         Ok(StoreHeader {
             format_version: version,
             value_format: ValueFormat::from_byte(body[4])?,
+            kind,
         })
     }
 }
@@ -136,16 +242,21 @@ pub struct CommittedState {
     pub offsets: BTreeMap<TopicPartition, i64>,
     /// Opaque metadata stored with the commit, if any.
     pub metadata: Option<Vec<u8>>,
+    /// Window and session stores: the observed stream time (largest window start or
+    /// session end written) this commit reflects, which decides what has expired.
+    pub stream_time: Option<i64>,
 }
 
 const NO_METADATA: u32 = u32::MAX;
 
 impl CommittedState {
-    /// Encodes as `[u8 1][u64 seq][u32 n]{[u16 len][topic][i32 partition][i64 offset]}*`
-    /// `[u32 metadata len or u32::MAX][metadata][u32 crc]`, all big-endian.
+    /// Encodes as `[u8 version][u64 seq][u32 n]{[u16 len][topic][i32 partition][i64 offset]}*`
+    /// `[u32 metadata len or u32::MAX][metadata]`, then (version 2, written only when there
+    /// is a stream time, so key-value stores keep version 1) `[i64 stream time]`, then
+    /// `[u32 crc]`, all big-endian.
     pub fn encode(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(32 + self.offsets.len() * 24);
-        out.push(1u8);
+        let mut out = Vec::with_capacity(40 + self.offsets.len() * 24);
+        out.push(if self.stream_time.is_some() { 2u8 } else { 1u8 });
         out.extend_from_slice(&self.sequence.to_be_bytes());
         out.extend_from_slice(&(self.offsets.len() as u32).to_be_bytes());
         for (tp, offset) in &self.offsets {
@@ -169,6 +280,9 @@ impl CommittedState {
             }
             None => out.extend_from_slice(&NO_METADATA.to_be_bytes()),
         }
+        if let Some(t) = self.stream_time {
+            out.extend_from_slice(&t.to_be_bytes());
+        }
         Ok(seal(out))
     }
 
@@ -180,7 +294,7 @@ impl CommittedState {
             what: "committed-state record",
         };
         let version = r.take(1)?[0];
-        if version != 1 {
+        if version != 1 && version != 2 {
             return Err(Error::Corruption(format!(
                 "committed-state record has unknown version {version}"
             )));
@@ -205,6 +319,7 @@ impl CommittedState {
         } else {
             Some(r.take(meta_len as usize)?.to_vec())
         };
+        let stream_time = if version == 2 { Some(r.i64()?) } else { None };
         if !r.buf.is_empty() {
             return Err(Error::Corruption(
                 "committed-state record has trailing bytes".into(),
@@ -214,6 +329,7 @@ impl CommittedState {
             sequence,
             offsets,
             metadata,
+            stream_time,
         })
     }
 }
@@ -227,16 +343,39 @@ pub struct PendingCommit {
     pub txn: u64,
     /// Family name of each spill slot.
     pub families: Vec<String>,
+    /// Ranges `[from, to)` of families (by slot) deleted by the commit after its writes
+    /// (expired segments of window and session stores).
+    pub ranges: Vec<RangeDelete>,
     /// The state the commit makes current.
     pub state: CommittedState,
 }
 
+/// A range `[from, to)` of one family (by registry slot) that a commit deletes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeDelete {
+    /// Registry slot of the family.
+    pub slot: u8,
+    /// First key deleted.
+    pub from: Vec<u8>,
+    /// First key kept.
+    pub to: Vec<u8>,
+}
+
 const PENDING_VERSION: u8 = 2;
+/// Pending commits that carry range deletes; written only then, so a key-value store's
+/// pending record stays readable by the kstate that wrote version 2.
+const PENDING_VERSION_RANGES: u8 = 3;
 
 impl PendingCommit {
-    /// Encodes as `[u8 2][u64 txn][u8 n]{[u8 len][name]}*[committed-state record]`, sealed.
+    /// Encodes as `[u8 2][u64 txn][u8 n]{[u8 len][name]}*[committed-state record]`,
+    /// sealed; with range deletes as version 3, which adds
+    /// `[u16 n]{[u8 slot][u32 len][from][u32 len][to]}*` before the committed state.
     pub fn encode(&self) -> Result<Vec<u8>> {
-        let mut out = vec![PENDING_VERSION];
+        let mut out = vec![if self.ranges.is_empty() {
+            PENDING_VERSION
+        } else {
+            PENDING_VERSION_RANGES
+        }];
         out.extend_from_slice(&self.txn.to_be_bytes());
         let n = u8::try_from(self.families.len())
             .map_err(|_| Error::Internal("more than 255 families in one commit".into()))?;
@@ -246,6 +385,20 @@ impl PendingCommit {
                 .map_err(|_| Error::Internal(format!("family name {name} is too long")))?;
             out.push(len);
             out.extend_from_slice(name.as_bytes());
+        }
+        if !self.ranges.is_empty() {
+            let n = u16::try_from(self.ranges.len())
+                .map_err(|_| Error::Internal("too many range deletes in one commit".into()))?;
+            out.extend_from_slice(&n.to_be_bytes());
+            for r in &self.ranges {
+                out.push(r.slot);
+                for bound in [&r.from, &r.to] {
+                    let len = u32::try_from(bound.len())
+                        .map_err(|_| Error::Internal("range bound is too long".into()))?;
+                    out.extend_from_slice(&len.to_be_bytes());
+                    out.extend_from_slice(bound);
+                }
+            }
         }
         out.extend_from_slice(&self.state.encode()?);
         Ok(seal(out))
@@ -259,7 +412,7 @@ impl PendingCommit {
             what: "pending-commit record",
         };
         let version = r.take(1)?[0];
-        if version != PENDING_VERSION {
+        if version != PENDING_VERSION && version != PENDING_VERSION_RANGES {
             return Err(Error::Corruption(format!(
                 "pending-commit record has version {version}; this kstate reads version \
                  {PENDING_VERSION} (a spilled commit left by kstate 0.1 cannot be completed)"
@@ -275,10 +428,23 @@ impl PendingCommit {
             })?;
             families.push(name.to_string());
         }
+        let mut ranges = Vec::new();
+        if version == PENDING_VERSION_RANGES {
+            let n = r.u16()?;
+            for _ in 0..n {
+                let slot = r.take(1)?[0];
+                let len = r.u32()? as usize;
+                let from = r.take(len)?.to_vec();
+                let len = r.u32()? as usize;
+                let to = r.take(len)?.to_vec();
+                ranges.push(RangeDelete { slot, from, to });
+            }
+        }
         let state = CommittedState::decode(r.buf)?;
         Ok(PendingCommit {
             txn,
             families,
+            ranges,
             state,
         })
     }
@@ -371,6 +537,7 @@ mod tests {
             sequence: 7,
             offsets,
             metadata: Some(b"position".to_vec()),
+            stream_time: None,
         }
     }
 
@@ -394,6 +561,22 @@ mod tests {
     }
 
     #[test]
+    fn stream_time_uses_version_2_and_round_trips() {
+        let s = CommittedState {
+            stream_time: Some(i64::MIN + 5),
+            ..sample()
+        };
+        let raw = s.encode().unwrap();
+        assert_eq!(raw[0], 2);
+        assert_eq!(CommittedState::decode(&raw).unwrap(), s);
+        assert_eq!(
+            sample().encode().unwrap()[0],
+            1,
+            "no stream time: version 1"
+        );
+    }
+
+    #[test]
     fn every_flipped_byte_is_detected() {
         let raw = sample().encode().unwrap();
         for i in 0..raw.len() {
@@ -409,11 +592,22 @@ mod tests {
 
     #[test]
     fn header_rejects_newer_versions_first() {
-        let h = StoreHeader {
-            format_version: FORMAT_VERSION,
-            value_format: ValueFormat::Timestamped,
-        };
+        let h = StoreHeader::new(
+            ValueFormat::Timestamped,
+            StoreKind::Window {
+                segment_interval: 60_000,
+            },
+        );
+        assert_eq!(h.format_version, FORMAT_VERSION);
         assert_eq!(StoreHeader::decode(&h.encode()).unwrap(), h);
+        let kv = StoreHeader::new(ValueFormat::Plain, StoreKind::KeyValue);
+        assert_eq!(kv.format_version, 1);
+        assert_eq!(
+            kv.encode().len(),
+            9,
+            "key-value headers keep the 0.1 layout"
+        );
+        assert_eq!(StoreHeader::decode(&kv.encode()).unwrap(), kv);
         let newer = StoreHeader {
             format_version: FORMAT_VERSION + 1,
             ..h
@@ -444,10 +638,32 @@ mod tests {
         let p = PendingCommit {
             txn: 9,
             families: vec!["keyValueWithTimestamp".into(), "default".into()],
+            ranges: vec![],
             state: sample(),
         };
         let raw = p.encode().unwrap();
+        assert_eq!(raw[0], PENDING_VERSION);
         assert_eq!(PendingCommit::decode(&raw).unwrap(), p);
+        let with_ranges = PendingCommit {
+            ranges: vec![RangeDelete {
+                slot: 1,
+                from: vec![],
+                to: vec![0x80, 0, 0, 0, 0, 0, 0, 3],
+            }],
+            state: CommittedState {
+                stream_time: Some(-1),
+                ..sample()
+            },
+            ..p.clone()
+        };
+        let raw3 = with_ranges.encode().unwrap();
+        assert_eq!(raw3[0], PENDING_VERSION_RANGES);
+        assert_eq!(PendingCommit::decode(&raw3).unwrap(), with_ranges);
+        for i in 0..raw3.len() {
+            let mut bad = raw3.clone();
+            bad[i] ^= 0x10;
+            assert!(PendingCommit::decode(&bad).is_err(), "byte {i}");
+        }
         for i in 0..raw.len() {
             let mut bad = raw.clone();
             bad[i] ^= 0x10;

@@ -3,6 +3,7 @@
 //! home.
 
 pub mod meta;
+pub mod segmented;
 pub mod value;
 
 pub use meta::{CommittedState, TopicPartition, ValueFormat};

@@ -24,6 +24,8 @@ pub mod codec;
 mod guard;
 mod natives;
 mod ops;
+mod segmented_natives;
+mod segmented_ops;
 #[cfg(test)]
 mod tests;
 

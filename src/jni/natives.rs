@@ -12,14 +12,14 @@ use super::guard::{guard, JniResult};
 use super::ops::{self, OpenArgs, NO_OFFSET};
 use crate::{Error, TopicPartition};
 
-fn bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>, what: &str) -> JniResult<Vec<u8>> {
+pub(super) fn bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>, what: &str) -> JniResult<Vec<u8>> {
     if array.is_null() {
         return Err(Error::InvalidArgument(format!("null {what}")).into());
     }
     Ok(env.convert_byte_array(array)?)
 }
 
-fn opt_bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>) -> JniResult<Option<Vec<u8>>> {
+pub(super) fn opt_bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>) -> JniResult<Option<Vec<u8>>> {
     if array.is_null() {
         Ok(None)
     } else {
@@ -30,7 +30,7 @@ fn opt_bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>) -> JniResult<Option<Vec<u
 /// A Java string as UTF-8. Strict: a string that is not valid Unicode (an unpaired
 /// surrogate) is an invalid argument, never silently replaced by U+FFFD (which would name
 /// another directory or topic).
-fn string(env: &mut JNIEnv<'_>, s: &JString<'_>, what: &str) -> JniResult<String> {
+pub(super) fn string(env: &mut JNIEnv<'_>, s: &JString<'_>, what: &str) -> JniResult<String> {
     if s.is_null() {
         return Err(Error::InvalidArgument(format!("null {what}")).into());
     }
@@ -48,7 +48,7 @@ pub(super) fn decode_java(bytes: &[u8], what: &str) -> crate::Result<String> {
     }
 }
 
-fn to_java(env: &JNIEnv<'_>, value: Option<Vec<u8>>) -> JniResult<jbyteArray> {
+pub(super) fn to_java(env: &JNIEnv<'_>, value: Option<Vec<u8>>) -> JniResult<jbyteArray> {
     match value {
         None => Ok(std::ptr::null_mut()),
         Some(v) => Ok(env.byte_array_from_slice(&v)?.into_raw()),
@@ -277,7 +277,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_commit<'l>(
 }
 
 /// The offsets of a `commit` call as (partition, offset or removal) pairs.
-fn offsets_of(
+pub(super) fn offsets_of(
     env: &mut JNIEnv<'_>,
     topics: &JObjectArray<'_>,
     partitions: &JIntArray<'_>,

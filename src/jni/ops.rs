@@ -18,16 +18,16 @@ use crate::{EngineKind, Error, Isolation, KeyRange, Result, StoreOptions, TopicP
 pub(crate) const NO_OFFSET: jlong = jlong::MIN;
 
 /// The table's number for a Java handle (bit-for-bit: Java has no unsigned long).
-fn number(h: jlong) -> u64 {
+pub(crate) fn number(h: jlong) -> u64 {
     h as u64
 }
 
 /// A table number as Java's signed long (bit-for-bit; handles are positive anyway).
-fn jhandle(h: u64) -> jlong {
+pub(crate) fn jhandle(h: u64) -> jlong {
     h as jlong
 }
 
-fn isolation(committed: bool) -> Isolation {
+pub(crate) fn isolation(committed: bool) -> Isolation {
     if committed {
         Isolation::ReadCommitted
     } else {
@@ -40,7 +40,7 @@ fn non_negative(value: jlong, what: &str) -> Result<u64> {
         .map_err(|_| Error::InvalidArgument(format!("{what} must not be negative: {value}")))
 }
 
-fn saturating_jlong(n: u64) -> jlong {
+pub(crate) fn saturating_jlong(n: u64) -> jlong {
     jlong::try_from(n).unwrap_or(jlong::MAX)
 }
 
@@ -72,7 +72,7 @@ pub(crate) struct OpenArgs {
 }
 
 impl OpenArgs {
-    fn store_options(&self) -> Result<StoreOptions> {
+    pub(crate) fn store_options(&self) -> Result<StoreOptions> {
         let engine = match self.engine {
             0 => EngineKind::RocksDb,
             1 => EngineKind::Memory,

@@ -51,6 +51,8 @@ pub fn family_role(name: &str) -> Option<&'static str> {
         names::KAFKA_OFFSETS => "Kafka 4.3+ changelog offsets, position and status",
         names::META => "kstate metadata: header, committed offsets, status",
         names::SPILL => "kstate staging area for large uncommitted transactions",
+        super::WINDOW_FAMILY => "kstate window store: [segment][Kafka window key] -> value",
+        super::SESSION_FAMILY => "kstate session store: [segment][Kafka session key] -> aggregate",
         _ => return None,
     })
 }

@@ -1,5 +1,5 @@
-//! Stores over the transaction layer. Key-value stores live here; window and session
-//! stores, which share the same machinery, join them later.
+//! Stores over the transaction layer: key-value stores, and window and session stores,
+//! which share the segmented machinery of [`segmented`].
 
 pub mod inspect;
 mod iter;
@@ -8,7 +8,18 @@ mod kv;
 mod lock;
 pub(crate) mod open;
 mod options;
+mod segmented;
+mod session;
+mod window;
 
 pub use iter::KvIter;
 pub use kv::KvStore;
 pub use options::StoreOptions;
+pub use segmented::NO_TIMESTAMP;
+pub use session::{
+    SessionEntry, SessionIter, SessionOptions, SessionQuery, SessionStore, SESSION_FAMILY,
+};
+pub use window::{
+    default_segment_interval, WindowEntry, WindowIter, WindowOptions, WindowQuery, WindowStore,
+    WINDOW_FAMILY,
+};

@@ -20,7 +20,7 @@ use super::lock::{sibling, StoreLock};
 use crate::engine::memory::MemoryEngine;
 use crate::engine::rocksdb::{probe, Probe, RocksEngine};
 use crate::engine::{has_entries, names, BatchOp, Engine, Family};
-use crate::format::meta::{self, CommittedState, StoreHeader, ValueFormat, FORMAT_VERSION};
+use crate::format::meta::{self, CommittedState, StoreHeader, StoreKind, ValueFormat};
 use crate::store::StoreOptions;
 use crate::{Error, Result};
 
@@ -45,23 +45,31 @@ pub(crate) fn data_family_name(format: ValueFormat) -> &'static str {
 }
 
 fn header_for(format: ValueFormat) -> Vec<u8> {
-    StoreHeader {
-        format_version: FORMAT_VERSION,
-        value_format: format,
-    }
-    .encode()
+    StoreHeader::new(format, StoreKind::KeyValue).encode()
 }
 
 /// A fresh in-memory engine with its header.
 pub(crate) fn open_memory(options: &StoreOptions) -> Result<Opened> {
-    let data = data_family_name(options.value_format);
+    open_memory_kind(
+        options,
+        StoreKind::KeyValue,
+        data_family_name(options.value_format),
+    )
+}
+
+/// A fresh in-memory engine for a store of `kind` whose values live in family `data`.
+pub(crate) fn open_memory_kind(
+    options: &StoreOptions,
+    kind: StoreKind,
+    data: &str,
+) -> Result<Opened> {
     let engine = MemoryEngine::new(&[names::META, names::SPILL, data])?;
     let meta = engine.registry().require(names::META)?;
     engine.write(
         &[BatchOp::Put(
             meta,
             meta::KEY_HEADER,
-            &header_for(options.value_format),
+            &StoreHeader::new(options.value_format, kind).encode(),
         )],
         false,
     )?;
@@ -101,6 +109,13 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
         match engine.get(meta, meta::KEY_HEADER)? {
             Some(raw) => {
                 let header = StoreHeader::decode(&raw)?;
+                if header.kind != StoreKind::KeyValue {
+                    return Err(Error::FormatMismatch(format!(
+                        "store at {} is a {} store, not a key-value store",
+                        path.display(),
+                        header.kind.name()
+                    )));
+                }
                 if header.value_format == format {
                     return with_data(engine, format, lock);
                 }
@@ -177,6 +192,11 @@ fn open_with_header(path: &Path, options: &StoreOptions) -> Result<RocksEngine> 
 /// Builds a new store in `staging` and renames it to `path`.
 fn create(path: &Path, staging: &Path, options: &StoreOptions) -> Result<()> {
     drop(open_with_header(staging, options)?);
+    publish(path, staging)
+}
+
+/// Renames the complete new store `staging` to `path`, durably.
+fn publish(path: &Path, staging: &Path) -> Result<()> {
     crate::failpoint::hit("create-before-rename");
     if path.exists() {
         // Vacant means empty: a directory the caller made for us.
@@ -264,6 +284,7 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
         sequence: 0,
         offsets: imported.offsets,
         metadata: imported.position,
+        stream_time: None,
     }
     .encode()?;
     engine.write(
@@ -273,4 +294,96 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
         ],
         true,
     )
+}
+
+/// Opens (creating it if the path is vacant) the RocksDB store of a window or session
+/// store: `kind` (with the segment interval a new store gets) and its one data family
+/// `data`. An existing store keeps the segment interval it was created with (it is part of
+/// its key layout), which the returned kind carries.
+///
+/// # Errors
+/// [`Error::FormatMismatch`] for a store of another kind or value format, or a directory
+/// holding a database that is not a kstate store (Kafka's segmented stores are a directory
+/// of databases and are not adopted); otherwise as for key-value stores.
+pub(crate) fn open_rocksdb_kind(
+    path: &Path,
+    options: &StoreOptions,
+    kind: StoreKind,
+    data: &str,
+) -> Result<(Opened, StoreKind)> {
+    if path.as_os_str().is_empty() {
+        return Err(Error::InvalidArgument("the store path is empty".into()));
+    }
+    probe(path)?;
+    let lock = StoreLock::acquire(path)?;
+    let staging = sibling(path, "kstate-new")?;
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    }
+    let wanted = [names::META, names::SPILL, data];
+    let existing = match probe(path)? {
+        Probe::Vacant => {
+            let engine = RocksEngine::open(&staging, &wanted, &options.rocksdb)?;
+            let meta = engine.registry().require(names::META)?;
+            engine.write(
+                &[BatchOp::Put(
+                    meta,
+                    meta::KEY_HEADER,
+                    &StoreHeader::new(options.value_format, kind).encode(),
+                )],
+                true,
+            )?;
+            drop(engine);
+            publish(path, &staging)?;
+            None
+        }
+        Probe::Database(families) => Some(families),
+    };
+    if let Some(families) = existing {
+        if !families.iter().any(|n| n == names::META) {
+            return Err(Error::FormatMismatch(format!(
+                "{} holds a database that is not a kstate {} store (column families {families:?})",
+                path.display(),
+                kind.name()
+            )));
+        }
+    }
+    let engine = RocksEngine::open(path, &wanted, &options.rocksdb)?;
+    let meta = engine.registry().require(names::META)?;
+    let header = match engine.get(meta, meta::KEY_HEADER)? {
+        Some(raw) => StoreHeader::decode(&raw)?,
+        None => {
+            return Err(Error::Corruption(format!(
+                "{} has kstate metadata but no header",
+                path.display()
+            )))
+        }
+    };
+    if std::mem::discriminant(&header.kind) != std::mem::discriminant(&kind) {
+        return Err(Error::FormatMismatch(format!(
+            "store at {} is a {} store, not a {} store",
+            path.display(),
+            header.kind.name(),
+            kind.name()
+        )));
+    }
+    if header.value_format != options.value_format {
+        return Err(Error::FormatMismatch(format!(
+            "{} store at {} holds {} values; it cannot be opened {}",
+            kind.name(),
+            path.display(),
+            header.value_format.name(),
+            options.value_format.name()
+        )));
+    }
+    let family = engine.registry().require(data)?;
+    Ok((
+        Opened {
+            engine: Arc::new(engine),
+            data: family,
+            legacy: None,
+            lock: Some(lock),
+        },
+        header.kind,
+    ))
 }

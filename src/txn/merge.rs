@@ -14,6 +14,10 @@ pub(crate) type KeyWrite = (Vec<u8>, Option<Vec<u8>>);
 /// tombstones.
 pub(crate) trait Source: Send {
     fn next_write(&mut self) -> Result<Option<KeyWrite>>;
+
+    /// Repositions the layer (see [`crate::engine::EngineIter::seek`]); `target` is a user
+    /// key.
+    fn seek(&mut self, target: &[u8]) -> Result<()>;
 }
 
 /// Committed entries: never tombstones.
@@ -22,6 +26,10 @@ pub(crate) struct Committed(pub Box<dyn EngineIter>);
 impl Source for Committed {
     fn next_write(&mut self) -> Result<Option<KeyWrite>> {
         Ok(self.0.next_entry()?.map(|(k, v)| (k, Some(v))))
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.0.seek(target)
     }
 }
 
@@ -35,14 +43,29 @@ impl Source for Buffered {
             .next_entry()
             .map(|(k, w): (Arc<[u8]>, Write)| (k.to_vec(), w.map(|v| v.to_vec()))))
     }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.0.seek(target);
+        Ok(())
+    }
 }
 
-/// Spilled writes, decoded from the spill family (see [`super::spill`]).
-pub(crate) struct Spilled(pub Box<dyn EngineIter>);
+/// Spilled writes of one transaction and family, decoded from the spill family (see
+/// [`super::spill`]).
+pub(crate) struct Spilled {
+    pub iter: Box<dyn EngineIter>,
+    pub txn: u64,
+    pub family: crate::engine::Family,
+}
 
 impl Source for Spilled {
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.iter
+            .seek(&super::spill::spill_key(self.txn, self.family, target))
+    }
+
     fn next_write(&mut self) -> Result<Option<KeyWrite>> {
-        match self.0.next_entry()? {
+        match self.iter.next_entry()? {
             None => Ok(None),
             Some((k, v)) => {
                 let key = super::spill::user_key(&k)?.to_vec();
@@ -58,6 +81,10 @@ impl Source for MergedIter {
     fn next_write(&mut self) -> Result<Option<KeyWrite>> {
         Ok(self.next_entry()?.map(|(k, v)| (k, Some(v))))
     }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        MergedIter::seek(self, target)
+    }
 }
 
 /// Plain values of a store being upgraded, shown in the timestamped layout with timestamp
@@ -70,6 +97,10 @@ impl Source for UpgradedPlain {
             .0
             .next_entry()?
             .map(|(k, v)| (k, Some(crate::format::value::encode(&v, -1)))))
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.0.seek(target)
     }
 }
 
@@ -129,6 +160,17 @@ impl MergedIter {
                 .collect(),
             reverse,
         }
+    }
+
+    /// Repositions every layer: the next entry is the first live key `>= target`
+    /// (ascending) or the last `<= target` (descending), on the same pinned state.
+    pub(crate) fn seek(&mut self, target: &[u8]) -> Result<()> {
+        for layer in &mut self.layers {
+            layer.source.seek(target)?;
+            layer.head = None;
+            layer.primed = false;
+        }
+        Ok(())
     }
 
     /// The next live entry of the merged view.
@@ -197,6 +239,12 @@ mod tests {
     impl Source for Fixed {
         fn next_write(&mut self) -> Result<Option<KeyWrite>> {
             Ok(self.0.next())
+        }
+
+        fn seek(&mut self, _target: &[u8]) -> Result<()> {
+            Err(crate::Error::Internal(
+                "fixed test source cannot seek".into(),
+            ))
         }
     }
 

@@ -37,15 +37,15 @@ pub(crate) mod spill;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use crate::engine::{BatchOp, Engine, Family, KeyRange, OrdCursor, Snapshot};
-use crate::format::meta::{self, CommittedState, PendingCommit};
+use crate::format::meta::{self, CommittedState, PendingCommit, RangeDelete};
 use crate::format::TopicPartition;
 use crate::sync::{MutexExt, RwLockExt};
 use crate::{Error, Result};
 
 pub(crate) use buffer::Write;
 use buffer::WriteBuffer;
-pub(crate) use merge::MergedIter;
-use merge::{Buffered, Committed, Source, Spilled};
+use merge::{Buffered, Committed, Spilled};
+pub(crate) use merge::{KeyWrite, MergedIter, Source};
 
 /// Bytes per engine batch when spilling or rolling forward: bounds transient memory.
 pub(crate) const CHUNK_BYTES: usize = 4 << 20;
@@ -81,6 +81,24 @@ pub(crate) struct TxnConfig {
     pub chunk_bytes: usize,
 }
 
+/// A range `[from, to)` of a data family that a commit deletes after applying its writes:
+/// how window and session stores drop expired segments atomically with their offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Deletion {
+    pub family: Family,
+    pub from: Vec<u8>,
+    pub to: Vec<u8>,
+}
+
+/// What a store kind adds to a commit besides writes, offsets and metadata.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CommitExtras {
+    /// The stream time to record (window and session stores); `None` keeps the previous.
+    pub stream_time: Option<i64>,
+    /// Ranges deleted after the writes, in the same atomic step.
+    pub deletes: Vec<Deletion>,
+}
+
 /// The last completed commit, as committed readers see it.
 pub(crate) struct CommittedView {
     /// The engine pinned at the end of that commit.
@@ -96,6 +114,7 @@ enum Phase {
     InDoubt {
         next: CommittedState,
         spilled: bool,
+        deletes: Vec<Deletion>,
     },
     Broken(String),
 }
@@ -255,11 +274,15 @@ impl TxnCore {
             Phase::Broken(why) => Err(Error::Storage(format!(
                 "the store is broken ({why}); reopen it to recover"
             ))),
-            Phase::InDoubt { next, spilled, .. } => {
-                let (next, spilled) = (next.clone(), *spilled);
-                match self.finish_commit(state, &next, spilled) {
+            Phase::InDoubt {
+                next,
+                spilled,
+                deletes,
+            } => {
+                let (next, spilled, deletes) = (next.clone(), *spilled, deletes.clone());
+                match self.finish_commit(state, &next, spilled, &deletes) {
                     Ok(()) => Ok(()),
-                    Err(e) => Err(self.in_doubt(state, next, spilled, e)),
+                    Err(e) => Err(self.in_doubt(state, next, spilled, deletes, e)),
                 }
             }
         }
@@ -271,6 +294,7 @@ impl TxnCore {
         state: &mut TxnState,
         next: CommittedState,
         spilled: bool,
+        deletes: Vec<Deletion>,
         e: Error,
     ) -> Error {
         if matches!(e, Error::Corruption(_)) {
@@ -281,7 +305,11 @@ impl TxnCore {
             Error::CommitInDoubt(cause) => cause,
             other => other.to_string(),
         };
-        state.phase = Phase::InDoubt { next, spilled };
+        state.phase = Phase::InDoubt {
+            next,
+            spilled,
+            deletes,
+        };
         Error::CommitInDoubt(cause)
     }
 
@@ -472,9 +500,11 @@ impl TxnCore {
                 }
                 if state.spilled_bytes > 0 {
                     let r = spill::family_range(state.txn, family, range);
-                    sources.push(Box::new(Spilled(
-                        self.engine.iter(self.spill, &r, reverse)?,
-                    )));
+                    sources.push(Box::new(Spilled {
+                        iter: self.engine.iter(self.spill, &r, reverse)?,
+                        txn: state.txn,
+                        family,
+                    }));
                 }
                 sources.push(Box::new(Committed(
                     self.engine.iter(family, range, reverse)?,
@@ -482,6 +512,24 @@ impl TxnCore {
             }
         }
         Ok(MergedIter::new(sources, reverse))
+    }
+
+    /// A merged view of `range` of `family` as of the pinned commit `view` (so that a
+    /// reader can combine the data with the committed state of the same commit).
+    pub(crate) fn iter_view(
+        &self,
+        view: &CommittedView,
+        family: Family,
+        range: &KeyRange,
+        reverse: bool,
+    ) -> Result<MergedIter> {
+        self.check_family(family)?;
+        Ok(MergedIter::new(
+            vec![Box::new(Committed(
+                view.snapshot.iter(family, range, reverse)?,
+            ))],
+            reverse,
+        ))
     }
 
     /// Flushes and fully compacts `family`.
@@ -528,6 +576,22 @@ impl TxnCore {
         offsets: &[(TopicPartition, Option<i64>)],
         metadata: Option<&[u8]>,
     ) -> Result<()> {
+        self.commit_with(offsets, metadata, CommitExtras::default())
+    }
+
+    /// [`TxnCore::commit`] plus what a store kind adds: a stream time recorded in the
+    /// committed state and ranges deleted after the writes, all in the same atomic step
+    /// (for a spilled commit, recorded in its pending record and applied by the final
+    /// batch of the roll-forward).
+    pub(crate) fn commit_with(
+        &self,
+        offsets: &[(TopicPartition, Option<i64>)],
+        metadata: Option<&[u8]>,
+        extras: CommitExtras,
+    ) -> Result<()> {
+        for d in &extras.deletes {
+            self.check_family(d.family)?;
+        }
         let mut state = self.writer()?;
         let mut next = state.committed.clone();
         next.sequence += 1;
@@ -543,6 +607,9 @@ impl TxnCore {
         if let Some(m) = metadata {
             next.metadata = Some(m.to_vec());
         }
+        if extras.stream_time.is_some() {
+            next.stream_time = extras.stream_time;
+        }
         // Validate the records before anything is written.
         next.encode()?;
         let spilled = state.spilled_bytes > 0;
@@ -550,9 +617,9 @@ impl TxnCore {
             // Still before the commit point: a failure leaves the transaction usable.
             self.spill(&mut state)?;
         }
-        match self.finish_commit(&mut state, &next, spilled) {
+        match self.finish_commit(&mut state, &next, spilled, &extras.deletes) {
             Ok(()) => Ok(()),
-            Err(e) => Err(self.in_doubt(&mut state, next, spilled, e)),
+            Err(e) => Err(self.in_doubt(&mut state, next, spilled, extras.deletes, e)),
         }
     }
 
@@ -562,12 +629,22 @@ impl TxnCore {
         state: &mut TxnState,
         next: &CommittedState,
         spilled: bool,
+        deletes: &[Deletion],
     ) -> Result<()> {
         let record = next.encode()?;
         if spilled {
             let pending = PendingCommit {
                 txn: state.txn,
                 families: self.engine.registry().names().to_vec(),
+                ranges: deletes
+                    .iter()
+                    .map(|d| RangeDelete {
+                        // Families are registry indexes, which fit a u8 (Family is one).
+                        slot: d.family.index() as u8,
+                        from: d.from.clone(),
+                        to: d.to.clone(),
+                    })
+                    .collect(),
                 state: next.clone(),
             };
             self.engine.write(
@@ -598,6 +675,10 @@ impl TxnCore {
                         None => BatchOp::Delete(family, k),
                     });
                 }
+            }
+            // After the writes: a write into a range the commit expires is dropped too.
+            for d in deletes {
+                ops.push(BatchOp::DeleteRange(d.family, &d.from, &d.to));
             }
             ops.push(BatchOp::Put(self.meta, meta::KEY_COMMITTED, &record));
             if state.area_dirty {
@@ -702,14 +783,27 @@ fn roll_forward(
         }
     }
     let record = pending.state.encode()?;
-    engine.write(
-        &[
-            BatchOp::Put(meta, meta::KEY_COMMITTED, &record),
-            BatchOp::Delete(meta, meta::KEY_PENDING),
-            spill::clear_area(spill),
-        ],
-        config.sync_on_commit,
-    )
+    let mut ops = Vec::with_capacity(pending.ranges.len() + 3);
+    // The range deletes come after every spilled write was applied (above), so a spilled
+    // write into an expired range is deleted too; repeating them is harmless.
+    for r in &pending.ranges {
+        let family = slots
+            .get(usize::from(r.slot))
+            .copied()
+            .flatten()
+            .ok_or_else(|| {
+                Error::Corruption(format!(
+                    "the pending commit deletes a range of family slot {}, which the store does \
+                 not have",
+                    r.slot
+                ))
+            })?;
+        ops.push(BatchOp::DeleteRange(family, &r.from, &r.to));
+    }
+    ops.push(BatchOp::Put(meta, meta::KEY_COMMITTED, &record));
+    ops.push(BatchOp::Delete(meta, meta::KEY_PENDING));
+    ops.push(spill::clear_area(spill));
+    engine.write(&ops, config.sync_on_commit)
 }
 
 #[cfg(test)]

@@ -76,4 +76,81 @@ public final class KstateNative {
     static native long approximateNumEntries(long store, boolean committed);
 
     static native long approximateNumUncommittedBytes(long store);
+
+    // ----- window stores (see NativeWindowStore) -------------------------------------------
+
+    static native long windowOpen(String path, int engine, boolean timestamped, long maxUncommittedBytes,
+                                  boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes,
+                                  int maxWriteBuffers, boolean bloomFilter, boolean statistics,
+                                  long boundedMemoryBytes, long boundedMemtableBytes, long retentionMs,
+                                  long windowSizeMs, boolean retainDuplicates, long segmentIntervalMs);
+
+    static native void windowClose(long store);
+
+    static native void windowPut(long store, byte[] key, byte[] rawValue, long windowStart);
+
+    static native void windowPutAll(long store, byte[] packed);
+
+    static native byte[] windowFetch(long store, byte[] key, long windowStart, boolean committed);
+
+    static native long windowQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long from, long to,
+                                   boolean reverse, boolean committed);
+
+    static native byte[] windowNext(long iterator, int maxEntries, int maxBytes);
+
+    static native void windowCloseIterator(long iterator);
+
+    static native long windowStreamTime(long store, boolean committed);
+
+    static native void windowCommit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
+
+    static native long windowCommittedOffset(long store, String topic, int partition);
+
+    static native byte[] windowCommittedMetadata(long store);
+
+    static native void windowRollback(long store);
+
+    static native void windowFlush(long store, byte[] metadata);
+
+    static native long windowApproximateNumUncommittedBytes(long store);
+
+    static native long windowProperty(long store, String name);
+
+    // ----- session stores (see NativeSessionStore) -----------------------------------------
+
+    static native long sessionOpen(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
+                                   long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
+                                   boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
+                                   long boundedMemtableBytes, long retentionMs, long segmentIntervalMs);
+
+    static native void sessionClose(long store);
+
+    static native void sessionPut(long store, byte[] key, long start, long end, byte[] aggregate);
+
+    static native void sessionPutAll(long store, byte[] packed);
+
+    static native byte[] sessionFetch(long store, byte[] key, long start, long end, boolean committed);
+
+    static native long sessionQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long earliestEnd,
+                                    long latestStart, boolean reverse, boolean committed);
+
+    static native byte[] sessionNext(long iterator, int maxEntries, int maxBytes);
+
+    static native void sessionCloseIterator(long iterator);
+
+    static native long sessionStreamTime(long store, boolean committed);
+
+    static native void sessionCommit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
+
+    static native long sessionCommittedOffset(long store, String topic, int partition);
+
+    static native byte[] sessionCommittedMetadata(long store);
+
+    static native void sessionRollback(long store);
+
+    static native void sessionFlush(long store, byte[] metadata);
+
+    static native long sessionApproximateNumUncommittedBytes(long store);
+
+    static native long sessionProperty(long store, String name);
 }

@@ -1,0 +1,190 @@
+package dev.kstate.internal;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+
+/**
+ * An open native session store (Kafka's {@code RocksDBSessionStore} semantics: sessions keyed
+ * {@code key ‖ end ‖ start}, segmented by end, observed stream time, retention, Kafka's result
+ * order), transactional like {@link NativeStore}. Aggregates are stored as given. Thread-safe;
+ * closes exactly once; its iterators close with it.
+ */
+public final class NativeSessionStore extends NativeSegmentedStore {
+    /** {@link #query} kind: {@code findSessions(key, earliestSessionEndTime, latestSessionStartTime)}. */
+    public static final int QUERY_KEY = 0;
+    /** {@link #query} kind: {@code findSessions(keyFrom, keyTo, ...)}, null = open end. */
+    public static final int QUERY_KEY_RANGE = 1;
+    /** {@link #query} kind: every live session. */
+    public static final int QUERY_ALL = 2;
+
+    private NativeSessionStore(String name, long handle) {
+        super(name, handle);
+    }
+
+    /**
+     * Opens (creating if absent) a session store.
+     *
+     * @param name the store name, for messages
+     * @param path directory for RocksDB; may be null for the memory engine
+     * @param engine {@link KstateNative#ENGINE_ROCKSDB} or {@link KstateNative#ENGINE_MEMORY}
+     * @param maxUncommittedBytes bound before spilling, 0 = default
+     * @param syncOnCommit fsync the WAL on commit
+     * @param rocksdb RocksDB tuning (ignored by the memory engine)
+     * @param retentionMs retention period
+     * @param segmentIntervalMs segment interval of a new store, 0 = Kafka's default
+     * @return the open store
+     */
+    public static NativeSessionStore open(String name, String path, int engine, long maxUncommittedBytes,
+                                          boolean syncOnCommit, NativeStore.RocksTuning rocksdb, long retentionMs,
+                                          long segmentIntervalMs) {
+        KstateNative.ensureLoaded();
+        long h = KstateNative.sessionOpen(path, engine, maxUncommittedBytes, syncOnCommit, rocksdb.blockCacheBytes,
+            rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter, rocksdb.statistics,
+            rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs, segmentIntervalMs);
+        return new NativeSessionStore(name, h);
+    }
+
+    /**
+     * Kafka's {@code put(Windowed(key, SessionWindow(start, end)), aggregate)}.
+     *
+     * @param key the record key
+     * @param start session start
+     * @param end session end
+     * @param aggregate the aggregate; null removes the session
+     */
+    public void put(byte[] key, long start, long end, byte[] aggregate) {
+        KstateNative.sessionPut(handle(), key, start, end, aggregate);
+    }
+
+    /**
+     * Kafka's {@code remove(Windowed(key, SessionWindow(start, end)))}.
+     *
+     * @param key the record key
+     * @param start session start
+     * @param end session end
+     */
+    public void remove(byte[] key, long start, long end) {
+        KstateNative.sessionPut(handle(), key, start, end, null);
+    }
+
+    /**
+     * Writes a packed batch ({@link Packing}) keyed by Kafka session store keys (changelog restore).
+     *
+     * @param packed the batch
+     */
+    public void putAllStoreKeys(byte[] packed) {
+        KstateNative.sessionPutAll(handle(), packed);
+    }
+
+    /**
+     * Kafka's {@code fetchSession(key, start, end)}.
+     *
+     * @param key the record key
+     * @param start session start
+     * @param end session end
+     * @param committed committed data only
+     * @return the aggregate or null (also once expired)
+     */
+    public byte[] fetchSession(byte[] key, long start, long end, boolean committed) {
+        return KstateNative.sessionFetch(handle(), key, start, end, committed);
+    }
+
+    /**
+     * Opens an iterator over Kafka session store keys and aggregates, in Kafka's order.
+     *
+     * @param kind {@link #QUERY_KEY}, {@link #QUERY_KEY_RANGE} or {@link #QUERY_ALL}
+     * @param keyFrom the key ({@link #QUERY_KEY}) or lowest key (null = open)
+     * @param keyTo highest key (null = open)
+     * @param earliestSessionEndTime sessions ending at or after
+     * @param latestSessionStartTime sessions starting at or before
+     * @param reverse Kafka's backward variant
+     * @param committed committed data only
+     * @return the iterator; close it
+     */
+    public NativeSegmentIterator query(int kind, byte[] keyFrom, byte[] keyTo, long earliestSessionEndTime,
+                                       long latestSessionStartTime, boolean reverse, boolean committed) {
+        return register(KstateNative.sessionQuery(handle(), kind, keyFrom, keyTo, earliestSessionEndTime,
+            latestSessionStartTime, reverse, committed));
+    }
+
+    /** A decoded Kafka session store key. */
+    public static final class Session {
+        /** The record key. */
+        public final byte[] key;
+        /** Session start (ms). */
+        public final long start;
+        /** Session end (ms). */
+        public final long end;
+
+        Session(byte[] key, long start, long end) {
+            this.key = key;
+            this.start = start;
+            this.end = end;
+        }
+    }
+
+    /**
+     * @param storeKey a Kafka session store key ({@code key ‖ BE long end ‖ BE long start})
+     * @return its parts
+     */
+    public static Session session(byte[] storeKey) {
+        int n = storeKey.length - 16;
+        ByteBuffer b = ByteBuffer.wrap(storeKey);
+        return new Session(Arrays.copyOf(storeKey, n), b.getLong(n + 8), b.getLong(n));
+    }
+
+    @Override
+    void nativeClose(long h) {
+        KstateNative.sessionClose(h);
+    }
+
+    @Override
+    byte[] nativeNext(long iterator, int maxEntries, int maxBytes) {
+        return KstateNative.sessionNext(iterator, maxEntries, maxBytes);
+    }
+
+    @Override
+    void nativeCloseIterator(long iterator) {
+        KstateNative.sessionCloseIterator(iterator);
+    }
+
+    @Override
+    void nativeCommit(long h, String[] topics, int[] partitions, long[] offsets, byte[] metadata) {
+        KstateNative.sessionCommit(h, topics, partitions, offsets, metadata);
+    }
+
+    @Override
+    long nativeCommittedOffset(long h, String topic, int partition) {
+        return KstateNative.sessionCommittedOffset(h, topic, partition);
+    }
+
+    @Override
+    byte[] nativeCommittedMetadata(long h) {
+        return KstateNative.sessionCommittedMetadata(h);
+    }
+
+    @Override
+    void nativeRollback(long h) {
+        KstateNative.sessionRollback(h);
+    }
+
+    @Override
+    void nativeFlush(long h, byte[] metadata) {
+        KstateNative.sessionFlush(h, metadata);
+    }
+
+    @Override
+    long nativeUncommittedBytes(long h) {
+        return KstateNative.sessionApproximateNumUncommittedBytes(h);
+    }
+
+    @Override
+    long nativeProperty(long h, String name) {
+        return KstateNative.sessionProperty(h, name);
+    }
+
+    @Override
+    long nativeStreamTime(long h, boolean committed) {
+        return KstateNative.sessionStreamTime(h, committed);
+    }
+}

@@ -1,0 +1,187 @@
+package dev.kstate.internal;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+
+/**
+ * An open native window store (Kafka's {@code RocksDBTimestampedWindowStore} /
+ * {@code RocksDBWindowStore} semantics: seqnums with {@code retainDuplicates}, observed stream
+ * time, retention, Kafka's result order), transactional like {@link NativeStore}. Values are
+ * raw: {@code [8-byte timestamp][value]} for a timestamped store, as Kafka passes them.
+ * Thread-safe; closes exactly once; its iterators close with it.
+ */
+public final class NativeWindowStore extends NativeSegmentedStore {
+    /** {@link #query} kind: Kafka's {@code fetch(key, timeFrom, timeTo)} ({@code keyFrom} is the key). */
+    public static final int QUERY_KEY = 0;
+    /** {@link #query} kind: {@code fetch(keyFrom, keyTo, timeFrom, timeTo)}, null = open end. */
+    public static final int QUERY_KEY_RANGE = 1;
+    /** {@link #query} kind: {@code fetchAll(timeFrom, timeTo)}. */
+    public static final int QUERY_TIME = 2;
+    /** {@link #query} kind: {@code all()}. */
+    public static final int QUERY_ALL = 3;
+
+    private NativeWindowStore(String name, long handle) {
+        super(name, handle);
+    }
+
+    /**
+     * Opens (creating if absent) a window store.
+     *
+     * @param name the store name, for messages
+     * @param path directory for RocksDB; may be null for the memory engine
+     * @param engine {@link KstateNative#ENGINE_ROCKSDB} or {@link KstateNative#ENGINE_MEMORY}
+     * @param timestamped values in Kafka's timestamped layout, or plain
+     * @param maxUncommittedBytes bound before spilling, 0 = default
+     * @param syncOnCommit fsync the WAL on commit
+     * @param rocksdb RocksDB tuning (ignored by the memory engine)
+     * @param retentionMs retention period (>= windowSizeMs)
+     * @param windowSizeMs window size
+     * @param retainDuplicates Kafka's retainDuplicates
+     * @param segmentIntervalMs segment interval of a new store, 0 = Kafka's max(retention / 2, 60 s);
+     *     an existing store keeps its own
+     * @return the open store
+     */
+    public static NativeWindowStore open(String name, String path, int engine, boolean timestamped,
+                                         long maxUncommittedBytes, boolean syncOnCommit,
+                                         NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
+                                         boolean retainDuplicates, long segmentIntervalMs) {
+        KstateNative.ensureLoaded();
+        long h = KstateNative.windowOpen(path, engine, timestamped, maxUncommittedBytes, syncOnCommit,
+            rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
+            rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs,
+            windowSizeMs, retainDuplicates, segmentIntervalMs);
+        return new NativeWindowStore(name, h);
+    }
+
+    /**
+     * Kafka's {@code put(key, value, windowStart)}: with duplicates a null value is ignored and
+     * every other put takes the next seqnum; dropped when the window's segment has expired.
+     *
+     * @param key the record key
+     * @param rawValue the raw value; null deletes
+     * @param windowStart window start (ms)
+     */
+    public void put(byte[] key, byte[] rawValue, long windowStart) {
+        KstateNative.windowPut(handle(), key, rawValue, windowStart);
+    }
+
+    /**
+     * Writes a packed batch ({@link Packing}) keyed by Kafka window store keys, as restored from the
+     * changelog; all or nothing.
+     *
+     * @param packed the batch
+     */
+    public void putAllStoreKeys(byte[] packed) {
+        KstateNative.windowPutAll(handle(), packed);
+    }
+
+    /**
+     * Kafka's {@code fetch(key, windowStart)}.
+     *
+     * @param key the record key
+     * @param windowStart window start
+     * @param committed committed data only (else the writer's view)
+     * @return the raw value or null (also once expired)
+     */
+    public byte[] fetch(byte[] key, long windowStart, boolean committed) {
+        return KstateNative.windowFetch(handle(), key, windowStart, committed);
+    }
+
+    /**
+     * Opens an iterator over Kafka window store keys and raw values, in Kafka's order.
+     *
+     * @param kind {@link #QUERY_KEY}, {@link #QUERY_KEY_RANGE}, {@link #QUERY_TIME} or {@link #QUERY_ALL}
+     * @param keyFrom the key ({@link #QUERY_KEY}) or lowest key (null = open)
+     * @param keyTo highest key (null = open), {@link #QUERY_KEY_RANGE} only
+     * @param timeFrom earliest window start (inclusive)
+     * @param timeTo latest window start (inclusive)
+     * @param reverse Kafka's backward variant
+     * @param committed committed data only
+     * @return the iterator; close it
+     */
+    public NativeSegmentIterator query(int kind, byte[] keyFrom, byte[] keyTo, long timeFrom, long timeTo,
+                                       boolean reverse, boolean committed) {
+        return register(KstateNative.windowQuery(handle(), kind, keyFrom, keyTo, timeFrom, timeTo, reverse, committed));
+    }
+
+    /** A decoded Kafka window store key. */
+    public static final class Window {
+        /** The record key. */
+        public final byte[] key;
+        /** Window start (ms). */
+        public final long start;
+        /** Kafka's seqnum (0 without duplicates). */
+        public final int seqnum;
+
+        Window(byte[] key, long start, int seqnum) {
+            this.key = key;
+            this.start = start;
+            this.seqnum = seqnum;
+        }
+    }
+
+    /**
+     * @param storeKey a Kafka window store key ({@code key ‖ BE long start ‖ BE int seqnum})
+     * @return its parts
+     */
+    public static Window window(byte[] storeKey) {
+        int n = storeKey.length - 12;
+        ByteBuffer b = ByteBuffer.wrap(storeKey);
+        return new Window(Arrays.copyOf(storeKey, n), b.getLong(n), b.getInt(n + 8));
+    }
+
+    @Override
+    void nativeClose(long h) {
+        KstateNative.windowClose(h);
+    }
+
+    @Override
+    byte[] nativeNext(long iterator, int maxEntries, int maxBytes) {
+        return KstateNative.windowNext(iterator, maxEntries, maxBytes);
+    }
+
+    @Override
+    void nativeCloseIterator(long iterator) {
+        KstateNative.windowCloseIterator(iterator);
+    }
+
+    @Override
+    void nativeCommit(long h, String[] topics, int[] partitions, long[] offsets, byte[] metadata) {
+        KstateNative.windowCommit(h, topics, partitions, offsets, metadata);
+    }
+
+    @Override
+    long nativeCommittedOffset(long h, String topic, int partition) {
+        return KstateNative.windowCommittedOffset(h, topic, partition);
+    }
+
+    @Override
+    byte[] nativeCommittedMetadata(long h) {
+        return KstateNative.windowCommittedMetadata(h);
+    }
+
+    @Override
+    void nativeRollback(long h) {
+        KstateNative.windowRollback(h);
+    }
+
+    @Override
+    void nativeFlush(long h, byte[] metadata) {
+        KstateNative.windowFlush(h, metadata);
+    }
+
+    @Override
+    long nativeUncommittedBytes(long h) {
+        return KstateNative.windowApproximateNumUncommittedBytes(h);
+    }
+
+    @Override
+    long nativeProperty(long h, String name) {
+        return KstateNative.windowProperty(h, name);
+    }
+
+    @Override
+    long nativeStreamTime(long h, boolean committed) {
+        return KstateNative.windowStreamTime(h, committed);
+    }
+}

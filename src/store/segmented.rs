@@ -1,0 +1,600 @@
+//! What window and session stores share: one data family keyed
+//! `[segment][Kafka key]` over the one transaction layer, Kafka's stream-time retention,
+//! expiry of whole segments inside the commit, and Kafka's segment-by-segment iteration.
+//!
+//! # Retention
+//! Kafka's segmented stores keep an *observed stream time* (the largest window start or
+//! session end written) and:
+//! * drop a write whose segment lies below `segment(stream_time - retention)`;
+//! * return only entries whose time is `>= stream_time - retention + 1` (every read
+//!   clamps its lower time bound to it; `all` also to 0);
+//! * destroy segments below `segment(stream_time - retention)`.
+//!
+//! kstate keeps one stream time per isolation level: the writer's (advanced by its
+//! uncommitted writes) and the committed one (recorded in each commit's state, so a crash
+//! recovers the stream time that matches the data). Reads filter with the stream time of
+//! their level, so data the writer has expired is invisible at once. The storage of expired
+//! segments is reclaimed by the commit: when the lowest live segment moved, the commit
+//! batch deletes the range `[start, prefix(lowest live segment))` of the family (one
+//! RocksDB range tombstone; the memory engine removes the expired entries), after its own
+//! writes and atomically with the offsets. The cost is per expired segment range, never a
+//! scan of live data.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::iter::{KvIter, Registry};
+use super::lock::StoreLock;
+use super::open::Opened;
+use super::StoreOptions;
+use crate::engine::{Family, KeyRange};
+use crate::format::meta::ValueFormat;
+use crate::format::segmented::{self as layout, segment_id, segment_prefix};
+use crate::format::{self, value, TopicPartition};
+use crate::sync::{MutexExt, RwLockExt};
+use crate::txn::{
+    CommitExtras, CommittedView, Deletion, Isolation, MergedIter, RecoveryReport, TxnConfig,
+    TxnCore,
+};
+use crate::{Error, Result};
+
+/// Kafka's `ConsumerRecord.NO_TIMESTAMP`: the stream time before any write.
+pub const NO_TIMESTAMP: i64 = -1;
+
+/// Which of Kafka's key schemas a store uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schema {
+    /// `WindowKeySchema`: time = window start.
+    Window,
+    /// `SessionKeySchema`: segmented by session end.
+    Session,
+}
+
+/// Retention settings shared by both kinds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retention {
+    /// Retention period in ms (>= 0).
+    pub period: i64,
+    /// Segment interval in ms (> 0).
+    pub segment_interval: i64,
+}
+
+impl Retention {
+    /// The lowest segment still live at `stream_time` (Kafka's `minLiveSegment`).
+    pub(crate) fn min_live_segment(&self, stream_time: i64) -> i64 {
+        segment_id(
+            stream_time.saturating_sub(self.period),
+            self.segment_interval,
+        )
+    }
+
+    /// The earliest visible time at `stream_time` (Kafka's `getActualFrom` floor).
+    pub(crate) fn earliest_visible(&self, stream_time: i64) -> i64 {
+        stream_time.saturating_sub(self.period).saturating_add(1)
+    }
+}
+
+/// The writer's retention state; guarded by one mutex taken before the transaction.
+struct WriterTime {
+    /// Observed stream time including uncommitted writes.
+    stream_time: i64,
+    /// Kafka's in-memory `seqnum` of window stores with duplicates.
+    seqnum: i32,
+    /// The lowest live segment whose expiry the last commit on this handle recorded; the
+    /// next commit deletes the expired range only when it moved (`None`: not yet).
+    expired_below: Option<i64>,
+}
+
+/// The open part of a store.
+struct Live {
+    core: TxnCore,
+    _lock: Option<StoreLock>,
+}
+
+/// A segmented store: window and session stores wrap one.
+pub(crate) struct Segmented {
+    core: RwLock<Option<Live>>,
+    data: Family,
+    writer: Mutex<WriterTime>,
+    iterators: Registry,
+    pub(crate) schema: Schema,
+    pub(crate) retention: Retention,
+    path: Option<PathBuf>,
+    options: StoreOptions,
+    recovery: RecoveryReport,
+    commits_in_doubt: AtomicU64,
+}
+
+impl Drop for Segmented {
+    fn drop(&mut self) {
+        // As for key-value stores: dropping without close discards uncommitted writes.
+        let _ = self.shutdown();
+    }
+}
+
+/// What a query reads, once the stream time of its isolation level is known.
+pub(crate) struct Plan {
+    /// Segments `[lo, hi]`.
+    pub seg_lo: i64,
+    pub seg_hi: i64,
+    /// Kafka's byte bounds inside each segment (inclusive; `None` = open).
+    pub bin_from: Option<Vec<u8>>,
+    pub bin_to: Option<Vec<u8>>,
+    /// Kafka's `hasNextCondition`: record-key bounds and time bounds.
+    pub key_from: Option<Vec<u8>>,
+    pub key_to: Option<Vec<u8>>,
+    pub time_from: i64,
+    pub time_to: i64,
+}
+
+impl Segmented {
+    /// Recovers the transaction layer over `opened` and restores the committed stream time.
+    pub(crate) fn new(
+        opened: Opened,
+        schema: Schema,
+        retention: Retention,
+        path: Option<PathBuf>,
+        options: &StoreOptions,
+    ) -> Result<Segmented> {
+        if options.max_uncommitted_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "max_uncommitted_bytes must be positive".into(),
+            ));
+        }
+        let config = TxnConfig {
+            max_uncommitted_bytes: options.max_uncommitted_bytes,
+            sync_on_commit: options.sync_on_commit,
+            chunk_bytes: crate::txn::CHUNK_BYTES,
+        };
+        let (core, recovery) = TxnCore::recover(opened.engine, config)?;
+        let stream_time = core.committed().stream_time.unwrap_or(NO_TIMESTAMP);
+        Ok(Segmented {
+            core: RwLock::new(Some(Live {
+                core,
+                _lock: opened.lock,
+            })),
+            data: opened.data,
+            writer: Mutex::new(WriterTime {
+                stream_time,
+                seqnum: 0,
+                expired_below: None,
+            }),
+            iterators: Registry::default(),
+            schema,
+            retention,
+            path,
+            options: options.clone(),
+            recovery,
+            commits_in_doubt: AtomicU64::new(0),
+        })
+    }
+
+    fn with_core<T>(&self, f: impl FnOnce(&TxnCore) -> Result<T>) -> Result<T> {
+        let live = self.core.read_recover();
+        f(&live.as_ref().ok_or(Error::StoreClosed)?.core)
+    }
+
+    pub(crate) fn value_format(&self) -> ValueFormat {
+        self.options.value_format
+    }
+
+    /// Checks a raw value against the limits and (timestamped stores) its layout.
+    pub(crate) fn check_raw(&self, raw: &[u8]) -> Result<()> {
+        format::check_value(raw)?;
+        if self.options.value_format == ValueFormat::Timestamped {
+            value::split(raw)?;
+        }
+        Ok(())
+    }
+
+    /// Kafka's `maybeUpdateSeqnumForDups` followed by nothing: returns the new seqnum.
+    pub(crate) fn next_seqnum(&self) -> i32 {
+        let mut w = self.writer.lock_recover();
+        w.seqnum = (w.seqnum.wrapping_add(1)) & 0x7FFF_FFFF;
+        w.seqnum
+    }
+
+    /// The current seqnum (Kafka's window `fetch(key, time)` reads with it).
+    pub(crate) fn seqnum(&self) -> i32 {
+        self.writer.lock_recover().seqnum
+    }
+
+    /// Kafka's segmented `put`/`remove`: advances the writer's stream time to `time`, then
+    /// writes `value` (`None` deletes) at `kafka_key`, unless its segment has expired.
+    /// Returns false when the write was dropped as expired.
+    pub(crate) fn write(
+        &self,
+        kafka_key: &[u8],
+        time: i64,
+        value: Option<Arc<[u8]>>,
+    ) -> Result<bool> {
+        format::check_key(kafka_key)?;
+        let mut w = self.writer.lock_recover();
+        let stream_time = w.stream_time.max(time);
+        let segment = segment_id(time, self.retention.segment_interval);
+        let live = segment >= self.retention.min_live_segment(stream_time);
+        self.with_core(|c| {
+            // A segment below the lowest live one does not exist any more (Kafka drops
+            // the write, or finds no segment to delete from).
+            if live {
+                let key = layout::stored_key(segment, kafka_key);
+                c.write_all(self.data, std::iter::once((key.as_slice(), value)))?;
+            }
+            Ok(())
+        })?;
+        // Only once the write is buffered: a failed write changes nothing.
+        w.stream_time = stream_time;
+        Ok(live)
+    }
+
+    /// Kafka's segmented `get`: `None` when `time` is no longer visible at the stream time
+    /// of `isolation`.
+    pub(crate) fn get(
+        &self,
+        isolation: Isolation,
+        kafka_key: &[u8],
+        time: i64,
+    ) -> Result<Option<Vec<u8>>> {
+        format::check_key(kafka_key)?;
+        let key = layout::stored_key(segment_id(time, self.retention.segment_interval), kafka_key);
+        match isolation {
+            Isolation::ReadUncommitted => {
+                let w = self.writer.lock_recover();
+                if time < self.retention.earliest_visible(w.stream_time) {
+                    return Ok(None);
+                }
+                self.with_core(|c| c.get(Isolation::ReadUncommitted, self.data, &key))
+            }
+            Isolation::ReadCommitted => self.with_core(|c| {
+                let view = c.committed_view();
+                if time < self.retention.earliest_visible(committed_time(&view)) {
+                    return Ok(None);
+                }
+                view.snapshot.get(self.data, &key)
+            }),
+        }
+    }
+
+    /// Opens a segment walk whose plan `plan` derives from the stream time of `isolation`
+    /// (`None` from `plan` = an empty result), registered with the store.
+    pub(crate) fn scan(
+        &self,
+        isolation: Isolation,
+        reverse: bool,
+        plan: impl FnOnce(i64) -> Option<Plan>,
+    ) -> Result<KvIter> {
+        let slot = self.with_core(|c| {
+            let (plan, merged) = match isolation {
+                Isolation::ReadUncommitted => {
+                    let w = self.writer.lock_recover();
+                    match plan(w.stream_time) {
+                        Some(p) => {
+                            let it = c.iter(isolation, self.data, &walk_range(&p), reverse)?;
+                            (Some(p), Some(it))
+                        }
+                        None => (None, None),
+                    }
+                }
+                Isolation::ReadCommitted => {
+                    let view = c.committed_view();
+                    match plan(committed_time(&view)) {
+                        Some(p) => {
+                            let it = c.iter_view(&view, self.data, &walk_range(&p), reverse)?;
+                            (Some(p), Some(it))
+                        }
+                        None => (None, None),
+                    }
+                }
+            };
+            let walk: Box<dyn crate::txn::Source> = match (plan, merged) {
+                (Some(plan), Some(inner)) => {
+                    Box::new(SegmentWalk::new(inner, plan, self.schema, reverse))
+                }
+                _ => Box::new(Empty),
+            };
+            Ok(self
+                .iterators
+                .register(MergedIter::new(vec![walk], reverse)))
+        })?;
+        Ok(KvIter::new(slot, self.options.value_format))
+    }
+
+    /// The stream time of `isolation`.
+    pub(crate) fn stream_time(&self, isolation: Isolation) -> Result<i64> {
+        match isolation {
+            Isolation::ReadUncommitted => {
+                self.with_core(|_| Ok(self.writer.lock_recover().stream_time))
+            }
+            Isolation::ReadCommitted => self.with_core(|c| Ok(committed_time(&c.committed_view()))),
+        }
+    }
+
+    /// Commits writes, offsets, metadata and the writer's stream time, deleting the
+    /// segments that stream time expired, in one atomic step.
+    pub(crate) fn commit(
+        &self,
+        offsets: &[(TopicPartition, Option<i64>)],
+        metadata: Option<&[u8]>,
+    ) -> Result<()> {
+        let mut w = self.writer.lock_recover();
+        let min_live = self.retention.min_live_segment(w.stream_time);
+        let mut deletes = Vec::new();
+        if w.expired_below != Some(min_live) {
+            deletes.push(Deletion {
+                family: self.data,
+                from: Vec::new(),
+                to: segment_prefix(min_live).to_vec(),
+            });
+        }
+        let extras = CommitExtras {
+            stream_time: Some(w.stream_time),
+            deletes,
+        };
+        let result = self.with_core(|c| c.commit_with(offsets, metadata, extras));
+        match &result {
+            Ok(()) => w.expired_below = Some(min_live),
+            Err(Error::CommitInDoubt(_)) => {
+                self.commits_in_doubt.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    /// Discards uncommitted writes; the writer's stream time returns to the committed one.
+    pub(crate) fn rollback(&self) -> Result<()> {
+        let mut w = self.writer.lock_recover();
+        self.with_core(|c| {
+            c.rollback()?;
+            w.stream_time = c.committed().stream_time.unwrap_or(NO_TIMESTAMP);
+            Ok(())
+        })
+    }
+
+    pub(crate) fn committed_offset(&self, tp: &TopicPartition) -> Result<Option<i64>> {
+        self.with_core(|c| Ok(c.committed().offsets.get(tp).copied()))
+    }
+
+    pub(crate) fn committed_offsets(&self) -> Result<Vec<(TopicPartition, i64)>> {
+        self.with_core(|c| Ok(c.committed().offsets.into_iter().collect()))
+    }
+
+    pub(crate) fn committed_metadata(&self) -> Result<Option<Vec<u8>>> {
+        self.with_core(|c| Ok(c.committed().metadata))
+    }
+
+    pub(crate) fn commit_sequence(&self) -> Result<u64> {
+        self.with_core(|c| Ok(c.committed().sequence))
+    }
+
+    pub(crate) fn uncommitted_bytes(&self) -> Result<u64> {
+        self.with_core(|c| Ok(c.uncommitted_bytes()))
+    }
+
+    /// Approximate stored entries under `isolation` (expired ones not yet reclaimed
+    /// included).
+    pub(crate) fn approximate_count(&self, isolation: Isolation) -> Result<u64> {
+        self.with_core(|c| c.approximate_count(isolation, self.data))
+    }
+
+    /// kstate counters and engine properties, as [`crate::KvStore::property`].
+    pub(crate) fn property(&self, name: &str) -> Result<Option<u64>> {
+        self.with_core(|c| match name {
+            "kstate.commits-in-doubt" => Ok(Some(self.commits_in_doubt.load(Ordering::Relaxed))),
+            "kstate.recovery-rolled-forward" => Ok(Some(u64::from(self.recovery.rolled_forward))),
+            "kstate.spills" => Ok(Some(c.counters().0)),
+            "kstate.roll-forwards" => Ok(Some(c.counters().1)),
+            _ => c.engine().property(name),
+        })
+    }
+
+    pub(crate) fn shutdown(&self) -> Result<()> {
+        let mut core = self.core.write_recover();
+        self.iterators.close_all();
+        match core.take() {
+            Some(live) => live.core.close(),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        self.core.read_recover().is_some()
+    }
+
+    pub(crate) fn recovery(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    pub(crate) fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
+    pub(crate) fn options(&self) -> &StoreOptions {
+        &self.options
+    }
+
+    pub(crate) fn open_iterators(&self) -> usize {
+        self.iterators.live()
+    }
+
+    /// Flushes and compacts the data family (reclaims expired segments on disk at once).
+    pub(crate) fn compact(&self) -> Result<()> {
+        self.with_core(|c| c.compact(self.data))
+    }
+}
+
+fn committed_time(view: &CommittedView) -> i64 {
+    view.state.stream_time.unwrap_or(NO_TIMESTAMP)
+}
+
+/// The stored-key range covering segments `[lo, hi]`.
+fn walk_range(plan: &Plan) -> KeyRange {
+    KeyRange {
+        lower: std::ops::Bound::Included(segment_prefix(plan.seg_lo).to_vec()),
+        upper: match plan.seg_hi.checked_add(1) {
+            Some(next) => std::ops::Bound::Excluded(segment_prefix(next).to_vec()),
+            None => std::ops::Bound::Unbounded,
+        },
+    }
+}
+
+/// No entries (a query Kafka answers with an empty iterator).
+struct Empty;
+
+impl crate::txn::Source for Empty {
+    fn next_write(&mut self) -> Result<Option<crate::txn::KeyWrite>> {
+        Ok(None)
+    }
+
+    fn seek(&mut self, _target: &[u8]) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Kafka's `SegmentIterator` over one merged, pinned view of the family: segment by
+/// segment (ascending or descending), within each segment the Kafka keys in
+/// `[bin_from, bin_to]` in byte order, filtered by the key schema's condition. Segments
+/// are found by the keys themselves; a seek jumps to the next segment's range, so a
+/// single-key fetch touches each segment once instead of scanning it. Yields
+/// `(kafka key, value)`.
+struct SegmentWalk {
+    inner: MergedIter,
+    plan: Plan,
+    schema: Schema,
+    reverse: bool,
+    /// The segment whose range the cursor is in (`None` before the first seek).
+    segment: Option<i64>,
+    started: bool,
+    done: bool,
+}
+
+impl SegmentWalk {
+    fn new(inner: MergedIter, plan: Plan, schema: Schema, reverse: bool) -> Self {
+        // Kafka's RocksDBStore.range returns nothing when from > to.
+        let empty = matches!((&plan.bin_from, &plan.bin_to), (Some(f), Some(t)) if f > t)
+            || plan.seg_lo > plan.seg_hi;
+        SegmentWalk {
+            inner,
+            plan,
+            schema,
+            reverse,
+            segment: None,
+            started: false,
+            done: empty,
+        }
+    }
+
+    /// Seeks to the start (in the walk's direction) of segment `s`'s range.
+    fn enter(&mut self, s: i64) -> Result<()> {
+        self.segment = Some(s);
+        let bound = if self.reverse {
+            &self.plan.bin_to
+        } else {
+            &self.plan.bin_from
+        };
+        match bound {
+            Some(b) => self.inner.seek(&layout::stored_key(s, b)),
+            None if self.reverse => match s.checked_add(1) {
+                // The last key below the next segment's prefix (never itself a key).
+                Some(next) => self.inner.seek(&segment_prefix(next)),
+                None => Ok(()),
+            },
+            None => self.inner.seek(&segment_prefix(s)),
+        }
+    }
+
+    fn passes(&self, kafka_key: &[u8]) -> Result<bool> {
+        let p = &self.plan;
+        let (key, time_ok) = match self.schema {
+            Schema::Window => {
+                let (key, start, _) = layout::parse_window_key(kafka_key)?;
+                (key, start >= p.time_from && start <= p.time_to)
+            }
+            Schema::Session => {
+                let (key, start, end) = layout::parse_session_key(kafka_key)?;
+                (key, end >= p.time_from && start <= p.time_to)
+            }
+        };
+        Ok(time_ok
+            && p.key_from.as_deref().map_or(true, |f| key >= f)
+            && p.key_to.as_deref().map_or(true, |t| key <= t))
+    }
+
+    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.done {
+            return Ok(None);
+        }
+        if !self.started {
+            self.started = true;
+            let first = if self.reverse {
+                self.plan.seg_hi
+            } else {
+                self.plan.seg_lo
+            };
+            self.enter(first)?;
+        }
+        loop {
+            let Some((stored, v)) = self.inner.next_entry()? else {
+                self.done = true;
+                return Ok(None);
+            };
+            let (s, kafka_key) = layout::split_stored(&stored)?;
+            if s < self.plan.seg_lo || s > self.plan.seg_hi {
+                self.done = true;
+                return Ok(None);
+            }
+            if self.segment != Some(s) {
+                // Arrived in another segment: start at its range unless already inside.
+                let before_range = if self.reverse {
+                    self.plan.bin_to.as_deref().is_some_and(|t| kafka_key > t)
+                } else {
+                    self.plan.bin_from.as_deref().is_some_and(|f| kafka_key < f)
+                };
+                self.segment = Some(s);
+                if before_range {
+                    self.enter(s)?;
+                    continue;
+                }
+            }
+            let past_range = if self.reverse {
+                self.plan.bin_from.as_deref().is_some_and(|f| kafka_key < f)
+            } else {
+                self.plan.bin_to.as_deref().is_some_and(|t| kafka_key > t)
+            };
+            if past_range {
+                // The rest of this segment is outside the range: on to the next one.
+                let next = if self.reverse {
+                    s.checked_sub(1)
+                } else {
+                    s.checked_add(1)
+                };
+                match next {
+                    Some(n) if n >= self.plan.seg_lo && n <= self.plan.seg_hi => {
+                        self.enter(n)?;
+                        continue;
+                    }
+                    _ => {
+                        self.done = true;
+                        return Ok(None);
+                    }
+                }
+            }
+            if self.passes(kafka_key)? {
+                return Ok(Some((kafka_key.to_vec(), v)));
+            }
+        }
+    }
+}
+
+impl crate::txn::Source for SegmentWalk {
+    fn next_write(&mut self) -> Result<Option<crate::txn::KeyWrite>> {
+        Ok(self.next_entry()?.map(|(k, v)| (k, Some(v))))
+    }
+
+    fn seek(&mut self, _target: &[u8]) -> Result<()> {
+        Err(Error::Internal(
+            "a segment walk cannot be repositioned".into(),
+        ))
+    }
+}

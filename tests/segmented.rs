@@ -1,0 +1,145 @@
+//! Deterministic checks of window and session stores that the model tests do not cover:
+//! store kinds refuse each other, the segment interval is fixed at creation, the stream
+//! time survives a reopen with the commit it belongs to, and expired segments are
+//! reclaimed on disk by the commit that expires them.
+
+use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
+use kstate::{ErrorCode, Isolation, KvStore, StoreOptions, TopicPartition};
+
+fn tp() -> TopicPartition {
+    TopicPartition::new("c", 0)
+}
+
+#[test]
+fn store_kinds_refuse_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, s, kv) = (
+        dir.path().join("w"),
+        dir.path().join("s"),
+        dir.path().join("kv"),
+    );
+    WindowStore::open(&w, &WindowOptions::new(1000, 10, false))
+        .unwrap()
+        .close()
+        .unwrap();
+    SessionStore::open(&s, &SessionOptions::new(1000))
+        .unwrap()
+        .close()
+        .unwrap();
+    KvStore::open(&kv, &StoreOptions::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    let code = |e: kstate::Error| e.code();
+    assert_eq!(
+        code(KvStore::open(&w, &StoreOptions::default()).unwrap_err()),
+        ErrorCode::FormatMismatch
+    );
+    assert_eq!(
+        code(SessionStore::open(&w, &SessionOptions::new(1000)).unwrap_err()),
+        ErrorCode::FormatMismatch
+    );
+    assert_eq!(
+        code(WindowStore::open(&s, &WindowOptions::new(1000, 10, false)).unwrap_err()),
+        ErrorCode::FormatMismatch
+    );
+    assert_eq!(
+        code(WindowStore::open(&kv, &WindowOptions::new(1000, 10, false)).unwrap_err()),
+        ErrorCode::FormatMismatch
+    );
+    let plain = WindowOptions::new(1000, 10, false)
+        .with_store(StoreOptions::plain(kstate::EngineKind::RocksDb));
+    assert_eq!(
+        code(WindowStore::open(&w, &plain).unwrap_err()),
+        ErrorCode::FormatMismatch
+    );
+    assert_eq!(
+        code(WindowStore::open(&w, &WindowOptions::new(5, 10, false)).unwrap_err()),
+        ErrorCode::InvalidArgument
+    );
+    // The key-value store still opens as before: its header is unchanged (version 1).
+    KvStore::open(&kv, &StoreOptions::default())
+        .unwrap()
+        .close()
+        .unwrap();
+}
+
+#[test]
+fn segment_interval_and_stream_time_persist() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w");
+    let options = WindowOptions::new(1000, 10, false).with_segment_interval(100);
+    let store = WindowStore::open(&path, &options).unwrap();
+    assert_eq!(store.stream_time(Isolation::ReadCommitted).unwrap(), -1);
+    store.put(b"k", Some(b"v"), 1, 5000).unwrap();
+    assert_eq!(store.stream_time(Isolation::ReadUncommitted).unwrap(), 5000);
+    assert_eq!(store.stream_time(Isolation::ReadCommitted).unwrap(), -1);
+    store.commit(&[(tp(), Some(3))], None).unwrap();
+    store.put(b"k", Some(b"v"), 1, 9000).unwrap();
+    store.close().unwrap();
+    // Another default interval asked for: the store keeps its own.
+    let store = WindowStore::open(&path, &WindowOptions::new(1000, 10, false)).unwrap();
+    assert_eq!(store.segment_interval(), 100);
+    assert_eq!(
+        store.stream_time(Isolation::ReadUncommitted).unwrap(),
+        5000,
+        "uncommitted 9000 is gone"
+    );
+    // Late by more than the retention: invisible, and a late put is dropped.
+    store.put(b"old", Some(b"x"), 1, 3999).unwrap();
+    assert_eq!(store.fetch(b"old", 3999).unwrap(), None);
+    assert_eq!(store.fetch(b"k", 5000).unwrap().unwrap().value, b"v");
+    store.close().unwrap();
+}
+
+#[test]
+fn the_commit_reclaims_expired_segments_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = SessionOptions::new(1000).with_segment_interval(100);
+    let store = SessionStore::open(dir.path().join("s"), &options).unwrap();
+    for i in 0..2000i64 {
+        store
+            .put(format!("key{i:05}").as_bytes(), i, i, Some(b"agg"))
+            .unwrap();
+    }
+    // Stream time 1999: the commit already dropped the segments below 999 (the first 900).
+    store.commit(&[(tp(), Some(1))], None).unwrap();
+    store.compact().unwrap();
+    let before = store
+        .property("rocksdb.estimate-num-keys")
+        .unwrap()
+        .unwrap();
+    // Stream time 100_000: everything written so far has expired.
+    store.put(b"late", 100_000, 100_000, Some(b"x")).unwrap();
+    let all: Vec<_> = store.all().unwrap().collect::<kstate::Result<_>>().unwrap();
+    assert_eq!(
+        all.len(),
+        1,
+        "expired sessions are invisible before the commit"
+    );
+    let committed: Vec<_> = store
+        .query(
+            Isolation::ReadCommitted,
+            &kstate::store::SessionQuery::All,
+            false,
+        )
+        .unwrap()
+        .collect::<kstate::Result<_>>()
+        .unwrap();
+    assert_eq!(
+        committed.len(),
+        1000,
+        "committed readers keep the last commit's retention"
+    );
+    store.commit(&[(tp(), Some(2))], None).unwrap();
+    store.compact().unwrap();
+    let after = store
+        .property("rocksdb.estimate-num-keys")
+        .unwrap()
+        .unwrap();
+    assert!(
+        before >= 1000 && after <= 10,
+        "before {before}, after {after}"
+    );
+    store.close().unwrap();
+}
