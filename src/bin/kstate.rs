@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use kstate::store::inspect::{inspect, verify};
-use kstate::{KvStore, StoreOptions, TopicPartition};
+use kstate::{KvStore, StoreOptions, TopicPartition, ValueFormat};
 use workload::{Model, Workload, WorkloadConfig};
 
 #[derive(Parser)]
@@ -38,12 +38,15 @@ enum Cmd {
         /// Store directory.
         dir: PathBuf,
     },
-    /// Upgrade plain stores to timestamped ones in place (KIP-258): one store directory, or
-    /// every store under a Kafka Streams state directory. Resumable: after a kill, run it
-    /// again.
+    /// Upgrade stores in place: plain to timestamped (KIP-258), or with `--to headers` plain
+    /// or timestamped to the headers format (KIP-1271); one store directory, or every store
+    /// under a Kafka Streams state directory. Resumable: after a kill, run it again.
     Upgrade {
         /// A store directory or a Kafka Streams state directory.
         dir: PathBuf,
+        /// The value format to upgrade to: timestamped or headers.
+        #[arg(long, default_value = "timestamped", value_parser = parse_format)]
+        to: ValueFormat,
         /// Show what would be upgraded and change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -84,9 +87,10 @@ fn main() -> ExitCode {
         Cmd::Verify { dir } => cmd_verify(&dir),
         Cmd::Upgrade {
             dir,
+            to,
             dry_run,
             batch,
-        } => upgrade::cmd_upgrade(&dir, dry_run, batch),
+        } => upgrade::cmd_upgrade(&dir, dry_run, batch, to),
         Cmd::Demo { dir } => cmd_demo(dir),
         Cmd::CrashWorker {
             dir,
@@ -107,6 +111,11 @@ fn main() -> ExitCode {
 #[path = "kstate/upgrade.rs"]
 mod upgrade;
 
+fn parse_format(s: &str) -> Result<ValueFormat, String> {
+    ValueFormat::from_name(s)
+        .ok_or_else(|| format!("{s:?}: expected plain, timestamped or headers"))
+}
+
 type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
 fn cmd_inspect(dir: &Path) -> CmdResult {
@@ -117,11 +126,16 @@ fn cmd_inspect(dir: &Path) -> CmdResult {
         Some(h) => {
             println!("format version:   {}", h.format_version);
             println!("value format:     {}", h.value_format.name());
-            if r.plain_values_to_upgrade > 0 {
+            if let Some(family) = r
+                .upgrade_family
+                .as_deref()
+                .filter(|_| r.values_to_upgrade > 0)
+            {
                 println!(
-                    "mode:             upgrade ({} plain values in `default` are read with \
-                     timestamp -1 and migrated as they are written)",
-                    r.plain_values_to_upgrade
+                    "mode:             upgrade ({} values in `{family}` are read converted \
+                     (timestamp -1 for a plain value, no headers) and migrated as they are \
+                     written)",
+                    r.values_to_upgrade
                 );
             } else {
                 println!("mode:             regular");
