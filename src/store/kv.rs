@@ -1,14 +1,19 @@
 //! The timestamped (or plain), transactional key-value store.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::iter::{KvIter, Registry};
 use super::lock::StoreLock;
-use super::open::{family_format, open_memory, open_rocksdb, Opened};
+use super::open::{
+    data_family_name, family_format, finish_open, open_memory, open_rocksdb, Opened,
+};
+use super::swap;
 use super::StoreOptions;
-use crate::engine::{EngineKind, Family, KeyRange};
+use crate::engine::rocksdb::RocksEngine;
+use crate::engine::{names, BatchOp, Engine, EngineKind, Family, KeyRange};
 use crate::format::meta::ValueFormat;
 use crate::format::{
     self, headers, value, TopicPartition, ValueAndTimestamp, ValueTimestampHeaders,
@@ -81,6 +86,14 @@ struct Shared {
     recovery: RecoveryReport,
     /// Commits that returned [`Error::CommitInDoubt`] on this handle's store.
     commits_in_doubt: AtomicU64,
+    /// Spill and roll-forward batch size, kept to rebuild the transaction layer when an
+    /// upgrade by swap moves the handle onto the new engine.
+    chunk_bytes: usize,
+    /// While an upgrade by swap prepares its side store: every key written since its
+    /// snapshot, carried over before the swap.
+    swap_touched: std::sync::Mutex<Option<BTreeSet<Vec<u8>>>>,
+    /// True while `swap_touched` collects (one relaxed load per write otherwise).
+    swap_active: AtomicBool,
 }
 
 impl Shared {
@@ -217,6 +230,9 @@ impl KvStore {
                 options: options.clone(),
                 recovery,
                 commits_in_doubt: AtomicU64::new(0),
+                chunk_bytes,
+                swap_touched: std::sync::Mutex::new(None),
+                swap_active: AtomicBool::new(false),
             }),
         })
     }
@@ -290,7 +306,7 @@ impl KvStore {
         self.timestamped_only("put")?;
         format::check_key(key)?;
         let encoded = self.encode_timestamped(value, timestamp)?;
-        self.with_live(|l| Self::write(l, vec![(key, Some(encoded))]))
+        self.with_live(|l| self.write(l, vec![(key, Some(encoded))]))
     }
 
     /// Writes `value` with its timestamp and headers for `key` (headers-format stores).
@@ -299,7 +315,7 @@ impl KvStore {
         format::check_key(key)?;
         let encoded: Arc<[u8]> = value.encode()?.into();
         format::check_value(&encoded)?;
-        self.with_live(|l| Self::write(l, vec![(key, Some(encoded))]))
+        self.with_live(|l| self.write(l, vec![(key, Some(encoded))]))
     }
 
     /// The writer's view of `key` with its headers (headers-format stores).
@@ -312,7 +328,8 @@ impl KvStore {
 
     /// Buffers writes of the store's values; in upgrade mode each written key also leaves
     /// the old family, in the same transaction, so it is migrated when this commits.
-    fn write(live: &Live, writes: Vec<(&[u8], crate::txn::Write)>) -> Result<()> {
+    fn write(&self, live: &Live, writes: Vec<(&[u8], crate::txn::Write)>) -> Result<()> {
+        self.track(writes.iter().map(|(k, _)| *k));
         if let Some(legacy) = live.legacy {
             live.core
                 .write_all(legacy.family, writes.iter().map(|(k, _)| (*k, None)))?;
@@ -369,7 +386,7 @@ impl KvStore {
             encoded.push(self.encode_timestamped(v, *ts)?);
         }
         self.with_live(|l| {
-            Self::write(
+            self.write(
                 l,
                 entries
                     .iter()
@@ -394,11 +411,12 @@ impl KvStore {
         self.check_raw(value)?;
         self.with_live(|l| {
             if l.legacy.is_none() {
+                self.track(std::iter::once(key));
                 return l.core.put_if_absent(l.data, key, value);
             }
             let existing = Self::read(l, Isolation::ReadUncommitted, key)?;
             if existing.is_none() {
-                Self::write(l, vec![(key, Some(Arc::from(value)))])?;
+                self.write(l, vec![(key, Some(Arc::from(value)))])?;
             }
             Ok(existing)
         })
@@ -425,6 +443,7 @@ impl KvStore {
     pub fn delete_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         format::check_key(key)?;
         self.with_live(|l| {
+            self.track(std::iter::once(key));
             let Some(legacy) = l.legacy else {
                 return l.core.delete(l.data, key);
             };
@@ -449,7 +468,7 @@ impl KvStore {
             }
         }
         self.with_live(|l| {
-            Self::write(
+            self.write(
                 l,
                 entries
                     .into_iter()
@@ -639,6 +658,7 @@ impl KvStore {
                 c.compact(legacy.family)?;
                 return Ok(0);
             }
+            self.track(moved.iter().map(|(k, _)| k.as_slice()));
             for (key, value) in &moved {
                 if c.get(Isolation::ReadUncommitted, l.data, key)?.is_none() {
                     let upgraded: Arc<[u8]> = (legacy.convert)(value).into();
@@ -661,6 +681,226 @@ impl KvStore {
             *resume = moved.last().map(|(k, _)| k.clone());
             Ok(moved.len() as u64)
         })
+    }
+
+    /// Records keys written while an upgrade by swap prepares its side store.
+    fn track<'a>(&self, keys: impl Iterator<Item = &'a [u8]>) {
+        if self.shared.swap_active.load(Ordering::Acquire) {
+            if let Some(set) = self.shared.swap_touched.lock_recover().as_mut() {
+                set.extend(keys.map(<[u8]>::to_vec));
+            }
+        }
+    }
+
+    fn stop_tracking(&self) -> BTreeSet<Vec<u8>> {
+        self.shared.swap_active.store(false, Ordering::Release);
+        self.shared
+            .swap_touched
+            .lock_recover()
+            .take()
+            .unwrap_or_default()
+    }
+
+    /// Upgrades a RocksDB store in upgrade mode by **prepare and swap**: builds a store of
+    /// the new format holding no old-format family in the side directory
+    /// `.<name>.kstate-swap` from the last committed snapshot, in batches, while this
+    /// store keeps serving reads, writes and commits on any handle; then, under the store's
+    /// write lock (operations wait for a moment), carries over every key written since
+    /// the snapshot, commits the side store with this store's committed offsets, metadata
+    /// and commit count, swaps the two directories atomically (`renameat2(RENAME_EXCHANGE)`,
+    /// or a marker-file protocol where the file system lacks it), removes the old one and
+    /// continues on the new store in regular mode in the same handle. Uncommitted writes
+    /// stay uncommitted across the swap; open iterators are closed by it.
+    ///
+    /// `progress(done, total)` is called after each batch copied from the snapshot
+    /// (`total` is an estimate, at least `done`). A kill at any instant leaves either the
+    /// old store or the new one live and complete; the next open removes a stale side
+    /// directory or finishes the fallback renames. Returns the number of entries copied
+    /// from the snapshot; 0, with nothing done, when the store is not in upgrade mode.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on the memory engine, or when uncommitted writes are
+    /// pending as the swap starts (commit or roll them back first); [`Error::StoreClosed`];
+    /// engine and I/O errors, after which the store is unchanged (it stays in upgrade mode),
+    /// except an error reopening the new store, after which this handle is closed and the
+    /// new store is on disk.
+    pub fn upgrade_by_swap(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<u64> {
+        let Some(path) = self
+            .shared
+            .path
+            .clone()
+            .filter(|_| self.shared.options.engine == EngineKind::RocksDb)
+        else {
+            return Err(Error::InvalidArgument(
+                "an upgrade by swap needs a RocksDB store".into(),
+            ));
+        };
+        // Snapshot and tracking start together: no write or commit is in flight.
+        let (entries, total) = {
+            let guard = self.shared.core.write_recover();
+            let l = guard.as_ref().ok_or(Error::StoreClosed)?;
+            let Some(legacy) = l.legacy else {
+                return Ok(0);
+            };
+            if l.core.uncommitted_bytes() > 0 {
+                return Err(Error::InvalidArgument(
+                    "the store has uncommitted writes: commit or roll them back before \
+                     upgrading by swap"
+                        .into(),
+                ));
+            }
+            let all = KeyRange::all();
+            let current = l.core.iter(Isolation::ReadCommitted, l.data, &all, false)?;
+            let old = l
+                .core
+                .iter(Isolation::ReadCommitted, legacy.family, &all, false)?;
+            let total = l.core.approximate_count(Isolation::ReadCommitted, l.data)?
+                + l.core
+                    .approximate_count(Isolation::ReadCommitted, legacy.family)?;
+            *self.shared.swap_touched.lock_recover() = Some(BTreeSet::new());
+            self.shared.swap_active.store(true, Ordering::Release);
+            (
+                crate::txn::MergedIter::upgrading(current, old, legacy.convert, false),
+                total,
+            )
+        };
+        let result = self.swap_from(&path, entries, total, progress);
+        self.stop_tracking();
+        result
+    }
+
+    fn swap_from(
+        &self,
+        path: &Path,
+        mut entries: crate::txn::MergedIter,
+        total: u64,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<u64> {
+        let options = &self.shared.options;
+        let side = swap::side_dir(path)?;
+        if side.exists() {
+            std::fs::remove_dir_all(&side).map_err(|e| Error::io(&side, e))?;
+        }
+        let data_name = data_family_name(options.value_format);
+        let engine = RocksEngine::open(
+            &side,
+            &[names::META, names::SPILL, data_name],
+            &options.rocksdb,
+        )?;
+        let data = engine.registry().require(data_name)?;
+        let meta = engine.registry().require(names::META)?;
+        let mut done = 0u64;
+        let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut bytes = 0usize;
+        loop {
+            let next = entries.next_entry()?;
+            let end = next.is_none();
+            if let Some((k, v)) = next {
+                bytes += k.len() + v.len();
+                batch.push((k, v));
+            }
+            if (end && !batch.is_empty()) || bytes >= self.shared.chunk_bytes.max(1 << 16) {
+                let ops: Vec<BatchOp<'_>> = batch
+                    .iter()
+                    .map(|(k, v)| BatchOp::Put(data, k, v))
+                    .collect();
+                engine.write(&ops, false)?;
+                done += batch.len() as u64;
+                batch.clear();
+                bytes = 0;
+                crate::failpoint::hit("swap-build");
+                progress(done, total.max(done));
+            }
+            if end {
+                break;
+            }
+        }
+        // The snapshot pins the old engine, which must be closed before the swap.
+        drop(entries);
+        // Finish under the write lock: nothing moves while the rest is carried over.
+        let mut guard = self.shared.core.write_recover();
+        let live = guard.as_ref().ok_or(Error::StoreClosed)?;
+        let touched = self.stop_tracking();
+        let mut carried: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::with_capacity(touched.len());
+        let mut pending: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        for key in touched {
+            let committed = Self::read(live, Isolation::ReadCommitted, &key)?;
+            let current = Self::read(live, Isolation::ReadUncommitted, &key)?;
+            if current != committed {
+                pending.push((key.clone(), current));
+            }
+            carried.push((key, committed));
+        }
+        let state = live.core.committed().encode()?;
+        let header = crate::format::meta::StoreHeader {
+            format_version: crate::format::meta::FORMAT_VERSION,
+            value_format: options.value_format,
+        }
+        .encode();
+        let mut ops: Vec<BatchOp<'_>> = carried
+            .iter()
+            .map(|(k, v)| match v {
+                Some(v) => BatchOp::Put(data, k, v),
+                None => BatchOp::Delete(data, k),
+            })
+            .collect();
+        ops.push(BatchOp::Put(
+            meta,
+            crate::format::meta::KEY_COMMITTED,
+            &state,
+        ));
+        ops.push(BatchOp::Put(meta, crate::format::meta::KEY_HEADER, &header));
+        engine.write(&ops, true)?;
+        drop(ops);
+        drop(engine);
+        crate::failpoint::hit("swap-side-committed");
+        // The old engine goes first: nothing may write into the directory once renamed.
+        self.shared.iterators.close_all();
+        live.core.close()?;
+        let Some(old) = guard.take() else {
+            return Err(Error::StoreClosed);
+        };
+        let Live { core, _lock, .. } = old;
+        drop(core);
+        let Some(lock) = _lock else {
+            return Err(Error::Internal("a RocksDB store without its lock".into()));
+        };
+        if let Err(e) = swap::exchange(path, &side) {
+            // Not swapped, or swapped but not cleaned up: settle the directories as the next
+            // open would, and carry on with whichever store is live.
+            swap::recover(path)?;
+            let opened = finish_open(path, options, lock)?;
+            *guard = Some(self.live_from(opened)?);
+            return Err(e);
+        }
+        let opened = finish_open(path, options, lock)?;
+        let new_live = self.live_from(opened)?;
+        for (key, value) in &pending {
+            new_live.core.write_all(
+                new_live.data,
+                std::iter::once((key.as_slice(), value.as_deref().map(Arc::<[u8]>::from))),
+            )?;
+        }
+        *guard = Some(new_live);
+        *self.shared.upgraded_up_to.lock_recover() = None;
+        Ok(done)
+    }
+
+    /// A live store over a freshly opened engine, its recovery run.
+    fn live_from(&self, opened: Opened) -> Result<Live> {
+        let config = TxnConfig {
+            max_uncommitted_bytes: self.shared.options.max_uncommitted_bytes,
+            sync_on_commit: self.shared.options.sync_on_commit,
+            chunk_bytes: self.shared.chunk_bytes,
+        };
+        let (core, _) = TxnCore::recover(opened.engine, config)?;
+        Live::new(
+            core,
+            opened.data,
+            opened.legacy,
+            self.shared.options.value_format,
+            opened.lock,
+        )
     }
 
     /// True when the store runs in upgrade mode (KIP-258, KIP-1271): it was opened

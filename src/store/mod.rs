@@ -8,6 +8,7 @@ mod kv;
 mod lock;
 pub(crate) mod open;
 mod options;
+mod swap;
 
 pub use iter::KvIter;
 pub use kv::KvStore;

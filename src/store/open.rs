@@ -135,6 +135,8 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
         // A creation killed before its rename: we hold the lock, so nobody is using it.
         std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
     }
+    // An upgrade by swap killed midway: finished or undone before the store is read.
+    super::swap::recover(path)?;
     let format = options.value_format;
     let existing = match probe(path)? {
         Probe::Vacant => {
@@ -181,7 +183,8 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
     finish_open(path, options, lock)
 }
 
-fn finish_open(path: &Path, options: &StoreOptions, lock: StoreLock) -> Result<Opened> {
+/// Opens the existing kstate store at `path` whose lock the caller holds.
+pub(crate) fn finish_open(path: &Path, options: &StoreOptions, lock: StoreLock) -> Result<Opened> {
     let engine = RocksEngine::open(path, &[names::META, names::SPILL], &options.rocksdb)?;
     with_data(engine, options.value_format, lock)
 }
