@@ -78,6 +78,17 @@ enum Cmd {
         #[arg(long)]
         commits: Option<u64>,
     },
+    /// Upgrade a store in upgrade mode by prepare and swap while a second thread writes
+    /// and commits `w-<i>` = `<i>` at offset 100 + i (used by the crash tests).
+    #[command(hide = true)]
+    SwapWorker {
+        /// Store directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Writes (each committed) made during and after the swap.
+        #[arg(long, default_value_t = 200)]
+        writes: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -98,6 +109,7 @@ fn main() -> ExitCode {
             max_uncommitted,
             commits,
         } => crash_worker(&dir, seed, max_uncommitted, commits),
+        Cmd::SwapWorker { dir, writes } => swap_worker(&dir, writes),
     };
     match result {
         Ok(code) => code,
@@ -216,6 +228,36 @@ fn crash_worker(dir: &Path, seed: u64, max_uncommitted: u64, commits: Option<u64
             }
         }
     }
+    store.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn swap_worker(dir: &Path, writes: u64) -> CmdResult {
+    let store = KvStore::open(dir, &StoreOptions::default())?;
+    let go = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (store, go) = (store.clone(), go.clone());
+        std::thread::spawn(move || -> kstate::Result<()> {
+            // The swap starts without uncommitted writes; the writer joins once it runs.
+            while !go.load(std::sync::atomic::Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            let tp = TopicPartition::new("swap-changelog", 0);
+            for i in 0..writes {
+                let value = kstate::format::value::encode(i.to_string().as_bytes(), i as i64);
+                store.put_raw(format!("w-{i}").as_bytes(), Some(&value))?;
+                store.commit(&[(tp.clone(), Some(100 + i as i64))], None)?;
+            }
+            Ok(())
+        })
+    };
+    let result = store.upgrade_by_swap(&mut |_, _| {
+        go.store(true, std::sync::atomic::Ordering::Release);
+    });
+    go.store(true, std::sync::atomic::Ordering::Release);
+    let joined = writer.join().map_err(|_| "the writer thread panicked")?;
+    result?;
+    joined?;
     store.close()?;
     Ok(ExitCode::SUCCESS)
 }
