@@ -293,7 +293,8 @@ typedef uint32_t kstate_isolation_t;
 typedef uint32_t kstate_engine_t;
 
 /**
- * How values are laid out: `KSTATE_FORMAT_TIMESTAMPED` or `KSTATE_FORMAT_PLAIN`.
+ * How values are laid out: `KSTATE_FORMAT_TIMESTAMPED`, `KSTATE_FORMAT_PLAIN` or
+ * `KSTATE_FORMAT_HEADERS`.
  */
 typedef uint32_t kstate_value_format_t;
 
@@ -313,8 +314,9 @@ typedef struct kstate_kv_options_t {
      */
     kstate_engine_t engine;
     /**
-     * `KSTATE_FORMAT_TIMESTAMPED` (default) or `KSTATE_FORMAT_PLAIN`. An existing store
-     * must be opened with the format it was created with.
+     * `KSTATE_FORMAT_TIMESTAMPED` (default), `KSTATE_FORMAT_PLAIN` or
+     * `KSTATE_FORMAT_HEADERS`. An existing store opens with its own format or a later one
+     * (plain < timestamped < headers; a later one upgrades it), never an earlier one.
      */
     kstate_value_format_t value_format;
     /**
@@ -399,6 +401,16 @@ typedef struct kstate_kv_write_t {
  * Values are stored verbatim (Kafka's plain `RocksDBStore`); use the `_raw` functions.
  */
 #define KSTATE_FORMAT_PLAIN 1
+
+/**
+ * Values carry record headers and a timestamp (KIP-1271, Kafka Streams 4.3+'s
+ * `keyValueWithTimestampAndHeaders` layout: `[varint headersSize][headers][8-byte
+ * big-endian timestamp][value]`). The typed functions work on it with no headers
+ * (`kstate_kv_put` writes none, `kstate_kv_get` drops them); the `_raw` functions carry the
+ * whole layout. Opening a timestamped or plain store with it upgrades the store in place
+ * (lazily, as for plain -> timestamped).
+ */
+#define KSTATE_FORMAT_HEADERS 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -971,7 +983,8 @@ struct kstate_error_t *kstate_kv_iter_next_batch(struct kstate_kv_iter_t *iter,
  *   empty (`""`); an option out of range (unknown engine or format, zero
  *   `max_uncommitted_bytes` or write buffer size, fewer than 1 write buffer).
  * * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
- * * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with the other value format.
+ * * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with a later value format
+ *   (plain < timestamped < headers), or holds values of two older formats.
  * * `KSTATE_ERR_NOT_A_STORE`, `KSTATE_ERR_UNSUPPORTED_FORMAT`, `KSTATE_ERR_CORRUPTION`,
  *   `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - what is at `path` cannot be opened.
  *
@@ -1222,7 +1235,8 @@ struct kstate_error_t *kstate_kv_put_if_absent_raw(struct kstate_kv_t *store,
 /**
  * Writes a value given in the store's own layout (for a timestamped store: 8-byte
  * big-endian timestamp followed by the value, as Kafka serialises `ValueAndTimestamp`;
- * for a plain store: the value), or deletes the key when `value` is NULL.
+ * for a headers-format store: Kafka's `ValueTimestampHeaders` layout; for a plain store:
+ * the value), or deletes the key when `value` is NULL.
  *
  * # Arguments
  * * `store` - any store.
@@ -1236,7 +1250,8 @@ struct kstate_error_t *kstate_kv_put_if_absent_raw(struct kstate_kv_t *store,
  * # Errors
  * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
  * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
- * * `KSTATE_ERR_INVALID_VALUE` - a timestamped store got fewer than 8 bytes.
+ * * `KSTATE_ERR_INVALID_VALUE` - a timestamped store got fewer than 8 bytes, a
+ *   headers-format store a malformed value.
  * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
  *
  * # Safety

@@ -8,7 +8,6 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use crate::format::value;
 use crate::handle::{self, HANDLES};
 use crate::store::{SessionIter, WindowIter};
 use crate::sync::MutexExt;
@@ -60,7 +59,8 @@ impl KvIterHandle {
     /// and values taken reach `max_bytes` (at least one entry is returned while any
     /// remains). Empty means exhausted. Calls on one iterator are serialised.
     ///
-    /// Every entry of a timestamped store is checked to carry its 8-byte timestamp.
+    /// Every entry of a timestamped store is checked to carry its 8-byte timestamp, every
+    /// entry of a headers-format store to be well formed.
     /// **No entry is ever lost to an error**: when reading or checking an entry fails
     /// after others were taken for the batch, the batch returns those entries and the
     /// error is returned by the next call. An entry that failed its check is skipped: the
@@ -105,8 +105,8 @@ impl KvIterHandle {
 
     /// Checks that an entry's value is readable in the store's layout.
     fn check(&self, entry: RawEntry) -> Result<RawEntry> {
-        if self.format == ValueFormat::Timestamped {
-            if let Err(e) = value::split(&entry.1) {
+        if self.format != ValueFormat::Plain {
+            if let Err(e) = crate::format::check_layout(self.format, &entry.1) {
                 return Err(match e {
                     Error::InvalidValue(why) => {
                         Error::InvalidValue(format!("key \"{}\": {why}", printable(&entry.0)))

@@ -33,7 +33,10 @@ pub use engine::rocksdb::{BoundedMemory, RocksOptions};
 pub use engine::{EngineKind, KeyRange};
 pub use error::{Error, ErrorCode, Result};
 pub use format::meta::ValueFormat;
-pub use format::{TopicPartition, ValueAndTimestamp, MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use format::{
+    Header, TopicPartition, ValueAndTimestamp, ValueTimestampHeaders, MAX_KEY_BYTES,
+    MAX_VALUE_BYTES,
+};
 pub use store::{
     KvIter, KvStore, SessionOptions, SessionStore, StoreOptions, WindowOptions, WindowStore,
 };

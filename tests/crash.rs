@@ -530,3 +530,104 @@ fn window_store_sigkills_recover_a_whole_commit() {
 fn session_store_sigkills_recover_a_whole_commit() {
     segmented_kills(false);
 }
+
+/// Kills during an upgrade by prepare and swap (`kstate swap-worker`: the swap, with a second
+/// thread committing `w-<i>` at offset 100 + i meanwhile), at random moments and at the
+/// swap's crash points, half the rounds through the marker-file fallback instead of
+/// `renameat2(RENAME_EXCHANGE)`: the store always opens, in upgrade mode (old store) or
+/// regular mode (new store), and holds exactly the plain values plus the writes up to its
+/// committed offset; no side directory survives the open.
+#[test]
+fn kills_during_an_upgrade_by_swap_leave_the_old_or_the_new_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let mut rng = Rng::new(0x5A5A ^ u64::from(std::process::id()));
+    let (mut old_live, mut new_live) = (0, 0);
+    for round in 0..24u64 {
+        let _ = std::fs::remove_dir_all(&path);
+        let mut base = std::collections::BTreeMap::new();
+        {
+            let plain = KvStore::open(&path, &StoreOptions::plain(EngineKind::RocksDb)).unwrap();
+            for k in 0..40_000u64 {
+                let key = format!("key-{k:06}").into_bytes();
+                let value = vec![b'a' + (k % 26) as u8; 100];
+                plain.put_raw(&key, Some(&value)).unwrap();
+                base.insert(key, kstate::format::value::encode(&value, -1));
+            }
+            plain.commit(&[], None).unwrap();
+            plain.close().unwrap();
+        }
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        cmd.arg("swap-worker")
+            .arg("--dir")
+            .arg(&path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if round % 2 == 1 {
+            cmd.env("KSTATE_SWAP_NO_EXCHANGE", "1");
+        }
+        if round % 3 != 0 {
+            cmd.env("KSTATE_FAILPOINT_ODDS", "40");
+        }
+        let started = Instant::now();
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(20 + rng.below(1_500)));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let killed = !out.status.success();
+        println!(
+            "round {round}: killed {killed} after {:?}",
+            started.elapsed()
+        );
+        assert!(
+            out.status.success() || out.status.code().is_none(),
+            "round {round}: the worker failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let store = KvStore::open(&path, &StoreOptions::default()).unwrap();
+        let tp = kstate::TopicPartition::new("swap-changelog", 0);
+        let offset = store.committed_offset(&tp).unwrap();
+        let mut expected = base.clone();
+        if let Some(last) = offset {
+            for i in 0..=(last - 100) {
+                expected.insert(
+                    format!("w-{i}").into_bytes(),
+                    kstate::format::value::encode(i.to_string().as_bytes(), i),
+                );
+            }
+        }
+        let actual: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = store
+            .scan(
+                kstate::Isolation::ReadCommitted,
+                &kstate::KeyRange::all(),
+                false,
+            )
+            .unwrap()
+            .map(|e| e.unwrap())
+            .collect();
+        assert!(
+            actual == expected,
+            "round {round} (killed {killed}): offset {offset:?}"
+        );
+        if store.is_upgrading() {
+            old_live += 1;
+        } else {
+            new_live += 1;
+        }
+        store.close().unwrap();
+        for leftover in ["kstate-swap", "kstate-swap-ready", "kstate-swap-old"] {
+            assert!(
+                !dir.path().join(format!(".store.{leftover}")).exists(),
+                "round {round}: .store.{leftover} survived the open"
+            );
+        }
+    }
+    println!("swap kills: old store live {old_live} times, new store live {new_live} times");
+    assert!(
+        old_live > 0 && new_live > 0,
+        "both outcomes: {old_live} old, {new_live} new"
+    );
+}

@@ -419,7 +419,7 @@ fn kafka_stores_are_adopted_by_allow_list() {
             vec!["default", "keyValueWithTimestampAndHeaders", "offsets"],
             vec![("keyValueWithTimestampAndHeaders", b"k", headers_value)],
             ErrorCode::FormatMismatch,
-            "headers-format",
+            "cannot be opened timestamped",
         ),
         (
             "unknown",

@@ -100,10 +100,7 @@ fn a_plain_store_opened_timestamped_upgrades_key_by_key_then_runs_regular() {
         ErrorCode::FormatMismatch
     );
     let report = kstate::store::inspect::inspect(&path).unwrap();
-    assert_eq!(
-        report.plain_values_to_upgrade, 18,
-        "20 plain values, 2 migrated"
-    );
+    assert_eq!(report.values_to_upgrade, 18, "20 plain values, 2 migrated");
     assert!(kstate::store::inspect::verify(&path)
         .unwrap()
         .problems
@@ -121,7 +118,7 @@ fn a_plain_store_opened_timestamped_upgrades_key_by_key_then_runs_regular() {
     assert_eq!(
         kstate::store::inspect::inspect(&path)
             .unwrap()
-            .plain_values_to_upgrade,
+            .values_to_upgrade,
         0
     );
     let s = KvStore::open(&path, &opts).unwrap();

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use kstate::store::inspect::{inspect, verify};
-use kstate::{KvStore, StoreOptions, TopicPartition};
+use kstate::{KvStore, StoreOptions, TopicPartition, ValueFormat};
 use workload::{Model, Workload, WorkloadConfig};
 
 #[derive(Parser)]
@@ -41,12 +41,15 @@ enum Cmd {
         /// Store directory.
         dir: PathBuf,
     },
-    /// Upgrade plain stores to timestamped ones in place (KIP-258): one store directory, or
-    /// every store under a Kafka Streams state directory. Resumable: after a kill, run it
-    /// again.
+    /// Upgrade stores in place: plain to timestamped (KIP-258), or with `--to headers` plain
+    /// or timestamped to the headers format (KIP-1271); one store directory, or every store
+    /// under a Kafka Streams state directory. Resumable: after a kill, run it again.
     Upgrade {
         /// A store directory or a Kafka Streams state directory.
         dir: PathBuf,
+        /// The value format to upgrade to: timestamped or headers.
+        #[arg(long, default_value = "timestamped", value_parser = parse_format)]
+        to: ValueFormat,
         /// Show what would be upgraded and change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -81,6 +84,17 @@ enum Cmd {
         #[arg(long, default_value = "kv")]
         kind: String,
     },
+    /// Upgrade a store in upgrade mode by prepare and swap while a second thread writes
+    /// and commits `w-<i>` = `<i>` at offset 100 + i (used by the crash tests).
+    #[command(hide = true)]
+    SwapWorker {
+        /// Store directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Writes (each committed) made during and after the swap.
+        #[arg(long, default_value_t = 200)]
+        writes: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -90,9 +104,10 @@ fn main() -> ExitCode {
         Cmd::Verify { dir } => cmd_verify(&dir),
         Cmd::Upgrade {
             dir,
+            to,
             dry_run,
             batch,
-        } => upgrade::cmd_upgrade(&dir, dry_run, batch),
+        } => upgrade::cmd_upgrade(&dir, dry_run, batch, to),
         Cmd::Demo { dir } => cmd_demo(dir),
         Cmd::CrashWorker {
             dir,
@@ -107,6 +122,7 @@ fn main() -> ExitCode {
             }
             other => Err(format!("unknown store kind {other}").into()),
         },
+        Cmd::SwapWorker { dir, writes } => swap_worker(&dir, writes),
     };
     match result {
         Ok(code) => code,
@@ -120,6 +136,11 @@ fn main() -> ExitCode {
 #[path = "kstate/upgrade.rs"]
 mod upgrade;
 
+fn parse_format(s: &str) -> Result<ValueFormat, String> {
+    ValueFormat::from_name(s)
+        .ok_or_else(|| format!("{s:?}: expected plain, timestamped or headers"))
+}
+
 type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
 fn cmd_inspect(dir: &Path) -> CmdResult {
@@ -130,11 +151,16 @@ fn cmd_inspect(dir: &Path) -> CmdResult {
         Some(h) => {
             println!("format version:   {}", h.format_version);
             println!("value format:     {}", h.value_format.name());
-            if r.plain_values_to_upgrade > 0 {
+            if let Some(family) = r
+                .upgrade_family
+                .as_deref()
+                .filter(|_| r.values_to_upgrade > 0)
+            {
                 println!(
-                    "mode:             upgrade ({} plain values in `default` are read with \
-                     timestamp -1 and migrated as they are written)",
-                    r.plain_values_to_upgrade
+                    "mode:             upgrade ({} values in `{family}` are read converted \
+                     (timestamp -1 for a plain value, no headers) and migrated as they are \
+                     written)",
+                    r.values_to_upgrade
                 );
             } else {
                 println!("mode:             regular");
@@ -276,6 +302,36 @@ fn segmented_crash_worker(
         Either::W(s) => s.close()?,
         Either::S(s) => s.close()?,
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn swap_worker(dir: &Path, writes: u64) -> CmdResult {
+    let store = KvStore::open(dir, &StoreOptions::default())?;
+    let go = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (store, go) = (store.clone(), go.clone());
+        std::thread::spawn(move || -> kstate::Result<()> {
+            // The swap starts without uncommitted writes; the writer joins once it runs.
+            while !go.load(std::sync::atomic::Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            let tp = TopicPartition::new("swap-changelog", 0);
+            for i in 0..writes {
+                let value = kstate::format::value::encode(i.to_string().as_bytes(), i as i64);
+                store.put_raw(format!("w-{i}").as_bytes(), Some(&value))?;
+                store.commit(&[(tp.clone(), Some(100 + i as i64))], None)?;
+            }
+            Ok(())
+        })
+    };
+    let result = store.upgrade_by_swap(&mut |_, _| {
+        go.store(true, std::sync::atomic::Ordering::Release);
+    });
+    go.store(true, std::sync::atomic::Ordering::Release);
+    let joined = writer.join().map_err(|_| "the writer thread panicked")?;
+    result?;
+    joined?;
+    store.close()?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -379,9 +379,13 @@ pub unsafe extern "C" fn kstate_kv_iter_next_batch(
         }
         let mut entries = Vec::with_capacity(data.len());
         for (k, raw) in &data {
-            // `next_batch` checked every timestamped value, so this split cannot fail.
+            // `next_batch` checked every value's layout, so these splits cannot fail.
             let (timestamp, v): (i64, &[u8]) = match it.format() {
                 ValueFormat::Timestamped => value::split(raw)?,
+                ValueFormat::Headers => {
+                    let p = crate::format::headers::split(raw)?;
+                    (p.timestamp, p.value)
+                }
                 ValueFormat::Plain => (-1, raw),
             };
             entries.push(kstate_kv_entry_t {

@@ -105,7 +105,8 @@ fn give_raw(found: Option<Vec<u8>>, value_out: &mut kstate_bytes_t, found_out: &
 ///   empty (`""`); an option out of range (unknown engine or format, zero
 ///   `max_uncommitted_bytes` or write buffer size, fewer than 1 write buffer).
 /// * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
-/// * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with the other value format.
+/// * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with a later value format
+///   (plain < timestamped < headers), or holds values of two older formats.
 /// * `KSTATE_ERR_NOT_A_STORE`, `KSTATE_ERR_UNSUPPORTED_FORMAT`, `KSTATE_ERR_CORRUPTION`,
 ///   `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - what is at `path` cannot be opened.
 ///
@@ -504,7 +505,8 @@ pub unsafe extern "C" fn kstate_kv_put_all(
 
 /// Writes a value given in the store's own layout (for a timestamped store: 8-byte
 /// big-endian timestamp followed by the value, as Kafka serialises `ValueAndTimestamp`;
-/// for a plain store: the value), or deletes the key when `value` is NULL.
+/// for a headers-format store: Kafka's `ValueTimestampHeaders` layout; for a plain store:
+/// the value), or deletes the key when `value` is NULL.
 ///
 /// # Arguments
 /// * `store` - any store.
@@ -518,7 +520,8 @@ pub unsafe extern "C" fn kstate_kv_put_all(
 /// # Errors
 /// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
-/// * `KSTATE_ERR_INVALID_VALUE` - a timestamped store got fewer than 8 bytes.
+/// * `KSTATE_ERR_INVALID_VALUE` - a timestamped store got fewer than 8 bytes, a
+///   headers-format store a malformed value.
 /// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
 ///
 /// # Safety

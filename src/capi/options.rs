@@ -12,13 +12,21 @@ pub const KSTATE_ENGINE_ROCKSDB: kstate_engine_t = 0;
 /// Process memory; data and committed offsets vanish with the store.
 pub const KSTATE_ENGINE_MEMORY: kstate_engine_t = 1;
 
-/// How values are laid out: `KSTATE_FORMAT_TIMESTAMPED` or `KSTATE_FORMAT_PLAIN`.
+/// How values are laid out: `KSTATE_FORMAT_TIMESTAMPED`, `KSTATE_FORMAT_PLAIN` or
+/// `KSTATE_FORMAT_HEADERS`.
 pub type kstate_value_format_t = u32;
 /// Values carry an 8-byte big-endian timestamp prefix (Kafka's `ValueAndTimestamp`;
 /// the default). The typed functions (`kstate_kv_put`, `kstate_kv_get`, ...) need it.
 pub const KSTATE_FORMAT_TIMESTAMPED: kstate_value_format_t = 0;
 /// Values are stored verbatim (Kafka's plain `RocksDBStore`); use the `_raw` functions.
 pub const KSTATE_FORMAT_PLAIN: kstate_value_format_t = 1;
+/// Values carry record headers and a timestamp (KIP-1271, Kafka Streams 4.3+'s
+/// `keyValueWithTimestampAndHeaders` layout: `[varint headersSize][headers][8-byte
+/// big-endian timestamp][value]`). The typed functions work on it with no headers
+/// (`kstate_kv_put` writes none, `kstate_kv_get` drops them); the `_raw` functions carry the
+/// whole layout. Opening a timestamped or plain store with it upgrades the store in place
+/// (lazily, as for plain -> timestamped).
+pub const KSTATE_FORMAT_HEADERS: kstate_value_format_t = 2;
 
 /// Options for `kstate_kv_open`. Start from `kstate_kv_options_default()` and change the
 /// fields you need.
@@ -33,8 +41,9 @@ pub const KSTATE_FORMAT_PLAIN: kstate_value_format_t = 1;
 pub struct kstate_kv_options_t {
     /// `KSTATE_ENGINE_ROCKSDB` (default) or `KSTATE_ENGINE_MEMORY`.
     pub engine: kstate_engine_t,
-    /// `KSTATE_FORMAT_TIMESTAMPED` (default) or `KSTATE_FORMAT_PLAIN`. An existing store
-    /// must be opened with the format it was created with.
+    /// `KSTATE_FORMAT_TIMESTAMPED` (default), `KSTATE_FORMAT_PLAIN` or
+    /// `KSTATE_FORMAT_HEADERS`. An existing store opens with its own format or a later one
+    /// (plain < timestamped < headers; a later one upgrades it), never an earlier one.
     pub value_format: kstate_value_format_t,
     /// Bytes of uncommitted writes kept in memory before they spill to disk; > 0.
     /// Default 64 MiB.
@@ -78,6 +87,7 @@ impl kstate_kv_options_t {
         let value_format = match self.value_format {
             KSTATE_FORMAT_TIMESTAMPED => ValueFormat::Timestamped,
             KSTATE_FORMAT_PLAIN => ValueFormat::Plain,
+            KSTATE_FORMAT_HEADERS => ValueFormat::Headers,
             other => {
                 return Err(Error::InvalidArgument(format!(
                     "options.value_format {other} is not a KSTATE_FORMAT_* value"

@@ -49,7 +49,7 @@ pub(crate) mod names {
     pub const PLAIN: &str = "default";
     /// Timestamped values (Kafka's `RocksDBTimestampedStore`).
     pub const TIMESTAMPED: &str = "keyValueWithTimestamp";
-    /// Timestamped values with headers (Kafka 4.3+, KIP-1271): not adopted by kstate.
+    /// Timestamped values with headers (Kafka 4.3+, KIP-1271; kstate's headers format).
     pub const HEADERS: &str = "keyValueWithTimestampAndHeaders";
     /// Changelog offsets, position and open/closed status of Kafka 4.3+ RocksDB stores.
     pub const KAFKA_OFFSETS: &str = "offsets";

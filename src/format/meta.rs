@@ -39,6 +39,10 @@ pub enum ValueFormat {
     /// Values carry an 8-byte timestamp prefix (Kafka's `RocksDBTimestampedStore`,
     /// `keyValueWithTimestamp` column family).
     Timestamped,
+    /// Values carry record headers and a timestamp (KIP-1271, Kafka Streams 4.3+:
+    /// `RocksDBTimestampedStoreWithHeaders`, `keyValueWithTimestampAndHeaders` column
+    /// family; layout in [`crate::format::headers`]).
+    Headers,
 }
 
 impl ValueFormat {
@@ -46,6 +50,7 @@ impl ValueFormat {
         match self {
             ValueFormat::Plain => 0,
             ValueFormat::Timestamped => 1,
+            ValueFormat::Headers => 2,
         }
     }
 
@@ -53,6 +58,7 @@ impl ValueFormat {
         match b {
             0 => Ok(ValueFormat::Plain),
             1 => Ok(ValueFormat::Timestamped),
+            2 => Ok(ValueFormat::Headers),
             other => Err(Error::Corruption(format!(
                 "store header names unknown value format {other}"
             ))),
@@ -64,7 +70,30 @@ impl ValueFormat {
         match self {
             ValueFormat::Plain => "plain",
             ValueFormat::Timestamped => "timestamped",
+            ValueFormat::Headers => "headers",
         }
+    }
+
+    /// The format of a lower-case [`ValueFormat::name`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            ValueFormat::Plain,
+            ValueFormat::Timestamped,
+            ValueFormat::Headers,
+        ]
+        .into_iter()
+        .find(|f| f.name() == name)
+    }
+
+    /// The formats, oldest first: a store can be upgraded (lazily, offline or by swap)
+    /// from a format to any later one, never back.
+    pub fn rank(self) -> u8 {
+        self.to_byte()
+    }
+
+    /// Whether values carry a timestamp (all but [`ValueFormat::Plain`]).
+    pub fn has_timestamp(self) -> bool {
+        self != ValueFormat::Plain
     }
 }
 

@@ -2,12 +2,38 @@
 //! and decoded here and nowhere else, so the compatibility contract of DESIGN.md §3 has one
 //! home.
 
+pub mod headers;
 pub mod meta;
 pub mod segmented;
 pub mod value;
 
+pub use headers::{Header, ValueTimestampHeaders};
 pub use meta::{CommittedState, TopicPartition, ValueFormat};
 pub use value::ValueAndTimestamp;
+
+/// Converts one value of an older format to a later one (see [`upgrade_conversion`]).
+pub type Conversion = fn(&[u8]) -> Vec<u8>;
+
+/// The conversion of a value stored in format `from` to format `to`, for a store being
+/// upgraded (KIP-258, KIP-1271): the timestamp of a plain value is unknown (-1), the headers
+/// of a plain or timestamped value are empty. `None` when `to` is not a later format.
+pub fn upgrade_conversion(from: ValueFormat, to: ValueFormat) -> Option<Conversion> {
+    match (from, to) {
+        (ValueFormat::Plain, ValueFormat::Timestamped) => Some(value::from_plain),
+        (ValueFormat::Plain, ValueFormat::Headers) => Some(headers::from_plain),
+        (ValueFormat::Timestamped, ValueFormat::Headers) => Some(headers::from_timestamped),
+        _ => None,
+    }
+}
+
+/// Checks that `raw` is a well-formed value of `format` (any bytes for a plain store).
+pub fn check_layout(format: ValueFormat, raw: &[u8]) -> crate::Result<()> {
+    match format {
+        ValueFormat::Plain => Ok(()),
+        ValueFormat::Timestamped => value::split(raw).map(drop),
+        ValueFormat::Headers => headers::check(raw),
+    }
+}
 
 /// Largest key kstate accepts, in bytes (4 MiB). Kafka records are far smaller by default;
 /// the limit keeps a single key from dominating a write batch or the uncommitted buffer.

@@ -57,10 +57,11 @@ pub(super) fn to_java(env: &JNIEnv<'_>, value: Option<Vec<u8>>) -> JniResult<jby
 
 // ----- life cycle ----------------------------------------------------------------------------
 
-/// `long open(String path, int engine, boolean timestamped, long maxUncommittedBytes,
+/// `long open(String path, int engine, int valueFormat, long maxUncommittedBytes,
 /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
 /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-/// long boundedMemtableBytes)`; engine 0 = RocksDB, 1 = memory (path may then be null).
+/// long boundedMemtableBytes)`; engine 0 = RocksDB, 1 = memory (path may then be null);
+/// value format 0 = timestamped, 1 = plain, 2 = headers (C's `KSTATE_FORMAT_*`).
 /// `0` for a size or count keeps kstate's default; `boundedMemoryBytes` 0 means no shared
 /// budget. An empty path is an invalid argument.
 #[no_mangle]
@@ -70,7 +71,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_open<'l>(
     _class: JClass<'l>,
     path: JString<'l>,
     engine: jint,
-    timestamped: jboolean,
+    value_format: jint,
     max_uncommitted_bytes: jlong,
     sync_on_commit: jboolean,
     block_cache_bytes: jlong,
@@ -84,7 +85,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_open<'l>(
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
             engine,
-            timestamped: timestamped == JNI_TRUE,
+            value_format,
             max_uncommitted_bytes,
             sync_on_commit: sync_on_commit == JNI_TRUE,
             block_cache_bytes,

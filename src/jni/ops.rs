@@ -12,7 +12,9 @@ use jni::sys::{jint, jlong};
 use super::codec;
 use crate::engine::rocksdb::{BoundedMemory, RocksOptions};
 use crate::{bridge, handle};
-use crate::{EngineKind, Error, Isolation, KeyRange, Result, StoreOptions, TopicPartition};
+use crate::{
+    EngineKind, Error, Isolation, KeyRange, Result, StoreOptions, TopicPartition, ValueFormat,
+};
 
 /// Returned by `committedOffset` when no offset is committed (never a Kafka offset).
 pub(crate) const NO_OFFSET: jlong = jlong::MIN;
@@ -49,8 +51,8 @@ pub(crate) fn saturating_jlong(n: u64) -> jlong {
 pub(crate) struct OpenArgs {
     /// 0 = RocksDB, 1 = memory.
     pub engine: jint,
-    /// Timestamped (true) or plain values.
-    pub timestamped: bool,
+    /// Value format, numbered as C's `KSTATE_FORMAT_*`: 0 timestamped, 1 plain, 2 headers.
+    pub value_format: jint,
     /// 0 keeps the default.
     pub max_uncommitted_bytes: jlong,
     /// fsync on commit.
@@ -78,10 +80,16 @@ impl OpenArgs {
             1 => EngineKind::Memory,
             other => return Err(Error::InvalidArgument(format!("unknown engine {other}"))),
         };
-        let mut options = if self.timestamped {
-            StoreOptions::timestamped(engine)
-        } else {
-            StoreOptions::plain(engine)
+        let mut options = StoreOptions::timestamped(engine);
+        options.value_format = match self.value_format {
+            0 => ValueFormat::Timestamped,
+            1 => ValueFormat::Plain,
+            2 => ValueFormat::Headers,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown value format {other}"
+                )))
+            }
         };
         if self.max_uncommitted_bytes != 0 {
             options.max_uncommitted_bytes =

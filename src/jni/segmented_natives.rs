@@ -59,7 +59,8 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
             engine,
-            timestamped: flag(timestamped),
+            // numbered as C's KSTATE_FORMAT_*: 0 timestamped, 1 plain
+            value_format: if flag(timestamped) { 0 } else { 1 },
             max_uncommitted_bytes,
             sync_on_commit: flag(sync_on_commit),
             block_cache_bytes,
@@ -107,7 +108,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
             engine,
-            timestamped: false,
+            value_format: 1, // session aggregates are stored plain
             max_uncommitted_bytes,
             sync_on_commit: flag(sync_on_commit),
             block_cache_bytes,

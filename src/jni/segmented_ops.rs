@@ -321,7 +321,7 @@ mod tests {
     fn memory() -> OpenArgs {
         OpenArgs {
             engine: 1,
-            timestamped: true,
+            value_format: 0,
             max_uncommitted_bytes: 0,
             sync_on_commit: false,
             block_cache_bytes: 0,

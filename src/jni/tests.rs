@@ -9,7 +9,7 @@ use crate::{ErrorCode, Result, TopicPartition};
 
 const MEMORY: OpenArgs = OpenArgs {
     engine: 1,
-    timestamped: false,
+    value_format: 1,
     max_uncommitted_bytes: 0,
     sync_on_commit: false,
     block_cache_bytes: 0,
@@ -305,7 +305,7 @@ fn next_keeps_entries_before_a_short_value() {
     crate::bridge::tests::kafka_store_with_a_short_value(&path);
     let args = OpenArgs {
         engine: 0,
-        timestamped: true,
+        value_format: 0,
         ..MEMORY
     };
     let s = ops::open(path.to_str(), &args).unwrap();
@@ -332,7 +332,7 @@ fn rocksdb_tuning_and_properties_cross_the_surface() {
     let path = dir.path().join("tuned");
     let args = OpenArgs {
         engine: 0,
-        timestamped: true,
+        value_format: 0,
         block_cache_bytes: 5 << 20,
         max_write_buffers: 2,
         bloom_filter: false,

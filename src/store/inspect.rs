@@ -25,9 +25,13 @@ pub struct StoreReport {
     pub pending: Option<PendingCommit>,
     /// Whether the last session closed the store cleanly (`None`: never opened by kstate).
     pub last_close_clean: Option<bool>,
-    /// Plain values a timestamped store still reads from `default` (upgrade mode, KIP-258);
-    /// 0 in regular mode.
-    pub plain_values_to_upgrade: u64,
+    /// Values of an older format the store still reads from [`StoreReport::upgrade_family`]
+    /// (upgrade mode: plain values of a timestamped store, KIP-258; plain or timestamped
+    /// values of a headers-format store, KIP-1271); 0 in regular mode.
+    pub values_to_upgrade: u64,
+    /// In upgrade mode, the column family of the older format (`default` or
+    /// `keyValueWithTimestamp`); `None` in regular mode.
+    pub upgrade_family: Option<String>,
 }
 
 /// One column family as `kstate inspect` shows it.
@@ -47,7 +51,10 @@ pub fn family_role(name: &str) -> Option<&'static str> {
     Some(match name {
         names::PLAIN => "plain values (Kafka's RocksDBStore)",
         names::TIMESTAMPED => "timestamped values (Kafka's RocksDBTimestampedStore)",
-        names::HEADERS => "timestamped values with headers (Kafka 4.3+, not read by kstate)",
+        names::HEADERS => {
+            "timestamped values with headers (KIP-1271: Kafka 4.3+ \
+             RocksDBTimestampedStoreWithHeaders, kstate's headers format)"
+        }
         names::KAFKA_OFFSETS => "Kafka 4.3+ changelog offsets, position and status",
         names::META => "kstate metadata: header, committed offsets, status",
         names::SPILL => "kstate staging area for large uncommitted transactions",
@@ -111,15 +118,19 @@ pub fn inspect(path: &Path) -> Result<StoreReport> {
     let last_close_clean = meta_record(meta::KEY_STATUS)?
         .map(|r| meta::decode_status(&r))
         .transpose()?;
-    let plain_values_to_upgrade = match header.map(|h| h.value_format) {
-        Some(ValueFormat::Timestamped) => families
-            .iter()
-            .find(|f| f.name == names::PLAIN)
-            .map_or(0, |f| f.entries),
-        _ => 0,
+    // The older families a store of this format reads in upgrade mode, as the store does
+    // (at most one of them holds values in a store that opens).
+    let older: &[&str] = match header.map(|h| h.value_format) {
+        Some(ValueFormat::Timestamped) => &[names::PLAIN],
+        Some(ValueFormat::Headers) => &[names::PLAIN, names::TIMESTAMPED],
+        _ => &[],
     };
+    let upgrading = families
+        .iter()
+        .find(|f| older.contains(&f.name.as_str()) && f.entries > 0);
     Ok(StoreReport {
-        plain_values_to_upgrade,
+        values_to_upgrade: upgrading.map_or(0, |f| f.entries),
+        upgrade_family: upgrading.map(|f| f.name.clone()),
         path: path.to_path_buf(),
         header,
         families,
@@ -201,6 +212,14 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                         }
                     }
                 }
+                names::HEADERS => {
+                    if let Err(e) = format::check_key(&k)
+                        .and_then(|()| format::check_value(&v))
+                        .and_then(|()| format::headers::check(&v))
+                    {
+                        problem(e.to_string());
+                    }
+                }
                 names::META => {
                     let result = match k.as_slice() {
                         meta::KEY_HEADER => Ok(()),
@@ -225,7 +244,7 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                         Err(e) => problem(e.to_string()),
                     }
                 }
-                // Kafka's offsets and headers families: counted by inspect, not decoded here.
+                // Kafka's offsets family: counted by inspect, not decoded here.
                 _ => {}
             }
         }

@@ -68,14 +68,37 @@ impl KvIter {
         iter.next_entry()
     }
 
-    /// The next entry decoded as a value and timestamp (timestamped stores only).
+    /// The next entry decoded as a value and timestamp (timestamped and headers-format
+    /// stores; headers are dropped).
     pub fn next_timestamped(&mut self) -> Result<Option<(Vec<u8>, ValueAndTimestamp)>> {
-        if self.format != ValueFormat::Timestamped {
+        if self.format == ValueFormat::Plain {
             return Err(Error::FormatMismatch("the store is not timestamped".into()));
         }
         match self.next_raw()? {
             None => Ok(None),
+            Some((k, raw)) if self.format == ValueFormat::Headers => {
+                let p = crate::format::headers::split(&raw)?;
+                Ok(Some((k, ValueAndTimestamp::new(p.value, p.timestamp))))
+            }
             Some((k, raw)) => Ok(Some((k, ValueAndTimestamp::decode(&raw)?))),
+        }
+    }
+
+    /// The next entry decoded with its headers (headers-format stores only).
+    pub fn next_with_headers(
+        &mut self,
+    ) -> Result<Option<(Vec<u8>, crate::format::ValueTimestampHeaders)>> {
+        if self.format != ValueFormat::Headers {
+            return Err(Error::FormatMismatch(
+                "the store is not in the headers format".into(),
+            ));
+        }
+        match self.next_raw()? {
+            None => Ok(None),
+            Some((k, raw)) => Ok(Some((
+                k,
+                crate::format::ValueTimestampHeaders::decode(&raw)?,
+            ))),
         }
     }
 

@@ -1,32 +1,82 @@
 //! The timestamped (or plain), transactional key-value store.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::iter::{KvIter, Registry};
 use super::lock::StoreLock;
-use super::open::{open_memory, open_rocksdb, Opened};
+use super::open::{
+    data_family_name, family_format, finish_open, open_memory, open_rocksdb, Opened,
+};
+use super::swap;
 use super::StoreOptions;
-use crate::engine::{EngineKind, Family, KeyRange};
+use crate::engine::rocksdb::RocksEngine;
+use crate::engine::{names, BatchOp, Engine, EngineKind, Family, KeyRange};
 use crate::format::meta::ValueFormat;
-use crate::format::{self, value, TopicPartition, ValueAndTimestamp};
+use crate::format::{
+    self, headers, value, TopicPartition, ValueAndTimestamp, ValueTimestampHeaders,
+};
 use crate::sync::{MutexExt, RwLockExt};
 use crate::txn::{Isolation, RecoveryReport, TxnConfig, TxnCore};
 use crate::{Error, Result};
 
-/// The open part of a store: dropped, in this order, when the store closes.
+/// The open part of a store: its engine (under the transaction layer) with the families it
+/// reads, and kstate's lock. Dropped, in this order, when the store closes; replaced whole
+/// when an upgrade by swap moves the handle onto a new engine.
 struct Live {
     core: TxnCore,
+    /// The family holding the store's values.
+    data: Family,
+    /// In upgrade mode (KIP-258, KIP-1271): the family of values of an older format not yet
+    /// migrated, read through their conversion.
+    legacy: Option<Legacy>,
     _lock: Option<StoreLock>,
+}
+
+/// The family of an older value format in upgrade mode, and how its values are shown in
+/// the store's format.
+#[derive(Clone, Copy)]
+struct Legacy {
+    family: Family,
+    convert: format::Conversion,
+}
+
+impl Live {
+    fn new(
+        core: TxnCore,
+        opened_data: Family,
+        legacy: Option<Family>,
+        format: ValueFormat,
+        lock: Option<StoreLock>,
+    ) -> Result<Live> {
+        let legacy = match legacy {
+            None => None,
+            Some(family) => {
+                let name = core.engine().registry().name(family).to_string();
+                let convert = family_format(&name)
+                    .and_then(|old| format::upgrade_conversion(old, format))
+                    .ok_or_else(|| {
+                        Error::Internal(format!(
+                            "no upgrade from column family {name} to {} values",
+                            format.name()
+                        ))
+                    })?;
+                Some(Legacy { family, convert })
+            }
+        };
+        Ok(Live {
+            core,
+            data: opened_data,
+            legacy,
+            _lock: lock,
+        })
+    }
 }
 
 struct Shared {
     core: RwLock<Option<Live>>,
-    data: Family,
-    /// In upgrade mode (a timestamped store over plain values, KIP-258): the family of
-    /// plain values not yet migrated.
-    legacy: Option<Family>,
     /// The last plain key [`KvStore::upgrade_step`] migrated: the next step starts after
     /// it instead of skipping the tombstones of every key migrated before.
     upgraded_up_to: std::sync::Mutex<Option<Vec<u8>>>,
@@ -36,6 +86,14 @@ struct Shared {
     recovery: RecoveryReport,
     /// Commits that returned [`Error::CommitInDoubt`] on this handle's store.
     commits_in_doubt: AtomicU64,
+    /// Spill and roll-forward batch size, kept to rebuild the transaction layer when an
+    /// upgrade by swap moves the handle onto the new engine.
+    chunk_bytes: usize,
+    /// While an upgrade by swap prepares its side store: every key written since its
+    /// snapshot, carried over before the swap.
+    swap_touched: std::sync::Mutex<Option<BTreeSet<Vec<u8>>>>,
+    /// True while `swap_touched` collects (one relaxed load per write otherwise).
+    swap_active: AtomicBool,
 }
 
 impl Shared {
@@ -156,34 +214,57 @@ impl KvStore {
             chunk_bytes,
         };
         let (core, recovery) = TxnCore::recover(opened.engine, config)?;
+        let live = Live::new(
+            core,
+            opened.data,
+            opened.legacy,
+            options.value_format,
+            opened.lock,
+        )?;
         Ok(KvStore {
             shared: Arc::new(Shared {
-                core: RwLock::new(Some(Live {
-                    core,
-                    _lock: opened.lock,
-                })),
-                data: opened.data,
-                legacy: opened.legacy,
+                core: RwLock::new(Some(live)),
                 upgraded_up_to: std::sync::Mutex::new(None),
                 iterators: Registry::default(),
                 path,
                 options: options.clone(),
                 recovery,
                 commits_in_doubt: AtomicU64::new(0),
+                chunk_bytes,
+                swap_touched: std::sync::Mutex::new(None),
+                swap_active: AtomicBool::new(false),
             }),
         })
     }
 
     fn with_core<T>(&self, f: impl FnOnce(&TxnCore) -> Result<T>) -> Result<T> {
+        self.with_live(|l| f(&l.core))
+    }
+
+    fn with_live<T>(&self, f: impl FnOnce(&Live) -> Result<T>) -> Result<T> {
         let live = self.shared.core.read_recover();
-        f(&live.as_ref().ok_or(Error::StoreClosed)?.core)
+        f(live.as_ref().ok_or(Error::StoreClosed)?)
+    }
+
+    fn format(&self) -> ValueFormat {
+        self.shared.options.value_format
     }
 
     fn timestamped_only(&self, what: &str) -> Result<()> {
-        match self.shared.options.value_format {
-            ValueFormat::Timestamped => Ok(()),
+        match self.format() {
+            ValueFormat::Timestamped | ValueFormat::Headers => Ok(()),
             ValueFormat::Plain => Err(Error::FormatMismatch(format!(
                 "{what} needs a timestamped store; use the raw-bytes methods on a plain store"
+            ))),
+        }
+    }
+
+    fn headers_only(&self, what: &str) -> Result<()> {
+        match self.format() {
+            ValueFormat::Headers => Ok(()),
+            other => Err(Error::FormatMismatch(format!(
+                "{what} needs a headers-format store; this store is {}",
+                other.name()
             ))),
         }
     }
@@ -191,14 +272,31 @@ impl KvStore {
     /// Checks a raw value against the store's limits and layout.
     fn check_raw(&self, raw: &[u8]) -> Result<()> {
         format::check_value(raw)?;
-        if self.shared.options.value_format == ValueFormat::Timestamped {
-            value::split(raw)?;
-        }
-        Ok(())
+        format::check_layout(self.format(), raw)
     }
 
-    fn decode(raw: Option<Vec<u8>>) -> Result<Option<ValueAndTimestamp>> {
-        raw.map(|r| ValueAndTimestamp::decode(&r)).transpose()
+    /// A raw value of a timestamped or headers-format store as value and timestamp (the
+    /// headers, if any, dropped).
+    fn decode(&self, raw: Option<Vec<u8>>) -> Result<Option<ValueAndTimestamp>> {
+        let Some(raw) = raw else { return Ok(None) };
+        match self.format() {
+            ValueFormat::Headers => {
+                let p = headers::split(&raw)?;
+                Ok(Some(ValueAndTimestamp::new(p.value, p.timestamp)))
+            }
+            _ => ValueAndTimestamp::decode(&raw).map(Some),
+        }
+    }
+
+    /// `value` with `timestamp` (and no headers, in a headers-format store) in the store's
+    /// layout.
+    fn encode_timestamped(&self, value: &[u8], timestamp: i64) -> Result<Arc<[u8]>> {
+        let encoded: Arc<[u8]> = match self.format() {
+            ValueFormat::Headers => headers::encode(value, timestamp, &[])?.into(),
+            _ => value::encode_shared(value, timestamp),
+        };
+        format::check_value(&encoded)?;
+        Ok(encoded)
     }
 
     // ----- typed, timestamped API -------------------------------------------------------
@@ -207,29 +305,48 @@ impl KvStore {
     pub fn put(&self, key: &[u8], value: &[u8], timestamp: i64) -> Result<()> {
         self.timestamped_only("put")?;
         format::check_key(key)?;
-        let encoded = value::encode_shared(value, timestamp);
+        let encoded = self.encode_timestamped(value, timestamp)?;
+        self.with_live(|l| self.write(l, vec![(key, Some(encoded))]))
+    }
+
+    /// Writes `value` with its timestamp and headers for `key` (headers-format stores).
+    pub fn put_with_headers(&self, key: &[u8], value: &ValueTimestampHeaders) -> Result<()> {
+        self.headers_only("put_with_headers")?;
+        format::check_key(key)?;
+        let encoded: Arc<[u8]> = value.encode()?.into();
         format::check_value(&encoded)?;
-        self.with_core(|c| self.write(c, vec![(key, Some(encoded))]))
+        self.with_live(|l| self.write(l, vec![(key, Some(encoded))]))
+    }
+
+    /// The writer's view of `key` with its headers (headers-format stores).
+    pub fn get_with_headers(&self, key: &[u8]) -> Result<Option<ValueTimestampHeaders>> {
+        self.headers_only("get_with_headers")?;
+        self.get_raw(key)?
+            .map(|raw| ValueTimestampHeaders::decode(&raw))
+            .transpose()
     }
 
     /// Buffers writes of the store's values; in upgrade mode each written key also leaves
-    /// the plain family, in the same transaction, so it is migrated when this commits.
-    fn write(&self, core: &TxnCore, writes: Vec<(&[u8], crate::txn::Write)>) -> Result<()> {
-        if let Some(legacy) = self.shared.legacy {
-            core.write_all(legacy, writes.iter().map(|(k, _)| (*k, None)))?;
+    /// the old family, in the same transaction, so it is migrated when this commits.
+    fn write(&self, live: &Live, writes: Vec<(&[u8], crate::txn::Write)>) -> Result<()> {
+        self.track(writes.iter().map(|(k, _)| *k));
+        if let Some(legacy) = live.legacy {
+            live.core
+                .write_all(legacy.family, writes.iter().map(|(k, _)| (*k, None)))?;
         }
-        core.write_all(self.shared.data, writes)
+        live.core.write_all(live.data, writes)
     }
 
-    /// `key` in the family of values, falling back in upgrade mode to the plain family
-    /// (shown with timestamp -1).
-    fn read(&self, core: &TxnCore, isolation: Isolation, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match core.get(isolation, self.shared.data, key)? {
+    /// `key` in the family of values, falling back in upgrade mode to the old family
+    /// (converted: timestamp -1 for a plain value, no headers).
+    fn read(live: &Live, isolation: Isolation, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match live.core.get(isolation, live.data, key)? {
             Some(v) => Ok(Some(v)),
-            None => match self.shared.legacy {
-                Some(legacy) => Ok(core
-                    .get(isolation, legacy, key)?
-                    .map(|plain| value::encode(&plain, -1))),
+            None => match live.legacy {
+                Some(legacy) => Ok(live
+                    .core
+                    .get(isolation, legacy.family, key)?
+                    .map(|old| (legacy.convert)(&old))),
                 None => Ok(None),
             },
         }
@@ -243,19 +360,20 @@ impl KvStore {
         timestamp: i64,
     ) -> Result<Option<ValueAndTimestamp>> {
         self.timestamped_only("put_if_absent")?;
-        Self::decode(self.put_if_absent_raw(key, &value::encode(value, timestamp))?)
+        let encoded = self.encode_timestamped(value, timestamp)?;
+        self.decode(self.put_if_absent_raw(key, &encoded)?)
     }
 
     /// The writer's view of `key` (its own uncommitted writes included).
     pub fn get(&self, key: &[u8]) -> Result<Option<ValueAndTimestamp>> {
         self.timestamped_only("get")?;
-        Self::decode(self.get_raw(key)?)
+        self.decode(self.get_raw(key)?)
     }
 
     /// Deletes `key`; returns the value it had in the writer's view.
     pub fn delete(&self, key: &[u8]) -> Result<Option<ValueAndTimestamp>> {
         self.timestamped_only("delete")?;
-        Self::decode(self.delete_raw(key)?)
+        self.decode(self.delete_raw(key)?)
     }
 
     /// Writes every `(key, value, timestamp)`. All entries are validated before any is
@@ -265,13 +383,11 @@ impl KvStore {
         let mut encoded = Vec::with_capacity(entries.len());
         for (k, v, ts) in entries {
             format::check_key(k)?;
-            let e = value::encode_shared(v, *ts);
-            format::check_value(&e)?;
-            encoded.push(e);
+            encoded.push(self.encode_timestamped(v, *ts)?);
         }
-        self.with_core(|c| {
+        self.with_live(|l| {
             self.write(
-                c,
+                l,
                 entries
                     .iter()
                     .zip(encoded)
@@ -293,13 +409,14 @@ impl KvStore {
     pub fn put_if_absent_raw(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         format::check_key(key)?;
         self.check_raw(value)?;
-        self.with_core(|c| {
-            if self.shared.legacy.is_none() {
-                return c.put_if_absent(self.shared.data, key, value);
+        self.with_live(|l| {
+            if l.legacy.is_none() {
+                self.track(std::iter::once(key));
+                return l.core.put_if_absent(l.data, key, value);
             }
-            let existing = self.read(c, Isolation::ReadUncommitted, key)?;
+            let existing = Self::read(l, Isolation::ReadUncommitted, key)?;
             if existing.is_none() {
-                self.write(c, vec![(key, Some(std::sync::Arc::from(value)))])?;
+                self.write(l, vec![(key, Some(Arc::from(value)))])?;
             }
             Ok(existing)
         })
@@ -313,25 +430,26 @@ impl KvStore {
     /// `key` under `isolation`, raw.
     pub fn get_raw_with(&self, isolation: Isolation, key: &[u8]) -> Result<Option<Vec<u8>>> {
         format::check_key(key)?;
-        self.with_core(|c| self.read(c, isolation, key))
+        self.with_live(|l| Self::read(l, isolation, key))
     }
 
     /// `key` under `isolation`, decoded (timestamped stores).
     pub fn get_with(&self, isolation: Isolation, key: &[u8]) -> Result<Option<ValueAndTimestamp>> {
         self.timestamped_only("get_with")?;
-        Self::decode(self.get_raw_with(isolation, key)?)
+        self.decode(self.get_raw_with(isolation, key)?)
     }
 
     /// Deletes `key`; returns its raw value in the writer's view.
     pub fn delete_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         format::check_key(key)?;
-        self.with_core(|c| {
-            let Some(legacy) = self.shared.legacy else {
-                return c.delete(self.shared.data, key);
+        self.with_live(|l| {
+            self.track(std::iter::once(key));
+            let Some(legacy) = l.legacy else {
+                return l.core.delete(l.data, key);
             };
-            let existing = self.read(c, Isolation::ReadUncommitted, key)?;
-            c.delete(legacy, key)?;
-            c.delete(self.shared.data, key)?;
+            let existing = Self::read(l, Isolation::ReadUncommitted, key)?;
+            l.core.delete(legacy.family, key)?;
+            l.core.delete(l.data, key)?;
             Ok(existing)
         })
     }
@@ -349,12 +467,12 @@ impl KvStore {
                 self.check_raw(v)?;
             }
         }
-        self.with_core(|c| {
+        self.with_live(|l| {
             self.write(
-                c,
+                l,
                 entries
                     .into_iter()
-                    .map(|(k, v)| (k, v.map(std::sync::Arc::<[u8]>::from)))
+                    .map(|(k, v)| (k, v.map(Arc::<[u8]>::from)))
                     .collect(),
             )
         })
@@ -365,12 +483,13 @@ impl KvStore {
     /// Entries of `range` under `isolation`, ascending or descending.
     pub fn scan(&self, isolation: Isolation, range: &KeyRange, reverse: bool) -> Result<KvIter> {
         // Registered under the store's read lock, so a concurrent close cannot miss it.
-        let slot = self.with_core(|c| {
-            let values = c.iter(isolation, self.shared.data, range, reverse)?;
-            let merged = match self.shared.legacy {
+        let slot = self.with_live(|l| {
+            let values = l.core.iter(isolation, l.data, range, reverse)?;
+            let merged = match l.legacy {
                 Some(legacy) => crate::txn::MergedIter::upgrading(
                     values,
-                    c.iter(isolation, legacy, range, reverse)?,
+                    l.core.iter(isolation, legacy.family, range, reverse)?,
+                    legacy.convert,
                     reverse,
                 ),
                 None => values,
@@ -423,12 +542,12 @@ impl KvStore {
 
     /// Approximate number of entries under `isolation`.
     pub fn approximate_num_entries_with(&self, isolation: Isolation) -> Result<u64> {
-        self.with_core(|c| {
-            let legacy = match self.shared.legacy {
-                Some(f) => c.approximate_count(isolation, f)?,
+        self.with_live(|l| {
+            let legacy = match l.legacy {
+                Some(old) => l.core.approximate_count(isolation, old.family)?,
                 None => 0,
             };
-            Ok(c.approximate_count(isolation, self.shared.data)? + legacy)
+            Ok(l.core.approximate_count(isolation, l.data)? + legacy)
         })
     }
 
@@ -489,9 +608,9 @@ impl KvStore {
         self.shared.shutdown()
     }
 
-    /// Migrates up to `max_entries` plain values of a store in upgrade mode to the
-    /// timestamped family (timestamp -1, or dropping the plain value where a timestamped
-    /// one already exists) and commits them, keeping the committed offsets and metadata.
+    /// Migrates up to `max_entries` old-format values of a store in upgrade mode to the
+    /// store's family (converted: timestamp -1 for a plain value, no headers; or dropping
+    /// the old value where a new one already exists) and commits them, keeping the committed offsets and metadata.
     /// Each call is one transaction, so a kill between or inside calls loses nothing and
     /// the next call (after reopening) continues where the last completed one ended.
     /// Returns the number migrated; 0 once no plain value is left (the next open then
@@ -506,10 +625,11 @@ impl KvStore {
                 "max_entries must be positive".into(),
             ));
         }
-        let Some(legacy) = self.shared.legacy else {
-            return Ok(0);
-        };
-        self.with_core(|c| {
+        self.with_live(|l| {
+            let Some(legacy) = l.legacy else {
+                return Ok(0);
+            };
+            let c = &l.core;
             if c.uncommitted_bytes() > 0 {
                 return Err(Error::InvalidArgument(
                     "the store has uncommitted writes: commit or roll them back before upgrading"
@@ -523,7 +643,7 @@ impl KvStore {
                     .map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
                 upper: std::ops::Bound::Unbounded,
             };
-            let mut plain = c.iter(Isolation::ReadUncommitted, legacy, &from, false)?;
+            let mut plain = c.iter(Isolation::ReadUncommitted, legacy.family, &from, false)?;
             let mut moved = Vec::new();
             while moved.len() < max_entries {
                 let Some((key, value)) = plain.next_entry()? else {
@@ -535,20 +655,16 @@ impl KvStore {
             if moved.is_empty() {
                 // Drop the tombstones, so that the next open's check for plain values is
                 // one cheap seek.
-                c.compact(legacy)?;
+                c.compact(legacy.family)?;
                 return Ok(0);
             }
+            self.track(moved.iter().map(|(k, _)| k.as_slice()));
             for (key, value) in &moved {
-                if c.get(Isolation::ReadUncommitted, self.shared.data, key)?
-                    .is_none()
-                {
-                    let upgraded: std::sync::Arc<[u8]> = value::encode_shared(value, -1);
-                    c.write_all(
-                        self.shared.data,
-                        std::iter::once((key.as_slice(), Some(upgraded))),
-                    )?;
+                if c.get(Isolation::ReadUncommitted, l.data, key)?.is_none() {
+                    let upgraded: Arc<[u8]> = (legacy.convert)(value).into();
+                    c.write_all(l.data, std::iter::once((key.as_slice(), Some(upgraded))))?;
                 }
-                c.write_all(legacy, std::iter::once((key.as_slice(), None)))?;
+                c.write_all(legacy.family, std::iter::once((key.as_slice(), None)))?;
             }
             let committed = c.committed();
             let offsets: Vec<(TopicPartition, Option<i64>)> = committed
@@ -567,12 +683,234 @@ impl KvStore {
         })
     }
 
-    /// True when the store runs in upgrade mode (KIP-258): it was opened timestamped over
-    /// plain values, which it reads with timestamp -1 and migrates key by key as they are
-    /// written or deleted. The next open after the last plain value is gone runs in
-    /// regular mode.
+    /// Records keys written while an upgrade by swap prepares its side store.
+    fn track<'a>(&self, keys: impl Iterator<Item = &'a [u8]>) {
+        if self.shared.swap_active.load(Ordering::Acquire) {
+            if let Some(set) = self.shared.swap_touched.lock_recover().as_mut() {
+                set.extend(keys.map(<[u8]>::to_vec));
+            }
+        }
+    }
+
+    fn stop_tracking(&self) -> BTreeSet<Vec<u8>> {
+        self.shared.swap_active.store(false, Ordering::Release);
+        self.shared
+            .swap_touched
+            .lock_recover()
+            .take()
+            .unwrap_or_default()
+    }
+
+    /// Upgrades a RocksDB store in upgrade mode by **prepare and swap**: builds a store of
+    /// the new format holding no old-format family in the side directory
+    /// `.<name>.kstate-swap` from the last committed snapshot, in batches, while this
+    /// store keeps serving reads, writes and commits on any handle; then, under the store's
+    /// write lock (operations wait for a moment), carries over every key written since
+    /// the snapshot, commits the side store with this store's committed offsets, metadata
+    /// and commit count, swaps the two directories atomically (`renameat2(RENAME_EXCHANGE)`,
+    /// or a marker-file protocol where the file system lacks it), removes the old one and
+    /// continues on the new store in regular mode in the same handle. Uncommitted writes
+    /// stay uncommitted across the swap; open iterators are closed by it.
+    ///
+    /// `progress(done, total)` is called after each batch copied from the snapshot
+    /// (`total` is an estimate, at least `done`). A kill at any instant leaves either the
+    /// old store or the new one live and complete; the next open removes a stale side
+    /// directory or finishes the fallback renames. Returns the number of entries copied
+    /// from the snapshot; 0, with nothing done, when the store is not in upgrade mode.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on the memory engine, or when uncommitted writes are
+    /// pending as the swap starts (commit or roll them back first); [`Error::StoreClosed`];
+    /// engine and I/O errors, after which the store is unchanged (it stays in upgrade mode),
+    /// except an error reopening the new store, after which this handle is closed and the
+    /// new store is on disk.
+    pub fn upgrade_by_swap(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<u64> {
+        let Some(path) = self
+            .shared
+            .path
+            .clone()
+            .filter(|_| self.shared.options.engine == EngineKind::RocksDb)
+        else {
+            return Err(Error::InvalidArgument(
+                "an upgrade by swap needs a RocksDB store".into(),
+            ));
+        };
+        // Snapshot and tracking start together: no write or commit is in flight.
+        let (entries, total) = {
+            let guard = self.shared.core.write_recover();
+            let l = guard.as_ref().ok_or(Error::StoreClosed)?;
+            let Some(legacy) = l.legacy else {
+                return Ok(0);
+            };
+            if l.core.uncommitted_bytes() > 0 {
+                return Err(Error::InvalidArgument(
+                    "the store has uncommitted writes: commit or roll them back before \
+                     upgrading by swap"
+                        .into(),
+                ));
+            }
+            let all = KeyRange::all();
+            let current = l.core.iter(Isolation::ReadCommitted, l.data, &all, false)?;
+            let old = l
+                .core
+                .iter(Isolation::ReadCommitted, legacy.family, &all, false)?;
+            let total = l.core.approximate_count(Isolation::ReadCommitted, l.data)?
+                + l.core
+                    .approximate_count(Isolation::ReadCommitted, legacy.family)?;
+            *self.shared.swap_touched.lock_recover() = Some(BTreeSet::new());
+            self.shared.swap_active.store(true, Ordering::Release);
+            (
+                crate::txn::MergedIter::upgrading(current, old, legacy.convert, false),
+                total,
+            )
+        };
+        let result = self.swap_from(&path, entries, total, progress);
+        self.stop_tracking();
+        result
+    }
+
+    fn swap_from(
+        &self,
+        path: &Path,
+        mut entries: crate::txn::MergedIter,
+        total: u64,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<u64> {
+        let options = &self.shared.options;
+        let side = swap::side_dir(path)?;
+        if side.exists() {
+            std::fs::remove_dir_all(&side).map_err(|e| Error::io(&side, e))?;
+        }
+        let data_name = data_family_name(options.value_format);
+        let engine = RocksEngine::open(
+            &side,
+            &[names::META, names::SPILL, data_name],
+            &options.rocksdb,
+        )?;
+        let data = engine.registry().require(data_name)?;
+        let meta = engine.registry().require(names::META)?;
+        let mut done = 0u64;
+        let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut bytes = 0usize;
+        loop {
+            let next = entries.next_entry()?;
+            let end = next.is_none();
+            if let Some((k, v)) = next {
+                bytes += k.len() + v.len();
+                batch.push((k, v));
+            }
+            if (end && !batch.is_empty()) || bytes >= self.shared.chunk_bytes.max(1 << 16) {
+                let ops: Vec<BatchOp<'_>> = batch
+                    .iter()
+                    .map(|(k, v)| BatchOp::Put(data, k, v))
+                    .collect();
+                engine.write(&ops, false)?;
+                done += batch.len() as u64;
+                batch.clear();
+                bytes = 0;
+                crate::failpoint::hit("swap-build");
+                progress(done, total.max(done));
+            }
+            if end {
+                break;
+            }
+        }
+        // The snapshot pins the old engine, which must be closed before the swap.
+        drop(entries);
+        // Finish under the write lock: nothing moves while the rest is carried over.
+        let mut guard = self.shared.core.write_recover();
+        let live = guard.as_ref().ok_or(Error::StoreClosed)?;
+        let touched = self.stop_tracking();
+        let mut carried: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::with_capacity(touched.len());
+        let mut pending: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        for key in touched {
+            let committed = Self::read(live, Isolation::ReadCommitted, &key)?;
+            let current = Self::read(live, Isolation::ReadUncommitted, &key)?;
+            if current != committed {
+                pending.push((key.clone(), current));
+            }
+            carried.push((key, committed));
+        }
+        let state = live.core.committed().encode()?;
+        let header = crate::format::meta::StoreHeader {
+            format_version: crate::format::meta::FORMAT_VERSION,
+            value_format: options.value_format,
+            kind: crate::format::meta::StoreKind::KeyValue,
+        }
+        .encode();
+        let mut ops: Vec<BatchOp<'_>> = carried
+            .iter()
+            .map(|(k, v)| match v {
+                Some(v) => BatchOp::Put(data, k, v),
+                None => BatchOp::Delete(data, k),
+            })
+            .collect();
+        ops.push(BatchOp::Put(
+            meta,
+            crate::format::meta::KEY_COMMITTED,
+            &state,
+        ));
+        ops.push(BatchOp::Put(meta, crate::format::meta::KEY_HEADER, &header));
+        engine.write(&ops, true)?;
+        drop(ops);
+        drop(engine);
+        crate::failpoint::hit("swap-side-committed");
+        // The old engine goes first: nothing may write into the directory once renamed.
+        self.shared.iterators.close_all();
+        live.core.close()?;
+        let Some(old) = guard.take() else {
+            return Err(Error::StoreClosed);
+        };
+        let Live { core, _lock, .. } = old;
+        drop(core);
+        let Some(lock) = _lock else {
+            return Err(Error::Internal("a RocksDB store without its lock".into()));
+        };
+        if let Err(e) = swap::exchange(path, &side) {
+            // Not swapped, or swapped but not cleaned up: settle the directories as the next
+            // open would, and carry on with whichever store is live.
+            swap::recover(path)?;
+            let opened = finish_open(path, options, lock)?;
+            *guard = Some(self.live_from(opened)?);
+            return Err(e);
+        }
+        let opened = finish_open(path, options, lock)?;
+        let new_live = self.live_from(opened)?;
+        for (key, value) in &pending {
+            new_live.core.write_all(
+                new_live.data,
+                std::iter::once((key.as_slice(), value.as_deref().map(Arc::<[u8]>::from))),
+            )?;
+        }
+        *guard = Some(new_live);
+        *self.shared.upgraded_up_to.lock_recover() = None;
+        Ok(done)
+    }
+
+    /// A live store over a freshly opened engine, its recovery run.
+    fn live_from(&self, opened: Opened) -> Result<Live> {
+        let config = TxnConfig {
+            max_uncommitted_bytes: self.shared.options.max_uncommitted_bytes,
+            sync_on_commit: self.shared.options.sync_on_commit,
+            chunk_bytes: self.shared.chunk_bytes,
+        };
+        let (core, _) = TxnCore::recover(opened.engine, config)?;
+        Live::new(
+            core,
+            opened.data,
+            opened.legacy,
+            self.shared.options.value_format,
+            opened.lock,
+        )
+    }
+
+    /// True when the store runs in upgrade mode (KIP-258, KIP-1271): it was opened
+    /// timestamped over plain values, or in the headers format over plain or timestamped
+    /// ones, which it reads converted (timestamp -1 for a plain value, no headers) and
+    /// migrates key by key as they are written or deleted. The next open after the last old
+    /// value is gone runs in regular mode. False once the store is closed.
     pub fn is_upgrading(&self) -> bool {
-        self.shared.legacy.is_some()
+        self.with_live(|l| Ok(l.legacy.is_some())).unwrap_or(false)
     }
 
     /// True until the store is closed.
@@ -604,7 +942,7 @@ impl KvStore {
     /// maintenance step after a bulk load or many deletes (a no-op in memory). Uncommitted
     /// writes are unaffected.
     pub fn compact(&self) -> Result<()> {
-        self.with_core(|c| c.compact(self.shared.data))
+        self.with_live(|l| l.core.compact(l.data))
     }
 
     /// An integer RocksDB property of the store, by RocksDB name: for example

@@ -10,6 +10,7 @@ pub(crate) mod open;
 mod options;
 mod segmented;
 mod session;
+mod swap;
 mod window;
 
 pub use iter::KvIter;

@@ -6,8 +6,10 @@
 //!   renamed into place once complete, so a kill at any instant leaves either no store or a
 //!   whole one; a leftover sibling is removed by the next open (which holds the lock).
 //! * **Adoption** accepts exactly the column-family sets of Kafka Streams 4.0-4.4's
-//!   `RocksDBStore` (`default`) and `RocksDBTimestampedStore` (`default`,
-//!   `keyValueWithTimestamp`), each with or without the 4.3+ `offsets` family, decided on a
+//!   `RocksDBStore` (`default`), `RocksDBTimestampedStore` (`default`,
+//!   `keyValueWithTimestamp`) and 4.3+ `RocksDBTimestampedStoreWithHeaders` (`default`,
+//!   `keyValueWithTimestampAndHeaders`, and `keyValueWithTimestamp` while it upgrades), each
+//!   with or without the 4.3+ `offsets` family, decided on a
 //!   read-only open. Their committed offsets and position become kstate's. Adding kstate's
 //!   families and writing its header are two steps; an empty `kstate_meta` family therefore
 //!   means "adoption interrupted" and the adoption is redone, checks included.
@@ -41,7 +43,53 @@ pub(crate) fn data_family_name(format: ValueFormat) -> &'static str {
     match format {
         ValueFormat::Plain => names::PLAIN,
         ValueFormat::Timestamped => names::TIMESTAMPED,
+        ValueFormat::Headers => names::HEADERS,
     }
+}
+
+/// The value format of the data family named `name`, if it is one.
+pub(crate) fn family_format(name: &str) -> Option<ValueFormat> {
+    match name {
+        names::PLAIN => Some(ValueFormat::Plain),
+        names::TIMESTAMPED => Some(ValueFormat::Timestamped),
+        names::HEADERS => Some(ValueFormat::Headers),
+        _ => None,
+    }
+}
+
+/// In a store of `format`, the one family of an older format that still holds values
+/// (upgrade mode), or `None` in regular mode.
+///
+/// # Errors
+/// [`Error::FormatMismatch`] when two older families hold values (a store opened as headers
+/// while its plain -> timestamped upgrade is unfinished): as Kafka's
+/// `RocksDBTimestampedStoreWithHeaders`, kstate upgrades one step at a time.
+pub(crate) fn legacy_family(engine: &dyn Engine, format: ValueFormat) -> Result<Option<Family>> {
+    let mut found: Option<(Family, &str)> = None;
+    for old in [ValueFormat::Plain, ValueFormat::Timestamped] {
+        if old.rank() >= format.rank() {
+            continue;
+        }
+        let name = data_family_name(old);
+        let Some(f) = engine.registry().find(name) else {
+            continue;
+        };
+        if !has_entries(engine, f)? {
+            continue;
+        }
+        if let Some((_, first)) = found {
+            return Err(Error::FormatMismatch(format!(
+                "the store holds values in both '{first}' and '{name}': finish its upgrade to \
+                 {} (kstate upgrade DIR, or open it {} until it runs in regular mode) before \
+                 opening it {}",
+                ValueFormat::Timestamped.name(),
+                ValueFormat::Timestamped.name(),
+                format.name()
+            )));
+        }
+        found = Some((f, name));
+    }
+    Ok(found.map(|(f, _)| f))
 }
 
 fn header_for(format: ValueFormat) -> Vec<u8> {
@@ -95,6 +143,8 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
         // A creation killed before its rename: we hold the lock, so nobody is using it.
         std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
     }
+    // An upgrade by swap killed midway: finished or undone before the store is read.
+    super::swap::recover(path)?;
     let format = options.value_format;
     let existing = match probe(path)? {
         Probe::Vacant => {
@@ -119,16 +169,20 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
                 if header.value_format == format {
                     return with_data(engine, format, lock);
                 }
-                if format == ValueFormat::Plain {
+                if format.rank() < header.value_format.rank() {
                     return Err(Error::FormatMismatch(format!(
-                        "store at {} was created timestamped and cannot be opened plain",
-                        path.display()
+                        "store at {} was created {} and cannot be opened {}",
+                        path.display(),
+                        header.value_format.name(),
+                        format.name()
                     )));
                 }
-                // A plain kstate store opened timestamped: from now on it is timestamped,
-                // in upgrade mode until its last plain value is migrated (KIP-258). The
-                // family comes first and the header second, so a kill in between leaves a
-                // plain store with an empty extra family, upgraded again by the next open.
+                // An older kstate store opened in a later format: from now on it has that
+                // format, in upgrade mode until its last old value is migrated (KIP-258,
+                // KIP-1271). Refused first if two old families hold values. The family
+                // comes first and the header second, so a kill in between leaves the old
+                // store with an empty extra family, upgraded again by the next open.
+                legacy_family(&engine, format)?;
                 drop(engine);
                 return with_data(open_with_header(path, options)?, format, lock);
             }
@@ -144,7 +198,8 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
     finish_open(path, options, lock)
 }
 
-fn finish_open(path: &Path, options: &StoreOptions, lock: StoreLock) -> Result<Opened> {
+/// Opens the existing kstate store at `path` whose lock the caller holds.
+pub(crate) fn finish_open(path: &Path, options: &StoreOptions, lock: StoreLock) -> Result<Opened> {
     let engine = RocksEngine::open(path, &[names::META, names::SPILL], &options.rocksdb)?;
     with_data(engine, options.value_format, lock)
 }
@@ -159,11 +214,8 @@ fn with_data(engine: RocksEngine, format: ValueFormat, lock: StoreLock) -> Resul
                 data_family_name(format)
             ))
         })?;
-    // A timestamped store with plain values left in `default` runs in upgrade mode.
-    let legacy = match (format, engine.registry().find(names::PLAIN)) {
-        (ValueFormat::Timestamped, Some(plain)) if has_entries(&engine, plain)? => Some(plain),
-        _ => None,
-    };
+    // A store with values left in an older format's family runs in upgrade mode.
+    let legacy = legacy_family(&engine, format)?;
     Ok(Opened {
         engine: Arc::new(engine),
         data,
@@ -213,7 +265,12 @@ fn publish(path: &Path, staging: &Path) -> Result<()> {
 }
 
 /// The families Kafka Streams' key-value stores may have that kstate adopts.
-const ADOPTABLE: [&str; 3] = [names::PLAIN, names::TIMESTAMPED, names::KAFKA_OFFSETS];
+const ADOPTABLE: [&str; 4] = [
+    names::PLAIN,
+    names::TIMESTAMPED,
+    names::HEADERS,
+    names::KAFKA_OFFSETS,
+];
 
 /// Adopts the Kafka Streams store at `path` (families `existing`) in place, or refuses it
 /// without changing anything.
@@ -223,14 +280,6 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
         .iter()
         .filter(|n| *n != names::META && *n != names::SPILL)
         .collect();
-    if foreign.iter().any(|n| *n == names::HEADERS) {
-        return Err(Error::FormatMismatch(format!(
-            "{} is a Kafka Streams headers-format store (column family {}, Kafka 4.3+, KIP-1271); \
-             kstate does not adopt that format",
-            path.display(),
-            names::HEADERS
-        )));
-    }
     let unknown: Vec<&str> = foreign
         .iter()
         .filter(|n| !ADOPTABLE.contains(&n.as_str()))
@@ -239,27 +288,35 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
     if !unknown.is_empty() {
         return Err(Error::FormatMismatch(format!(
             "{} has column families {unknown:?} that neither kstate nor Kafka Streams' \
-             RocksDBStore/RocksDBTimestampedStore use; kstate does not adopt it",
+             RocksDBStore/RocksDBTimestampedStore/RocksDBTimestampedStoreWithHeaders use; \
+             kstate does not adopt it",
             path.display()
         )));
     }
     let imported = {
         let ro = RocksEngine::open_read_only(path, &options.rocksdb)?;
         let registry = ro.registry();
-        // Plain values under a timestamped open are upgraded lazily (as Kafka's
-        // RocksDBTimestampedStore does); timestamped values cannot be opened plain.
-        if format == ValueFormat::Plain {
-            if let Some(f) = registry.find(names::TIMESTAMPED) {
+        // Values of an older format are upgraded lazily (as Kafka's RocksDBTimestampedStore
+        // and RocksDBTimestampedStoreWithHeaders do); values of a later format cannot be
+        // opened in an older one.
+        for later in [ValueFormat::Timestamped, ValueFormat::Headers] {
+            if later.rank() <= format.rank() {
+                continue;
+            }
+            let name = data_family_name(later);
+            if let Some(f) = registry.find(name) {
                 if has_entries(&ro, f)? {
                     return Err(Error::FormatMismatch(format!(
-                        "Kafka Streams store at {} holds timestamped values in column family \
-                         '{}'; it cannot be opened plain",
+                        "Kafka Streams store at {} holds {} values in column family '{name}'; \
+                         it cannot be opened {}",
                         path.display(),
-                        names::TIMESTAMPED
+                        later.name(),
+                        format.name()
                     )));
                 }
             }
         }
+        legacy_family(&ro, format)?;
         match registry.find(names::KAFKA_OFFSETS) {
             Some(f) => kafka::read(&ro, f)?,
             None => kafka::KafkaOffsets::default(),

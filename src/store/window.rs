@@ -96,6 +96,12 @@ impl WindowOptions {
                 "segment_interval must be positive".into(),
             ));
         }
+        if self.store.value_format == ValueFormat::Headers {
+            return Err(Error::InvalidArgument(
+                "window stores are timestamped or plain; the headers format is for key-value stores"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 
@@ -269,7 +275,7 @@ impl WindowStore {
     fn timestamped_only(&self, what: &str) -> Result<()> {
         match self.inner.value_format() {
             ValueFormat::Timestamped => Ok(()),
-            ValueFormat::Plain => Err(Error::FormatMismatch(format!(
+            ValueFormat::Plain | ValueFormat::Headers => Err(Error::FormatMismatch(format!(
                 "{what} needs a timestamped window store; use the raw-bytes methods"
             ))),
         }

@@ -87,16 +87,13 @@ impl Source for MergedIter {
     }
 }
 
-/// Plain values of a store being upgraded, shown in the timestamped layout with timestamp
-/// -1 (KIP-258: a value upgraded without a known timestamp).
-struct UpgradedPlain(MergedIter);
+/// Values of an older format in a store being upgraded, shown converted to the store's
+/// layout (KIP-258: a plain value gets timestamp -1; KIP-1271: no headers).
+struct UpgradedPlain(MergedIter, crate::format::Conversion);
 
 impl Source for UpgradedPlain {
     fn next_write(&mut self) -> Result<Option<KeyWrite>> {
-        Ok(self
-            .0
-            .next_entry()?
-            .map(|(k, v)| (k, Some(crate::format::value::encode(&v, -1)))))
+        Ok(self.0.next_entry()?.map(|(k, v)| (k, Some((self.1)(&v)))))
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
@@ -105,11 +102,16 @@ impl Source for UpgradedPlain {
 }
 
 impl MergedIter {
-    /// The view of a store in upgrade mode: timestamped entries win over plain entries of
-    /// the same key, which appear with timestamp -1.
-    pub(crate) fn upgrading(timestamped: MergedIter, plain: MergedIter, reverse: bool) -> Self {
+    /// The view of a store in upgrade mode: entries of the store's format win over old
+    /// entries of the same key, which appear converted by `convert`.
+    pub(crate) fn upgrading(
+        current: MergedIter,
+        old: MergedIter,
+        convert: crate::format::Conversion,
+        reverse: bool,
+    ) -> Self {
         MergedIter::new(
-            vec![Box::new(timestamped), Box::new(UpgradedPlain(plain))],
+            vec![Box::new(current), Box::new(UpgradedPlain(old, convert))],
             reverse,
         )
     }

@@ -377,6 +377,63 @@ static void test_raw_and_plain(void) {
     CHECK_OK(kstate_kv_close(s));
 }
 
+/* KIP-1271 headers format: Kafka's [varint headersSize][headers][ts][value] layout, the
+ * typed functions with no headers, and a timestamped store upgraded by opening it so. */
+static void test_headers_format(void) {
+    for (int e = 0; e < 2; e++) {
+        kstate_kv_t *s = open_with(ENGINES[e], KSTATE_FORMAT_HEADERS);
+        CHECK_OK(kstate_kv_put(s, KEY("a"), KEY("v"), 5));
+        kstate_bytes_t v;
+        bool found;
+        CHECK_OK(kstate_kv_get_raw(s, KSTATE_READ_UNCOMMITTED, KEY("a"), &v, &found));
+        static const uint8_t no_headers[10] = {0, 0, 0, 0, 0, 0, 0, 0, 5, 'v'};
+        CHECK(found && v.len == 10 && memcmp(v.ptr, no_headers, 10) == 0);
+        kstate_bytes_free(&v);
+        expect_get(s, "a", "v", 5);
+        /* One header "h" = "1": count 1, key length 1, value length 1 (zig-zag varints). */
+        static const uint8_t with_header[15] = {0x0A, 0x02, 0x02, 'h', 0x02, '1', 0, 0,
+                                                0,    0,    0,    0,   0,    7,   'x'};
+        CHECK_OK(kstate_kv_put_raw(s, KEY("b"), with_header, 15));
+        expect_get(s, "b", "x", 7);
+        static const uint8_t bad[9] = {0x01, 0, 0, 0, 0, 0, 0, 0, 0};
+        CHECK_ERR(kstate_kv_put_raw(s, KEY("c"), bad, 9), KSTATE_ERR_INVALID_VALUE);
+        kstate_kv_iter_t *it;
+        CHECK_OK(kstate_kv_all(s, &it));
+        kstate_kv_batch_t b;
+        CHECK_OK(kstate_kv_iter_next_batch(it, 10, 0, &b));
+        CHECK(b.len == 2);
+        if (b.len == 2) {
+            CHECK(b.entries[1].timestamp == 7 && b.entries[1].value_len == 1);
+            CHECK(b.entries[1].value[0] == 'x' && b.entries[1].raw_value_len == 15);
+        }
+        kstate_kv_batch_free(&b);
+        CHECK_OK(kstate_kv_iter_close(it));
+        CHECK_OK(kstate_kv_close(s));
+    }
+    /* A timestamped store opened as headers is upgraded; it never opens timestamped again. */
+    char path[4200];
+    snprintf(path, sizeof path, "%s", fresh_path());
+    kstate_kv_options_t o = kstate_kv_options_default();
+    kstate_kv_t *s = NULL;
+    CHECK_OK(kstate_kv_open(path, &o, &s));
+    CHECK_OK(kstate_kv_put(s, KEY("k"), KEY("old"), 3));
+    CHECK_OK(kstate_kv_commit(s, NULL, 0, NULL, 0));
+    CHECK_OK(kstate_kv_close(s));
+    o.value_format = KSTATE_FORMAT_HEADERS;
+    CHECK_OK(kstate_kv_open(path, &o, &s));
+    kstate_bytes_t v;
+    bool found;
+    CHECK_OK(kstate_kv_get_raw(s, KSTATE_READ_COMMITTED, KEY("k"), &v, &found));
+    static const uint8_t upgraded[12] = {0, 0, 0, 0, 0, 0, 0, 0, 3, 'o', 'l', 'd'};
+    CHECK(found && v.len == 12 && memcmp(v.ptr, upgraded, 12) == 0);
+    kstate_bytes_free(&v);
+    CHECK_OK(kstate_kv_close(s));
+    o.value_format = KSTATE_FORMAT_TIMESTAMPED;
+    CHECK_ERR(kstate_kv_open(path, &o, &s), KSTATE_ERR_FORMAT_MISMATCH);
+    o.value_format = 3;
+    CHECK_ERR(kstate_kv_open(path, &o, &s), KSTATE_ERR_INVALID_ARGUMENT);
+}
+
 static void test_limits(void) {
     kstate_kv_t *s = open_with(KSTATE_ENGINE_MEMORY, KSTATE_FORMAT_PLAIN);
     size_t big_key = (size_t)KSTATE_MAX_KEY_BYTES + 1;
@@ -890,6 +947,7 @@ int main(void) {
     RUN(test_crud);
     RUN(test_put_all);
     RUN(test_raw_and_plain);
+    RUN(test_headers_format);
     RUN(test_limits);
     RUN(test_iterators);
     RUN(test_transactions);

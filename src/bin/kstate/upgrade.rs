@@ -1,27 +1,34 @@
-//! `kstate upgrade DIR`: the offline, in-place plain -> timestamped upgrade (KIP-258) of one
-//! store or of every store under a Kafka Streams state directory. Each batch of migrated
-//! values is one transaction committed with the store's own offsets, so the command can be
-//! killed at any point and run again: it continues where the last completed batch ended.
+//! `kstate upgrade DIR [--to timestamped|headers]`: the offline, in-place upgrade of one
+//! store or of every store under a Kafka Streams state directory, plain -> timestamped
+//! (KIP-258, the default) or plain/timestamped -> headers (KIP-1271). Each batch of
+//! migrated values is one transaction committed with the store's own offsets, so the
+//! command can be killed at any point and run again: it continues where the last completed
+//! batch ended.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use kstate::store::inspect::inspect;
+use kstate::store::inspect::{inspect, StoreReport};
 use kstate::{KvStore, StoreOptions, ValueFormat};
 
 use super::CmdResult;
 
 /// What `upgrade` will do with one store directory.
 enum Plan {
-    /// Plain values to migrate (a kstate plain store, a Kafka `RocksDBStore`, or an upgrade
-    /// already under way).
-    Upgrade { values: u64, what: &'static str },
+    /// Values of an older format to migrate (a kstate store of an older format, a Kafka
+    /// store, or an upgrade already under way), in one or two steps: a store whose plain
+    /// -> timestamped upgrade is unfinished finishes it before going on to headers.
+    Upgrade {
+        values: u64,
+        what: &'static str,
+        steps: Vec<ValueFormat>,
+    },
     /// Nothing to do.
     Skip(String),
 }
 
-fn plan(path: &Path) -> Plan {
+fn plan(path: &Path, target: ValueFormat) -> Plan {
     let report = match inspect(path) {
         Ok(r) => r,
         Err(e) => return Plan::Skip(format!("cannot be read: {e}")),
@@ -36,18 +43,32 @@ fn plan(path: &Path) -> Plan {
     let unknown = report
         .families
         .iter()
-        .any(|f| f.role.starts_with("unknown") || f.name == "keyValueWithTimestampAndHeaders");
+        .any(|f| f.role.starts_with("unknown"));
+    if target == ValueFormat::Headers {
+        return plan_headers(
+            &report,
+            unknown,
+            count("default"),
+            count("keyValueWithTimestamp"),
+        );
+    }
+    let unknown = unknown || count("keyValueWithTimestampAndHeaders") > 0;
     match report.header.map(|h| h.value_format) {
-        Some(ValueFormat::Timestamped) if report.plain_values_to_upgrade == 0 => {
+        Some(ValueFormat::Headers) => {
+            Plan::Skip("headers format, later than timestamped: nothing to do".into())
+        }
+        Some(ValueFormat::Timestamped) if report.values_to_upgrade == 0 => {
             Plan::Skip("already timestamped".into())
         }
         Some(ValueFormat::Timestamped) => Plan::Upgrade {
-            values: report.plain_values_to_upgrade,
+            values: report.values_to_upgrade,
             what: "kstate store, upgrade under way",
+            steps: vec![ValueFormat::Timestamped],
         },
         Some(ValueFormat::Plain) => Plan::Upgrade {
             values: count("default"),
             what: "kstate plain store",
+            steps: vec![ValueFormat::Timestamped],
         },
         None if unknown => Plan::Skip(
             "a Kafka Streams store of a layout kstate does not convert (headers format or \
@@ -58,7 +79,40 @@ fn plan(path: &Path) -> Plan {
         None => Plan::Upgrade {
             values: count("default"),
             what: "Kafka Streams RocksDBStore",
+            steps: vec![ValueFormat::Timestamped],
         },
+    }
+}
+
+/// The plan of `--to headers`, from the counts of plain and timestamped values.
+fn plan_headers(report: &StoreReport, unknown: bool, plain: u64, timestamped: u64) -> Plan {
+    let steps = if plain > 0 && timestamped > 0 {
+        vec![ValueFormat::Timestamped, ValueFormat::Headers]
+    } else {
+        vec![ValueFormat::Headers]
+    };
+    let what = match report.header.map(|h| h.value_format) {
+        Some(ValueFormat::Headers) if plain + timestamped == 0 => {
+            return Plan::Skip("already in the headers format".into())
+        }
+        Some(ValueFormat::Headers) => "kstate store, upgrade under way",
+        Some(ValueFormat::Timestamped) => "kstate timestamped store",
+        Some(ValueFormat::Plain) => "kstate plain store",
+        None if unknown => {
+            return Plan::Skip(
+                "a Kafka Streams store with column families kstate does not know".into(),
+            )
+        }
+        None if plain + timestamped == 0 => {
+            return Plan::Skip("no values of an older format".into())
+        }
+        None if timestamped > 0 => "Kafka Streams RocksDBTimestampedStore",
+        None => "Kafka Streams RocksDBStore",
+    };
+    Plan::Upgrade {
+        values: plain + timestamped,
+        what,
+        steps,
     }
 }
 
@@ -108,23 +162,36 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     }
 }
 
-/// Runs the upgrade; exit 0 when every convertible store was converted, 1 otherwise.
-pub fn cmd_upgrade(dir: &Path, dry_run: bool, batch: usize) -> CmdResult {
+/// Runs the upgrade to `target`; exit 0 when every convertible store was converted, 1
+/// otherwise.
+pub fn cmd_upgrade(dir: &Path, dry_run: bool, batch: usize, target: ValueFormat) -> CmdResult {
+    if target == ValueFormat::Plain {
+        return Err("--to plain: stores are only ever upgraded (to timestamped or headers)".into());
+    }
     let mut stores = Vec::new();
     find_stores(dir, &mut stores)?;
     if stores.is_empty() {
         return Err(format!("no RocksDB store at or under {}", dir.display()).into());
     }
-    let plans: Vec<(PathBuf, Plan)> = stores.into_iter().map(|p| (p.clone(), plan(&p))).collect();
+    let plans: Vec<(PathBuf, Plan)> = stores
+        .into_iter()
+        .map(|p| (p.clone(), plan(&p, target)))
+        .collect();
     let mut needed = 0u64;
     println!("{} store(s) under {}:", plans.len(), dir.display());
     for (path, plan) in &plans {
         match plan {
-            Plan::Upgrade { values, what } => {
+            Plan::Upgrade { values, what, .. } => {
                 needed += dir_bytes(path);
+                let old = if target == ValueFormat::Headers {
+                    "plain/timestamped"
+                } else {
+                    "plain"
+                };
                 println!(
-                    "  upgrade  {} ({what}, {values} plain values)",
-                    path.display()
+                    "  upgrade  {} ({what}, {values} {old} values, to {})",
+                    path.display(),
+                    target.name()
                 );
             }
             Plan::Skip(why) => println!("  skip     {} ({why})", path.display()),
@@ -145,33 +212,38 @@ pub fn cmd_upgrade(dir: &Path, dry_run: bool, batch: usize) -> CmdResult {
             .into());
         }
     }
-    let options = StoreOptions::default();
     let (mut converted, mut failed, mut migrated_total) = (0, 0, 0u64);
     let started = Instant::now();
     for (path, plan) in &plans {
-        let Plan::Upgrade { values, .. } = plan else {
+        let Plan::Upgrade { values, steps, .. } = plan else {
             continue;
         };
         let result = (|| -> kstate::Result<u64> {
-            let store = KvStore::open(path, &options)?;
             let (mut done, t0, mut shown) = (0u64, Instant::now(), Instant::now());
-            loop {
-                let n = store.upgrade_step(batch)?;
-                if n == 0 {
-                    break;
+            for step in steps {
+                let options = StoreOptions {
+                    value_format: *step,
+                    ..StoreOptions::default()
+                };
+                let store = KvStore::open(path, &options)?;
+                loop {
+                    let n = store.upgrade_step(batch)?;
+                    if n == 0 {
+                        break;
+                    }
+                    done += n;
+                    if shown.elapsed().as_millis() >= 500 {
+                        shown = Instant::now();
+                        let rate = done as f64 / t0.elapsed().as_secs_f64().max(1e-3);
+                        let eta = values.saturating_sub(done) as f64 / rate.max(1.0);
+                        eprintln!(
+                            "  {}: {done}/{values} values, {rate:.0}/s, ETA {eta:.0}s",
+                            path.display()
+                        );
+                    }
                 }
-                done += n;
-                if shown.elapsed().as_millis() >= 500 {
-                    shown = Instant::now();
-                    let rate = done as f64 / t0.elapsed().as_secs_f64().max(1e-3);
-                    let eta = values.saturating_sub(done) as f64 / rate.max(1.0);
-                    eprintln!(
-                        "  {}: {done}/{values} values, {rate:.0}/s, ETA {eta:.0}s",
-                        path.display()
-                    );
-                }
+                store.close()?;
             }
-            store.close()?;
             Ok(done)
         })();
         match result {

@@ -20,6 +20,12 @@ public final class KstateNative {
 
     /** Returned by {@link #committedOffset} when no offset is committed. */
     public static final long NO_OFFSET = Long.MIN_VALUE;
+    /** Value format number of timestamped values (C's {@code KSTATE_FORMAT_TIMESTAMPED}). */
+    public static final int FORMAT_TIMESTAMPED = 0;
+    /** Value format number of plain values (C's {@code KSTATE_FORMAT_PLAIN}). */
+    public static final int FORMAT_PLAIN = 1;
+    /** Value format number of KIP-1271 headers-format values (C's {@code KSTATE_FORMAT_HEADERS}). */
+    public static final int FORMAT_HEADERS = 2;
     /** Engine number of RocksDB. */
     public static final int ENGINE_ROCKSDB = 0;
     /** Engine number of the in-memory engine. */
@@ -37,7 +43,7 @@ public final class KstateNative {
         NativeLoader.load();
     }
 
-    static native long open(String path, int engine, boolean timestamped, long maxUncommittedBytes,
+    static native long open(String path, int engine, int valueFormat, long maxUncommittedBytes,
                             boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes,
                             int maxWriteBuffers, boolean bloomFilter, boolean statistics,
                             long boundedMemoryBytes, long boundedMemtableBytes);

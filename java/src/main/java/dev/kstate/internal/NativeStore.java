@@ -60,8 +60,27 @@ public final class NativeStore implements AutoCloseable {
      */
     public static NativeStore open(String name, String path, int engine, boolean timestamped,
                                    long maxUncommittedBytes, boolean syncOnCommit, RocksTuning rocksdb) {
+        return open(name, path, engine, timestamped ? KstateNative.FORMAT_TIMESTAMPED : KstateNative.FORMAT_PLAIN,
+            maxUncommittedBytes, syncOnCommit, rocksdb);
+    }
+
+    /**
+     * Opens (creating if absent) a store in a given value format with full RocksDB tuning.
+     *
+     * @param name the store name, for messages
+     * @param path directory for RocksDB; may be null for the memory engine
+     * @param engine {@link KstateNative#ENGINE_ROCKSDB} or {@link KstateNative#ENGINE_MEMORY}
+     * @param valueFormat {@link KstateNative#FORMAT_TIMESTAMPED}, {@link KstateNative#FORMAT_PLAIN} or
+     *     {@link KstateNative#FORMAT_HEADERS}; a store of an older format is upgraded (lazily) to it
+     * @param maxUncommittedBytes bound before spilling, 0 = default
+     * @param syncOnCommit fsync the WAL on commit
+     * @param rocksdb RocksDB tuning (ignored by the memory engine)
+     * @return the open store
+     */
+    public static NativeStore open(String name, String path, int engine, int valueFormat,
+                                   long maxUncommittedBytes, boolean syncOnCommit, RocksTuning rocksdb) {
         KstateNative.ensureLoaded();
-        long h = KstateNative.open(path, engine, timestamped, maxUncommittedBytes, syncOnCommit,
+        long h = KstateNative.open(path, engine, valueFormat, maxUncommittedBytes, syncOnCommit,
             rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
             rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes);
         return new NativeStore(name, h);

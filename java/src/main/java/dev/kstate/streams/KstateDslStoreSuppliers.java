@@ -15,10 +15,10 @@ import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
  * Makes every DSL key-value store a kstate store: set
  * {@code dsl.store.suppliers.class=dev.kstate.streams.KstateDslStoreSuppliers}.
  *
- * <p>Key-value stores are kstate stores (timestamped or plain as the DSL asks; engine from
- * {@code kstate.engine}, RocksDB by default). Window and session stores, and key-value stores
- * in the {@code HEADERS} store format, are for now delegated to Kafka's built-in RocksDB
- * suppliers: kstate's window/session stores come in their own issue.
+ * <p>Key-value stores are kstate stores (plain, timestamped or, with Kafka 4.3+'s
+ * {@code dsl.store.format=headers}, in the KIP-1271 headers format, as the DSL asks; engine from
+ * {@code kstate.engine}, RocksDB by default). Window and session stores are for now delegated
+ * to Kafka's built-in RocksDB suppliers: kstate's window/session stores come in their own issue.
  *
  * <p>Works on Kafka Streams 4.0 to 4.4: {@code DslKeyValueParams#dslStoreFormat()} (and the
  * {@code DslStoreFormat} enum) appeared in 4.3, so they are looked up reflectively, falling back
@@ -41,14 +41,11 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
         fallback.configure(configs);
     }
 
-    /** A kstate store, or Kafka's built-in one for the {@code HEADERS} format. */
+    /** A kstate store in the format the DSL asks for: plain, timestamped or headers. */
     @Override
     public KeyValueBytesStoreSupplier keyValueStore(DslKeyValueParams params) {
-        String format = formatOf(params);
-        if (format.equals("HEADERS")) {
-            return fallback.keyValueStore(params);
-        }
-        return KstateStores.builder(params.name()).engine(engine).timestamped(format.equals("TIMESTAMPED")).build();
+        return KstateStores.builder(params.name()).engine(engine)
+            .valueFormat(KstateStoreOptions.ValueFormat.valueOf(formatOf(params))).build();
     }
 
     /** Kafka's built-in window store (kstate has none yet). */

@@ -6,9 +6,10 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * Supplies kstate key-value stores; each {@link #get()} returns a new, uninitialised store
- * (a {@code TimestampedBytesStore} when the options say timestamped).
+ * (a {@code TimestampedBytesStore} when the options say timestamped, a {@code HeadersBytesStore}
+ * in the headers format).
  */
-public final class KstateKeyValueBytesStoreSupplier implements KeyValueBytesStoreSupplier {
+public class KstateKeyValueBytesStoreSupplier implements KeyValueBytesStoreSupplier {
     private final KstateStoreOptions options;
 
     KstateKeyValueBytesStoreSupplier(KstateStoreOptions options) {
@@ -27,7 +28,14 @@ public final class KstateKeyValueBytesStoreSupplier implements KeyValueBytesStor
 
     @Override
     public KeyValueStore<Bytes, byte[]> get() {
-        return options.timestamped ? new KstateTimestampedKeyValueStore(options) : new KstateKeyValueStore(options);
+        switch (options.valueFormat) {
+            case HEADERS:
+                return new KstateHeadersKeyValueStore(options);
+            case TIMESTAMPED:
+                return new KstateTimestampedKeyValueStore(options);
+            default:
+                return new KstateKeyValueStore(options);
+        }
     }
 
     @Override

@@ -138,7 +138,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         }
         NativeStore.RocksTuning tuning = options.resolvedRocksTuning(configs);
         boolean statistics = options.resolvedStatistics(configs);
-        NativeStore opened = NativeStore.open(name(), path, engine, options.timestamped,
+        NativeStore opened = NativeStore.open(name(), path, engine, options.valueFormat.nativeNumber,
             options.resolvedMaxUncommittedBytes(configs), options.resolvedSyncOnCommit(configs), tuning);
         try {
             Position recovered = PositionCodec.decode(opened.committedMetadata());
@@ -159,7 +159,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         }
         LOG.info("kstate store {} (task {}): opened {}{}, {} values; committed position {}",
             name(), context.taskId(), origin, path == null ? "" : " at " + path,
-            options.timestamped ? "timestamped" : "plain", committedPosition);
+            options.valueFormat.name().toLowerCase(java.util.Locale.ROOT), committedPosition);
         warnIfExactlyOnceWithoutTransactionalStores(context.applicationId(), configs);
         context.register(root, new RestoreCallback());
     }

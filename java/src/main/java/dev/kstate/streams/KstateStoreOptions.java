@@ -60,6 +60,28 @@ public final class KstateStoreOptions {
     /** Engine of the DSL stores made by {@link KstateDslStoreSuppliers}: rocksdb or memory. */
     public static final String ENGINE_CONFIG = "kstate.engine";
 
+    /**
+     * How values are laid out. A store opens with its own format or a later one (PLAIN &lt;
+     * TIMESTAMPED &lt; HEADERS); a later one upgrades it in place, lazily (KIP-258, KIP-1271).
+     */
+    public enum ValueFormat {
+        /** Values as handed over (Kafka's {@code RocksDBStore}). */
+        PLAIN(dev.kstate.internal.KstateNative.FORMAT_PLAIN),
+        /** Kafka's {@code ValueAndTimestamp} layout: a {@code TimestampedBytesStore}. */
+        TIMESTAMPED(dev.kstate.internal.KstateNative.FORMAT_TIMESTAMPED),
+        /**
+         * Kafka 4.3+'s {@code ValueTimestampHeaders} layout (KIP-1271): a {@code HeadersBytesStore},
+         * byte-compatible with {@code RocksDBTimestampedStoreWithHeaders}. Needs Kafka Streams 4.3+.
+         */
+        HEADERS(dev.kstate.internal.KstateNative.FORMAT_HEADERS);
+
+        final int nativeNumber;
+
+        ValueFormat(int nativeNumber) {
+            this.nativeNumber = nativeNumber;
+        }
+    }
+
     /** Storage engine. */
     public enum Engine {
         /** RocksDB under {@code stateDir()/<name>/}: persistent. */
@@ -82,6 +104,7 @@ public final class KstateStoreOptions {
     final String name;
     final Engine engine;
     final boolean timestamped;
+    final ValueFormat valueFormat;
     final Long maxUncommittedBytes;
     final Boolean syncOnCommit;
     final Long blockCacheBytes;
@@ -95,7 +118,8 @@ public final class KstateStoreOptions {
     private KstateStoreOptions(Builder b) {
         this.name = b.name;
         this.engine = b.engine;
-        this.timestamped = b.timestamped;
+        this.valueFormat = b.valueFormat;
+        this.timestamped = b.valueFormat != ValueFormat.PLAIN;
         this.maxUncommittedBytes = b.maxUncommittedBytes;
         this.syncOnCommit = b.syncOnCommit;
         this.blockCacheBytes = b.blockCacheBytes;
@@ -117,9 +141,14 @@ public final class KstateStoreOptions {
         return engine;
     }
 
-    /** @return whether values carry timestamps (a {@code TimestampedBytesStore}) */
+    /** @return whether values carry timestamps (timestamped or headers format) */
     public boolean timestamped() {
         return timestamped;
+    }
+
+    /** @return the value format */
+    public ValueFormat valueFormat() {
+        return valueFormat;
     }
 
     long resolvedMaxUncommittedBytes(Map<String, Object> appConfigs) {
@@ -300,7 +329,7 @@ public final class KstateStoreOptions {
 
     @Override
     public String toString() {
-        return "KstateStoreOptions{name=" + name + ", engine=" + engine + ", timestamped=" + timestamped
+        return "KstateStoreOptions{name=" + name + ", engine=" + engine + ", valueFormat=" + valueFormat
             + ", maxUncommittedBytes=" + maxUncommittedBytes + ", syncOnCommit=" + syncOnCommit
             + ", blockCacheBytes=" + blockCacheBytes + ", writeBufferBytes=" + writeBufferBytes
             + ", writeBufferCount=" + writeBufferCount + ", bloomFilter=" + bloomFilter + ", statistics=" + statistics
@@ -312,7 +341,7 @@ public final class KstateStoreOptions {
     public static final class Builder {
         private final String name;
         private Engine engine = Engine.ROCKSDB;
-        private boolean timestamped = true;
+        private ValueFormat valueFormat = ValueFormat.TIMESTAMPED;
         private Long maxUncommittedBytes;
         private Boolean syncOnCommit;
         private Long blockCacheBytes;
@@ -347,7 +376,20 @@ public final class KstateStoreOptions {
          * @return this
          */
         public Builder timestamped(boolean timestamped) {
-            this.timestamped = timestamped;
+            this.valueFormat = timestamped ? ValueFormat.TIMESTAMPED : ValueFormat.PLAIN;
+            return this;
+        }
+
+        /**
+         * @param format the value format (default TIMESTAMPED); HEADERS makes a
+         *     {@code HeadersBytesStore} for {@code Stores.timestampedKeyValueStoreBuilderWithHeaders}
+         * @return this
+         */
+        public Builder valueFormat(ValueFormat format) {
+            if (format == null) {
+                throw new NullPointerException("format cannot be null");
+            }
+            this.valueFormat = format;
             return this;
         }
 
@@ -458,7 +500,12 @@ public final class KstateStoreOptions {
 
         /** @return a supplier of stores with these options */
         public KstateKeyValueBytesStoreSupplier build() {
-            return new KstateKeyValueBytesStoreSupplier(options());
+            KstateStoreOptions options = options();
+            // The DSL picks the headers store builder by the supplier's marker interface
+            // (HeadersBytesStoreSupplier, Kafka 4.3+), which only that subclass references.
+            return options.valueFormat == ValueFormat.HEADERS
+                ? new KstateHeadersKeyValueBytesStoreSupplier(options)
+                : new KstateKeyValueBytesStoreSupplier(options);
         }
     }
 }

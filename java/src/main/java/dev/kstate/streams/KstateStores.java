@@ -27,6 +27,27 @@ public final class KstateStores {
     }
 
     /**
+     * @param name store name (also its directory under the task's state directory)
+     * @return a supplier of persistent (RocksDB), transactional stores in Kafka 4.3+'s headers
+     *     format (KIP-1271, a {@code HeadersBytesStore}) for
+     *     {@code Stores.timestampedKeyValueStoreBuilderWithHeaders}; byte-compatible with
+     *     {@code RocksDBTimestampedStoreWithHeaders}, and upgrades a timestamped or plain store in place
+     */
+    public static KstateKeyValueBytesStoreSupplier persistentTimestampedKeyValueStoreWithHeaders(String name) {
+        return builder(name).engine(KstateStoreOptions.Engine.ROCKSDB)
+            .valueFormat(KstateStoreOptions.ValueFormat.HEADERS).build();
+    }
+
+    /**
+     * @param name store name
+     * @return a supplier of in-memory, transactional stores in the headers format
+     */
+    public static KstateKeyValueBytesStoreSupplier inMemoryTimestampedKeyValueStoreWithHeaders(String name) {
+        return builder(name).engine(KstateStoreOptions.Engine.MEMORY)
+            .valueFormat(KstateStoreOptions.ValueFormat.HEADERS).build();
+    }
+
+    /**
      * @param name store name
      * @return a supplier of persistent (RocksDB) stores without timestamps
      */

@@ -169,7 +169,11 @@ public class ConcurrencyAndSuppliersTest {
         assertTrue(plain instanceof KstateKeyValueBytesStoreSupplier);
         assertFalse(plain.get() instanceof TimestampedBytesStore);
         KeyValueBytesStoreSupplier headers = suppliers.keyValueStore(new DslKeyValueParams("c", DslStoreFormat.HEADERS));
-        assertFalse("HEADERS format is delegated to Kafka", headers instanceof KstateKeyValueBytesStoreSupplier);
+        assertTrue("HEADERS format is a kstate store", headers instanceof KstateKeyValueBytesStoreSupplier);
+        assertTrue("the DSL builds headers stores for this marker",
+            headers instanceof org.apache.kafka.streams.state.HeadersBytesStoreSupplier);
+        assertTrue(headers.get() instanceof org.apache.kafka.streams.state.HeadersBytesStore);
+        assertFalse("not a TimestampedBytesStore, as Kafka's headers store", headers.get() instanceof TimestampedBytesStore);
         // window and session stores: Kafka's built-in RocksDB suppliers for now
         assertEquals("w", suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
             false, EmitStrategy.onWindowUpdate(), false, DslStoreFormat.TIMESTAMPED)).name());

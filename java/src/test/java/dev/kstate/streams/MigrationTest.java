@@ -111,16 +111,50 @@ public class MigrationTest {
     }
 
     private List<String> kafkaWrites(File into, int records, KeyValueBytesStoreSupplier supplier) throws Exception {
+        return kafkaWrites(into, records, supplier, false);
+    }
+
+    /** Kafka 4.4's headers DSL format: {@code dsl.store.format=HEADERS}. */
+    private static Properties props(File stateDir, boolean headers) {
+        Properties p = TestSupport.props(APP, stateDir);
+        if (headers) {
+            p.put(org.apache.kafka.streams.StreamsConfig.DSL_STORE_FORMAT_CONFIG,
+                org.apache.kafka.streams.StreamsConfig.DSL_STORE_FORMAT_HEADERS);
+        }
+        return p;
+    }
+
+    /** Every entry of the headers-format store "s": value, timestamp and headers. */
+    private static List<String> headersContents(TopologyTestDriver driver) {
+        List<String> out = new ArrayList<>();
+        KeyValueStore<String, org.apache.kafka.streams.state.ValueTimestampHeaders<String>> store =
+            driver.getTimestampedKeyValueStoreWithHeaders("s");
+        try (KeyValueIterator<String, org.apache.kafka.streams.state.ValueTimestampHeaders<String>> it = store.all()) {
+            while (it.hasNext()) {
+                KeyValue<String, org.apache.kafka.streams.state.ValueTimestampHeaders<String>> kv = it.next();
+                out.add(kv.key + "=" + kv.value.value() + "@" + kv.value.timestamp() + kv.value.headers());
+            }
+        }
+        return out;
+    }
+
+    private List<String> kafkaWrites(File into, int records, KeyValueBytesStoreSupplier supplier, boolean headers)
+        throws Exception {
         File stateDir = new File(dir, "kafka-" + supplier.metricsScope() + "-" + into.getName());
-        TopologyTestDriver driver = new TopologyTestDriver(table(supplier).build(),
-            TestSupport.props(APP, stateDir));
+        TopologyTestDriver driver = new TopologyTestDriver(table(supplier).build(), props(stateDir, headers));
         List<String> contents;
         try {
             TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
             for (int i = 0; i < records; i++) {
-                in.pipeInput("key-" + (i % 150), "value-" + i, 1000L + i);
+                org.apache.kafka.common.header.internals.RecordHeaders h =
+                    new org.apache.kafka.common.header.internals.RecordHeaders();
+                if (i % 3 == 0) {
+                    h.add("n", Integer.toString(i).getBytes(StandardCharsets.UTF_8));
+                }
+                in.pipeInput(new org.apache.kafka.streams.test.TestRecord<>("key-" + (i % 150), "value-" + i, h,
+                    1000L + i));
             }
-            contents = contents(driver);
+            contents = headers ? headersContents(driver) : contents(driver);
             Field f = TopologyTestDriver.class.getDeclaredField("task");
             f.setAccessible(true);
             StreamTask task = (StreamTask) f.get(driver);
@@ -255,13 +289,30 @@ public class MigrationTest {
         assertFalse(new File(kafkaDb.getParentFile().getParentFile(), "s").exists());
     }
 
-    /** Kafka 4.4's headers-format store (KIP-1271) is refused before anything on disk changes. */
+    /**
+     * Kafka 4.4's headers-format store (KIP-1271, written under {@code dsl.store.format=HEADERS})
+     * is refused untouched by a timestamped kstate store (it cannot hold headers), and adopted
+     * in place by kstate's headers store: every entry with its timestamp and headers, and
+     * Kafka's committed offset, no restore.
+     */
     @Test
-    public void aHeadersFormatKafkaStoreIsRefusedUntouched() throws Exception {
+    public void aHeadersFormatKafkaStoreIsAdoptedByTheHeadersStore() throws Exception {
         File stateDir = new File(dir, "headers");
-        kafkaWrites(stateDir, 50, Stores.persistentTimestampedKeyValueStoreWithHeaders("s"));
+        List<String> kafkaContents = kafkaWrites(stateDir, 400, Stores.persistentTimestampedKeyValueStoreWithHeaders("s"),
+            true);
+        assertEquals(150, kafkaContents.size());
         assertTrue(columnFamilies(new File(stateDir, APP + "/0_0/rocksdb/s")).contains("keyValueWithTimestampAndHeaders"));
-        assertRefused(stateDir, "headers-format");
+        assertRefused(stateDir, "cannot be opened timestamped");
+        try (TopologyTestDriver driver = new TopologyTestDriver(
+            table(KstateStores.persistentTimestampedKeyValueStoreWithHeaders("s")).build(), props(stateDir, true))) {
+            assertEquals("every entry with timestamp and headers", kafkaContents, headersContents(driver));
+            StateStore store = driver.getAllStateStores().get("s");
+            assertEquals("Kafka's committed offset, from its offsets family", Long.valueOf(399L),
+                store.committedOffset(CHANGELOG));
+            assertFalse("no kstate store beside Kafka's", new File(stateDir, APP + "/0_0/s").exists());
+            driver.createInputTopic("in", new StringSerializer(), new StringSerializer()).pipeInput("key-0", "after", 5000L);
+            assertTrue(headersContents(driver).stream().anyMatch(e -> e.startsWith("key-0=after@5000")));
+        }
     }
 
     /**

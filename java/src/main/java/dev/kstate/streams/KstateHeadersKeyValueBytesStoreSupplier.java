@@ -1,0 +1,16 @@
+package dev.kstate.streams;
+
+import org.apache.kafka.streams.state.HeadersBytesStoreSupplier;
+
+/**
+ * Supplies kstate stores in the headers format (KIP-1271). Kafka Streams 4.3+ recognises a
+ * headers supplier by {@link HeadersBytesStoreSupplier}: the DSL then builds the store with
+ * {@code Stores.timestampedKeyValueStoreWithHeadersBuilder}, whose layers pass headers-format
+ * values through unchanged. Needs Kafka Streams 4.3+.
+ */
+public final class KstateHeadersKeyValueBytesStoreSupplier extends KstateKeyValueBytesStoreSupplier
+    implements HeadersBytesStoreSupplier {
+    KstateHeadersKeyValueBytesStoreSupplier(KstateStoreOptions options) {
+        super(options);
+    }
+}
