@@ -16,7 +16,7 @@ import org.apache.kafka.common.TopicPartition;
  * closed with the store, and the transaction calls, which are the same natives for every
  * store kind on the Rust side.
  */
-public abstract class NativeSegmentedStore implements AutoCloseable {
+public abstract class NativeSegmentedStore implements AutoCloseable, NativePropertySource {
     private final String name;
     private final AtomicLong handle;
     private final Set<NativeSegmentIterator> iterators = ConcurrentHashMap.newKeySet();

@@ -16,7 +16,7 @@ import org.apache.kafka.common.TopicPartition;
  * closed when it closes. Thread-safe; a call racing with {@link #close()} fails cleanly with
  * {@code KstateInvalidStateStoreException} (the native handle table rejects dead handles).
  */
-public final class NativeStore implements AutoCloseable {
+public final class NativeStore implements AutoCloseable, NativePropertySource {
     private final String name;
     private final AtomicLong handle;
     private final Set<NativeIterator> iterators = ConcurrentHashMap.newKeySet();

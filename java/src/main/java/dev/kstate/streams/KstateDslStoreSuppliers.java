@@ -2,6 +2,7 @@ package dev.kstate.streams;
 
 import java.lang.reflect.Method;
 import java.util.Map;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.state.DslKeyValueParams;
 import org.apache.kafka.streams.state.DslSessionParams;
@@ -12,13 +13,15 @@ import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
 import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
 
 /**
- * Makes every DSL key-value store a kstate store: set
+ * Makes every DSL key-value, window and session store a kstate store: set
  * {@code dsl.store.suppliers.class=dev.kstate.streams.KstateDslStoreSuppliers}.
  *
  * <p>Key-value stores are kstate stores (plain, timestamped or, with Kafka 4.3+'s
- * {@code dsl.store.format=headers}, in the KIP-1271 headers format, as the DSL asks; engine from
- * {@code kstate.engine}, RocksDB by default). Window and session stores are for now delegated
- * to Kafka's built-in RocksDB suppliers: kstate's window/session stores come in their own issue.
+ * {@code dsl.store.format=headers}, in the KIP-1271 headers format, as the DSL asks). Window
+ * stores are kstate window stores (timestamped or plain as the DSL asks) and session stores
+ * kstate session stores; engine from {@code kstate.engine}, RocksDB by default. Delegated to
+ * Kafka's built-in RocksDB suppliers: window and session stores in the {@code HEADERS} store
+ * format, and the time-ordered window and session stores of {@code EmitStrategy.onWindowClose()}.
  *
  * <p>Works on Kafka Streams 4.0 to 4.4: {@code DslKeyValueParams#dslStoreFormat()} (and the
  * {@code DslStoreFormat} enum) appeared in 4.3, so they are looked up reflectively, falling back
@@ -27,6 +30,10 @@ import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
 public class KstateDslStoreSuppliers implements DslStoreSuppliers {
     /** {@code DslKeyValueParams#dslStoreFormat()}, or null before Kafka Streams 4.3. */
     private static final Method DSL_STORE_FORMAT = dslStoreFormatMethod();
+    /** {@code DslWindowParams#dslStoreFormat()}, or null on older runtimes. */
+    private static final Method WINDOW_STORE_FORMAT = method(DslWindowParams.class, "dslStoreFormat");
+    /** {@code DslSessionParams#storeFormat()}, or null on older runtimes. */
+    private static final Method SESSION_STORE_FORMAT = method(DslSessionParams.class, "storeFormat");
 
     private final DslStoreSuppliers fallback = new BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers();
     private KstateStoreOptions.Engine engine = KstateStoreOptions.Engine.ROCKSDB;
@@ -48,16 +55,65 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
             .valueFormat(KstateStoreOptions.ValueFormat.valueOf(formatOf(params))).build();
     }
 
-    /** Kafka's built-in window store (kstate has none yet). */
+    /**
+     * A kstate window store (timestamped or plain as the DSL asks), or Kafka's built-in one for
+     * the {@code HEADERS} format and for {@code EmitStrategy.onWindowClose()}, whose operators
+     * need Kafka's time-ordered window stores.
+     */
     @Override
     public WindowBytesStoreSupplier windowStore(DslWindowParams params) {
-        return fallback.windowStore(params);
+        String format = windowFormatOf(params);
+        if (format.equals("HEADERS") || params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
+            return fallback.windowStore(params);
+        }
+        return KstateStores.builder(params.name()).engine(engine).timestamped(!format.equals("PLAIN"))
+            .buildWindowStore(params.retentionPeriod(), params.windowSize(), params.retainDuplicates());
     }
 
-    /** Kafka's built-in session store (kstate has none yet). */
+    /**
+     * A kstate session store, or Kafka's built-in one for the {@code HEADERS} format and for
+     * {@code EmitStrategy.onWindowClose()} (Kafka's time-ordered session store).
+     */
     @Override
     public SessionBytesStoreSupplier sessionStore(DslSessionParams params) {
-        return fallback.sessionStore(params);
+        if (enumName(invoke(SESSION_STORE_FORMAT, params), "").equals("HEADERS")
+            || params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
+            return fallback.sessionStore(params);
+        }
+        return KstateStores.builder(params.name()).engine(engine).buildSessionStore(params.retentionPeriod());
+    }
+
+    /** @return the window store format: PLAIN, TIMESTAMPED or HEADERS ({@code dslStoreFormat()} is 4.3+) */
+    @SuppressWarnings("deprecation") // isTimestamped() is the only way to ask on older runtimes
+    static String windowFormatOf(DslWindowParams params) {
+        String name = enumName(invoke(WINDOW_STORE_FORMAT, params), null);
+        if (name != null) {
+            return name;
+        }
+        return params.isTimestamped() ? "TIMESTAMPED" : "PLAIN";
+    }
+
+    private static Object invoke(Method method, Object target) {
+        if (method == null) {
+            return null;
+        }
+        try {
+            return method.invoke(target);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot read the store format of " + target, e);
+        }
+    }
+
+    private static String enumName(Object format, String fallback) {
+        return format instanceof Enum ? ((Enum<?>) format).name() : fallback;
+    }
+
+    private static Method method(Class<?> type, String name) {
+        try {
+            return type.getMethod(name);
+        } catch (NoSuchMethodException olderKafka) {
+            return null;
+        }
     }
 
     /** @return the name of the DSL store format: PLAIN, TIMESTAMPED or HEADERS */

@@ -1,6 +1,6 @@
 package dev.kstate.streams;
 
-import dev.kstate.internal.NativeStore;
+import dev.kstate.internal.NativePropertySource;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -76,12 +76,31 @@ final class KstateMetrics implements AutoCloseable {
      * @return the registration, to close with the store
      */
     static KstateMetrics register(StreamsMetrics metrics, String taskId, String storeName, boolean rocksdb,
-                                  boolean statistics, Supplier<NativeStore> store) {
+                                  boolean statistics, Supplier<? extends NativePropertySource> store) {
+        return register(metrics, taskId, storeName, rocksdb ? ROCKSDB_STATE_ID_TAG : MEMORY_STATE_ID_TAG, rocksdb,
+            statistics, store);
+    }
+
+    /**
+     * Registers the metrics of a store under an explicit store tag (window and session stores
+     * use Kafka's {@code rocksdb-window-state-id} / {@code rocksdb-session-state-id}).
+     *
+     * @param metrics the task's metrics ({@code context.metrics()})
+     * @param taskId the task id
+     * @param storeName the store name
+     * @param stateIdTag the tag naming the store
+     * @param rocksdb true for the RocksDB engine (RocksDB gauges)
+     * @param statistics true when RocksDB statistics are on (the ticker totals)
+     * @param store the store's current native store; read when a metric is read
+     * @return the registration, to close with the store
+     */
+    static KstateMetrics register(StreamsMetrics metrics, String taskId, String storeName, String stateIdTag,
+                                  boolean rocksdb, boolean statistics, Supplier<? extends NativePropertySource> store) {
         String threadId = Thread.currentThread().getName();
         Map<String, String> tags = new LinkedHashMap<>();
         tags.put("thread-id", threadId);
         tags.put("task-id", taskId);
-        tags.put(rocksdb ? ROCKSDB_STATE_ID_TAG : MEMORY_STATE_ID_TAG, storeName);
+        tags.put(stateIdTag, storeName);
         Sensor sensor = metrics.addSensor("kstate." + threadId + "." + taskId + "." + storeName, Sensor.RecordingLevel.INFO);
         List<MetricName> names = new ArrayList<>();
         if (rocksdb) {
@@ -131,17 +150,17 @@ final class KstateMetrics implements AutoCloseable {
 
     /** A value read from the native store when the metric is read; never recorded. */
     private abstract static class Gauge implements MeasurableStat {
-        private final Supplier<NativeStore> store;
+        private final Supplier<? extends NativePropertySource> store;
 
-        Gauge(Supplier<NativeStore> store) {
+        Gauge(Supplier<? extends NativePropertySource> store) {
             this.store = store;
         }
 
-        abstract long read(NativeStore s);
+        abstract long read(NativePropertySource s);
 
         @Override
         public double measure(MetricConfig config, long now) {
-            NativeStore s = store.get();
+            NativePropertySource s = store.get();
             if (s == null || !s.isOpen()) {
                 return Double.NaN;
             }
@@ -162,13 +181,13 @@ final class KstateMetrics implements AutoCloseable {
     private static final class NativeValue extends Gauge {
         private final String property;
 
-        NativeValue(Supplier<NativeStore> store, String property) {
+        NativeValue(Supplier<? extends NativePropertySource> store, String property) {
             super(store);
             this.property = property;
         }
 
         @Override
-        long read(NativeStore s) {
+        long read(NativePropertySource s) {
             return s.property(property);
         }
     }

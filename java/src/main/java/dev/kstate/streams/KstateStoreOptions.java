@@ -507,5 +507,54 @@ public final class KstateStoreOptions {
                 ? new KstateHeadersKeyValueBytesStoreSupplier(options)
                 : new KstateKeyValueBytesStoreSupplier(options);
         }
+
+        /**
+         * A supplier of window stores with these options, validated as Kafka's
+         * {@code Stores.persistentWindowStore} validates its arguments.
+         *
+         * @param retentionPeriod how long windows are kept (not negative, at least {@code windowSize})
+         * @param windowSize the window size (not negative)
+         * @param retainDuplicates keep every put (stream-stream joins), as Kafka's {@code retainDuplicates}
+         * @return the supplier
+         * @throws IllegalArgumentException as Kafka's {@code Stores}, with its messages; for the
+         *     headers value format, which kstate's window stores do not have yet
+         */
+        public KstateWindowBytesStoreSupplier buildWindowStore(java.time.Duration retentionPeriod,
+                                                               java.time.Duration windowSize, boolean retainDuplicates) {
+            if (valueFormat == ValueFormat.HEADERS) {
+                throw new IllegalArgumentException("kstate window stores hold plain or timestamped values; the headers"
+                    + " format is not supported for window store " + name);
+            }
+            long retentionMs = KstateStores.millis(retentionPeriod, "retentionPeriod");
+            long windowSizeMs = KstateStores.millis(windowSize, "windowSize");
+            if (retentionMs < 0L) {
+                throw new IllegalArgumentException("retentionPeriod cannot be negative");
+            }
+            if (windowSizeMs < 0L) {
+                throw new IllegalArgumentException("windowSize cannot be negative");
+            }
+            if (windowSizeMs > retentionMs) {
+                throw new IllegalArgumentException("The retention period of the window store " + name
+                    + " must be no smaller than its window size. Got size=[" + windowSize + "], retention=["
+                    + retentionPeriod + "]");
+            }
+            return new KstateWindowBytesStoreSupplier(options(), retentionMs, windowSizeMs, retainDuplicates);
+        }
+
+        /**
+         * A supplier of session stores with these options (the timestamped flag does not apply:
+         * session aggregates carry no timestamp, as in Kafka).
+         *
+         * @param retentionPeriod how long sessions are kept (not negative)
+         * @return the supplier
+         * @throws IllegalArgumentException as Kafka's {@code Stores.persistentSessionStore}, with its messages
+         */
+        public KstateSessionBytesStoreSupplier buildSessionStore(java.time.Duration retentionPeriod) {
+            long retentionMs = KstateStores.millis(retentionPeriod, "retentionPeriod");
+            if (retentionMs < 0L) {
+                throw new IllegalArgumentException("retentionPeriod cannot be negative");
+            }
+            return new KstateSessionBytesStoreSupplier(options(), retentionMs);
+        }
     }
 }

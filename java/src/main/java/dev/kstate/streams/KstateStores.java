@@ -1,5 +1,8 @@
 package dev.kstate.streams;
 
+import java.time.Duration;
+import org.apache.kafka.streams.internals.ApiUtils;
+
 /**
  * Factory of kstate stores, mirroring Kafka's {@code Stores}. The suppliers plug into
  * {@code Materialized.as(supplier)}, {@code Stores.timestampedKeyValueStoreBuilder(supplier,
@@ -61,6 +64,87 @@ public final class KstateStores {
      */
     public static KstateKeyValueBytesStoreSupplier inMemoryKeyValueStore(String name) {
         return builder(name).engine(KstateStoreOptions.Engine.MEMORY).timestamped(false).build();
+    }
+
+    /**
+     * A persistent (RocksDB) timestamped window store, as Kafka's
+     * {@code Stores.persistentTimestampedWindowStore}: the store is a {@code TimestampedBytesStore}.
+     *
+     * @param name store name (also its directory under the task's state directory)
+     * @param retentionPeriod how long windows are kept (not negative, at least {@code windowSize})
+     * @param windowSize the window size (not negative)
+     * @param retainDuplicates keep every put under its own seqnum (stream-stream joins)
+     * @return the supplier
+     * @throws IllegalArgumentException for the arguments Kafka's {@code Stores} refuses, with its messages
+     */
+    public static KstateWindowBytesStoreSupplier persistentTimestampedWindowStore(String name, Duration retentionPeriod,
+                                                                                  Duration windowSize,
+                                                                                  boolean retainDuplicates) {
+        return builder(name).engine(KstateStoreOptions.Engine.ROCKSDB).timestamped(true)
+            .buildWindowStore(retentionPeriod, windowSize, retainDuplicates);
+    }
+
+    /**
+     * A persistent (RocksDB) window store without timestamps, as Kafka's
+     * {@code Stores.persistentWindowStore} (for Processor API users who want no timestamps).
+     *
+     * @param name store name
+     * @param retentionPeriod how long windows are kept (not negative, at least {@code windowSize})
+     * @param windowSize the window size (not negative)
+     * @param retainDuplicates keep every put under its own seqnum
+     * @return the supplier
+     * @throws IllegalArgumentException for the arguments Kafka's {@code Stores} refuses, with its messages
+     */
+    public static KstateWindowBytesStoreSupplier persistentWindowStore(String name, Duration retentionPeriod,
+                                                                       Duration windowSize, boolean retainDuplicates) {
+        return builder(name).engine(KstateStoreOptions.Engine.ROCKSDB).timestamped(false)
+            .buildWindowStore(retentionPeriod, windowSize, retainDuplicates);
+    }
+
+    /**
+     * An in-memory timestamped window store: the memory engine, with exactly the semantics (and
+     * result order) of {@link #persistentTimestampedWindowStore}.
+     *
+     * @param name store name
+     * @param retentionPeriod how long windows are kept (not negative, at least {@code windowSize})
+     * @param windowSize the window size (not negative)
+     * @param retainDuplicates keep every put under its own seqnum
+     * @return the supplier
+     * @throws IllegalArgumentException for the arguments Kafka's {@code Stores} refuses, with its messages
+     */
+    public static KstateWindowBytesStoreSupplier inMemoryWindowStore(String name, Duration retentionPeriod,
+                                                                     Duration windowSize, boolean retainDuplicates) {
+        return builder(name).engine(KstateStoreOptions.Engine.MEMORY).timestamped(true)
+            .buildWindowStore(retentionPeriod, windowSize, retainDuplicates);
+    }
+
+    /**
+     * A persistent (RocksDB) session store, as Kafka's {@code Stores.persistentSessionStore}.
+     *
+     * @param name store name (also its directory under the task's state directory)
+     * @param retentionPeriod how long sessions are kept (not negative; at least the inactivity gap plus grace)
+     * @return the supplier
+     * @throws IllegalArgumentException for the arguments Kafka's {@code Stores} refuses, with its messages
+     */
+    public static KstateSessionBytesStoreSupplier persistentSessionStore(String name, Duration retentionPeriod) {
+        return builder(name).engine(KstateStoreOptions.Engine.ROCKSDB).timestamped(false).buildSessionStore(retentionPeriod);
+    }
+
+    /**
+     * An in-memory session store: the memory engine, with the semantics of {@link #persistentSessionStore}.
+     *
+     * @param name store name
+     * @param retentionPeriod how long sessions are kept (not negative)
+     * @return the supplier
+     * @throws IllegalArgumentException for the arguments Kafka's {@code Stores} refuses, with its messages
+     */
+    public static KstateSessionBytesStoreSupplier inMemorySessionStore(String name, Duration retentionPeriod) {
+        return builder(name).engine(KstateStoreOptions.Engine.MEMORY).timestamped(false).buildSessionStore(retentionPeriod);
+    }
+
+    /** Kafka's {@code ApiUtils#validateMillisecondDuration}, with its messages. */
+    static long millis(Duration duration, String parameter) {
+        return ApiUtils.validateMillisecondDuration(duration, ApiUtils.prepareMillisCheckFailMsgPrefix(duration, parameter));
     }
 
     /**

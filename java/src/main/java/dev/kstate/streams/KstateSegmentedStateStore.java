@@ -1,0 +1,404 @@
+package dev.kstate.streams;
+
+import dev.kstate.internal.KstateNative;
+import dev.kstate.internal.NativeSegmentedStore;
+import dev.kstate.internal.NativeStore;
+import dev.kstate.internal.Packing;
+import dev.kstate.internal.PositionCodec;
+import java.io.File;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.processor.StateStoreContext;
+import org.apache.kafka.streams.processor.api.RecordMetadata;
+import org.apache.kafka.streams.processor.internals.RecordBatchingStateRestoreCallback;
+import org.apache.kafka.streams.query.FailureReason;
+import org.apache.kafka.streams.query.Position;
+import org.apache.kafka.streams.query.PositionBound;
+import org.apache.kafka.streams.query.Query;
+import org.apache.kafka.streams.query.QueryConfig;
+import org.apache.kafka.streams.query.QueryResult;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What kstate's window and session stores share with each other and with
+ * {@link KstateKeyValueStore}: Kafka Streams 4.4's {@link StateStore} life cycle (init under
+ * {@code stateDir()/<name>/}, {@code commit(Map)} of the writes with the changelog offsets and
+ * the {@link Position} in one native step, {@code committedOffset}, {@code managesOffsets},
+ * uncommitted bytes, restore batches committed with their changelog offset, idempotent close),
+ * and Kafka's segmented-store rules for when a write moves the position (not when it lands in
+ * an expired segment).
+ *
+ * @param <S> the native store kind
+ */
+abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> implements StateStore {
+    private static final Logger LOG = LoggerFactory.getLogger(KstateSegmentedStateStore.class);
+    /** Kafka's own segment directories ({@code <name>.<segment id>}) under {@code <taskDir>/<name>/}. */
+    private static final Pattern KAFKA_SEGMENT = Pattern.compile(".+\\.\\d+");
+
+    final KstateStoreOptions options;
+    final long retentionPeriod;
+    final long segmentInterval;
+    volatile S store;
+    volatile StateStoreContext context;
+    volatile Position position = Position.emptyPosition();
+    volatile Position committedPosition = Position.emptyPosition();
+    private volatile File directory;
+    private volatile boolean consistencyEnabled;
+    private volatile KstateMetrics metrics;
+    /** True while the store was created empty by this init and nothing was written or restored since. */
+    private volatile boolean emptySinceCreation;
+    /** The writer's observed stream time (Kafka's observedStreamTime), mirrored to know which writes expire. */
+    private long observedStreamTime = -1;
+
+    KstateSegmentedStateStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval) {
+        this.options = options;
+        this.retentionPeriod = retentionPeriod;
+        this.segmentInterval = segmentInterval;
+    }
+
+    /** Opens the native store at {@code path} (null for the memory engine). */
+    abstract S openNative(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
+                          NativeStore.RocksTuning tuning);
+
+    /** Writes a restored changelog batch keyed by Kafka store keys. */
+    abstract void putAllStoreKeys(S s, byte[] packed);
+
+    /** @return Kafka's metrics tag naming the store (e.g. {@code rocksdb-window-state-id}) */
+    abstract String stateIdTag();
+
+    /** @return "window" or "session", for messages */
+    abstract String kind();
+
+    @Override
+    public String name() {
+        return options.name;
+    }
+
+    @Override
+    public void init(StateStoreContext context, StateStore root) {
+        if (store != null && store.isOpen()) {
+            throw new IllegalStateException("store " + name() + " is already initialised");
+        }
+        Map<String, Object> configs = context.appConfigs();
+        KstateStoreOptions.warnAboutUnknownKeys(configs);
+        String path = null;
+        int engine = KstateNative.ENGINE_MEMORY;
+        boolean fresh = true;
+        if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
+            File dir = new File(context.stateDir(), name());
+            refuseKafkaSegments(dir);
+            fresh = !hasFiles(dir);
+            if (!dir.isDirectory() && !dir.mkdirs()) {
+                throw new KstateProcessorStateException("cannot create the directory " + dir + " of store " + name(),
+                    KstateException.IO);
+            }
+            directory = dir;
+            path = dir.getAbsolutePath();
+            engine = KstateNative.ENGINE_ROCKSDB;
+        }
+        boolean statistics = options.resolvedStatistics(configs);
+        S opened = openNative(path, engine, options.resolvedMaxUncommittedBytes(configs),
+            options.resolvedSyncOnCommit(configs), options.resolvedRocksTuning(configs));
+        try {
+            Position recovered = PositionCodec.decode(opened.committedMetadata());
+            position = recovered;
+            committedPosition = recovered.copy();
+        } catch (RuntimeException e) {
+            opened.close();
+            throw new KstateProcessorStateException("store " + name() + ": unreadable position metadata: " + e.getMessage(),
+                KstateException.CORRUPTION);
+        }
+        synchronized (this) {
+            observedStreamTime = opened.streamTime(false);
+        }
+        Object consistency = configs == null ? null : configs.get(KstateKeyValueStore.IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
+        consistencyEnabled = consistency != null && Boolean.parseBoolean(String.valueOf(consistency).trim());
+        emptySinceCreation = fresh;
+        this.context = context;
+        this.store = opened;
+        if (context.metrics() != null) {
+            metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(), stateIdTag(),
+                options.engine == KstateStoreOptions.Engine.ROCKSDB, statistics, () -> store);
+        }
+        LOG.info("kstate {} store {} (task {}): opened {}{}, retention {} ms, segment interval {} ms; committed position {}",
+            kind(), name(), context.taskId(), path == null ? "new in-memory store" : fresh ? "new store" : "existing store",
+            path == null ? "" : " at " + path, retentionPeriod, segmentInterval, committedPosition);
+        context.register(root, new RestoreCallback());
+    }
+
+    /**
+     * Kafka's own segmented stores live in {@code <taskDir>/<name>/<name>.<segment>}: kstate
+     * does not adopt them, and must not create a RocksDB database among their segments.
+     */
+    private void refuseKafkaSegments(File dir) {
+        String[] names = dir.list();
+        if (names == null || new File(dir, "CURRENT").exists()) {
+            return;
+        }
+        for (String n : names) {
+            if (KAFKA_SEGMENT.matcher(n).matches() && new File(dir, n).isDirectory()) {
+                throw new KstateProcessorStateException("store " + name() + ": " + dir + " holds Kafka Streams' own "
+                    + "segmented " + kind() + " store (segment " + n + "), which kstate does not adopt; delete the "
+                    + "directory (or reset the application) to rebuild the store from its changelog",
+                    KstateException.FORMAT_MISMATCH);
+            }
+        }
+    }
+
+    private static boolean hasFiles(File dir) {
+        String[] names = dir.list();
+        return names != null && names.length > 0;
+    }
+
+    /** Restored batches are committed at once with their changelog offset, as the key-value store does. */
+    private final class RestoreCallback implements RecordBatchingStateRestoreCallback {
+        @Override
+        public void restoreBatch(Collection<ConsumerRecord<byte[], byte[]>> records) {
+            S s = open();
+            if (records.isEmpty()) {
+                return;
+            }
+            List<KeyValue<byte[], byte[]>> entries = new ArrayList<>(records.size());
+            Position restored = consistencyEnabled ? position.copy() : null;
+            long last = -1;
+            ConsumerRecord<byte[], byte[]> any = null;
+            for (ConsumerRecord<byte[], byte[]> record : records) {
+                if (restored != null) {
+                    KstateKeyValueStore.mergeConsistencyHeaders(record, restored);
+                }
+                entries.add(KeyValue.pair(record.key(), record.value()));
+                last = Math.max(last, record.offset());
+                any = record;
+            }
+            putAllStoreKeys(s, Packing.packRaw(entries));
+            emptySinceCreation = false;
+            synchronized (KstateSegmentedStateStore.this) {
+                observedStreamTime = s.streamTime(false);
+            }
+            if (restored != null) {
+                position = restored;
+            }
+            Position snapshot = position.copy();
+            s.commit(Collections.singletonMap(new TopicPartition(any.topic(), any.partition()), last),
+                PositionCodec.encode(snapshot));
+            committedPosition = snapshot;
+        }
+
+        @Override
+        public void restoreAll(Collection<KeyValue<byte[], byte[]>> records) {
+            S s = open();
+            if (!records.isEmpty()) {
+                putAllStoreKeys(s, Packing.packRaw(new ArrayList<>(records)));
+                emptySinceCreation = false;
+                synchronized (KstateSegmentedStateStore.this) {
+                    observedStreamTime = s.streamTime(false);
+                }
+            }
+        }
+    }
+
+    @Override
+    @SuppressWarnings("deprecation") // kept for Kafka Streams 4.0-4.2 runtimes
+    public void flush() {
+        S s = open();
+        Position snapshot = position.copy();
+        s.flush(PositionCodec.encode(snapshot));
+        committedPosition = snapshot;
+    }
+
+    @Override
+    public void commit(Map<TopicPartition, Long> changelogOffsets) {
+        S s = open();
+        if (emptySinceCreation && changelogOffsets != null && changelogOffsets.values().stream().anyMatch(Objects::nonNull)) {
+            // As the key-value store: offsets migrated from a legacy .checkpoint right after an
+            // init that created this store empty would claim data the store does not hold.
+            LOG.info("kstate store {}: ignoring committed offsets {}: the store was created empty in this init and holds "
+                + "no data for them (a legacy .checkpoint from another store?). Kafka Streams will restore it from the "
+                + "changelog.", name(), changelogOffsets);
+            return;
+        }
+        Position snapshot = position.copy();
+        s.commit(changelogOffsets == null ? Collections.emptyMap() : changelogOffsets, PositionCodec.encode(snapshot));
+        committedPosition = snapshot;
+    }
+
+    @Override
+    public Long committedOffset(TopicPartition partition) {
+        return open().committedOffset(Objects.requireNonNull(partition, "partition cannot be null"));
+    }
+
+    @Override
+    @SuppressWarnings("deprecation") // deprecated in 4.4 (every store will manage offsets); still consulted
+    public boolean managesOffsets() {
+        return true;
+    }
+
+    @Override
+    public long approximateNumUncommittedBytes() {
+        S s = store;
+        if (s == null || !s.isOpen()) {
+            return 0;
+        }
+        return s.approximateNumUncommittedBytes();
+    }
+
+    /** Closes the store and its open iterators; uncommitted writes are discarded. Idempotent. */
+    @Override
+    public void close() {
+        KstateMetrics m = metrics;
+        if (m != null) {
+            metrics = null;
+            m.close();
+        }
+        S s = store;
+        if (s != null && s.isOpen()) {
+            int leaked = s.openIterators();
+            if (leaked > 0) {
+                LOG.warn("Closing {} open iterators for store {}", leaked, name());
+            }
+            s.close();
+            LOG.debug("kstate store {} closed", name());
+        }
+    }
+
+    @Override
+    public boolean persistent() {
+        return options.engine == KstateStoreOptions.Engine.ROCKSDB;
+    }
+
+    @Override
+    public boolean isOpen() {
+        S s = store;
+        return s != null && s.isOpen();
+    }
+
+    @Override
+    public Position getPosition() {
+        return position;
+    }
+
+    /** @return the options this store was built with */
+    public KstateStoreOptions options() {
+        return options;
+    }
+
+    /** @return the store's directory (RocksDB engine, after init), or null */
+    public File directory() {
+        return directory;
+    }
+
+    /** @return number of iterators currently open on this store */
+    public int openIterators() {
+        S s = store;
+        return s == null ? 0 : s.openIterators();
+    }
+
+    /** @return the names of the metrics this store registered, empty when closed */
+    List<org.apache.kafka.common.MetricName> metricNames() {
+        KstateMetrics m = metrics;
+        return m == null ? Collections.emptyList() : m.names();
+    }
+
+    // ----- helpers for the subclasses ----------------------------------------------------------
+
+    S open() {
+        S s = store;
+        if (s == null || !s.isOpen()) {
+            throw new KstateInvalidStateStoreException("Store " + name() + " is currently closed.", KstateException.STORE_CLOSED);
+        }
+        return s;
+    }
+
+    /**
+     * Runs a write at Kafka segment time {@code time}, then moves the position as Kafka's
+     * {@code AbstractRocksDBSegmentedBytesStore#put} does: only when the write's segment is live
+     * at the stream time it observed.
+     *
+     * @param time window start or session end of the write
+     * @param movesPosition false for writes that never move Kafka's position (session removes)
+     * @param write the native write
+     */
+    void write(long time, boolean movesPosition, Runnable write) {
+        emptySinceCreation = false;
+        boolean live;
+        synchronized (this) {
+            write.run();
+            long streamTime = Math.max(observedStreamTime, time);
+            observedStreamTime = streamTime;
+            live = time / segmentInterval >= (streamTime - retentionPeriod) / segmentInterval;
+        }
+        if (live && movesPosition) {
+            updatePosition();
+        }
+    }
+
+    private void updatePosition() {
+        StateStoreContext ctx = context;
+        if (ctx == null) {
+            return;
+        }
+        Optional<RecordMetadata> meta = ctx.recordMetadata();
+        if (meta.isPresent() && meta.get().topic() != null) {
+            RecordMetadata m = meta.get();
+            position = position.withComponent(m.topic(), m.partition(), m.offset());
+        }
+    }
+
+    /**
+     * Answers an IQv2 query at the isolation level of its config, checking the position bound
+     * against the committed position for READ_COMMITTED and the current one otherwise (as
+     * Kafka's own segmented stores do). A failing store yields a failed result, not a throw.
+     */
+    <R> QueryResult<R> query(Query<R> query, PositionBound positionBound, QueryConfig config, Answerer answerer) {
+        long start = System.nanoTime();
+        boolean committed = KstateKeyValueStore.isolationOf(config) == IsolationLevel.READ_COMMITTED;
+        Position current = committed ? committedPosition : position;
+        StateStoreContext ctx = context;
+        int partition = ctx == null ? 0 : ctx.taskId().partition();
+        QueryResult<R> result;
+        try {
+            if (!KstateKeyValueStore.isPermitted(current, positionBound, partition)) {
+                result = QueryResult.notUpToBound(current, positionBound, partition);
+            } else {
+                result = answerer.answer(query, committed);
+            }
+        } catch (RuntimeException e) {
+            result = QueryResult.forFailure(FailureReason.STORE_EXCEPTION,
+                "kstate store " + name() + " failed to answer " + query + ": " + e);
+        }
+        if (config.isCollectExecutionInfo()) {
+            result.addExecutionInfo("Handled in " + getClass() + " (" + (committed ? "read committed" : "read uncommitted")
+                + ") in " + (System.nanoTime() - start) + "ns");
+        }
+        result.setPosition(current.copy());
+        return result;
+    }
+
+    /** The query types a store kind answers. */
+    interface Answerer {
+        /**
+         * @param query the query
+         * @param committed read committed data only
+         * @param <R> the result type
+         * @return the result, or {@code QueryResult.forUnknownQueryType}
+         */
+        <R> QueryResult<R> answer(Query<R> query, boolean committed);
+    }
+
+    @Override
+    public String toString() {
+        return getClass().getSimpleName() + "{" + name() + ", " + options.engine + ", open=" + isOpen() + "}";
+    }
+}

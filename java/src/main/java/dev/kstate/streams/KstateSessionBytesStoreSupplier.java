@@ -1,0 +1,59 @@
+package dev.kstate.streams;
+
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
+import org.apache.kafka.streams.state.SessionStore;
+
+/**
+ * Supplies kstate session stores; each {@link #get()} returns a new, uninitialised store. Build
+ * with {@link KstateStores#persistentSessionStore}, {@link KstateStores#inMemorySessionStore} or
+ * {@link KstateStoreOptions.Builder#buildSessionStore}.
+ */
+public final class KstateSessionBytesStoreSupplier implements SessionBytesStoreSupplier {
+    private final KstateStoreOptions options;
+    private final long retentionPeriod;
+    private final long segmentInterval;
+
+    KstateSessionBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod) {
+        this.options = options;
+        this.retentionPeriod = retentionPeriod;
+        this.segmentInterval = Math.max(retentionPeriod / 2, 60_000L);
+    }
+
+    /** @return the options of the stores this supplies */
+    public KstateStoreOptions options() {
+        return options;
+    }
+
+    @Override
+    public String name() {
+        return options.name;
+    }
+
+    @Override
+    public SessionStore<Bytes, byte[]> get() {
+        return new KstateSessionStore(options, retentionPeriod, segmentInterval);
+    }
+
+    @Override
+    public String metricsScope() {
+        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? "kstate-rocksdb-session" : "kstate-memory-session";
+    }
+
+    /** @return {@code max(retention / 2, 60 s)}, as Kafka's RocksDB session stores (fixed when a store is created) */
+    @Override
+    public long segmentIntervalMs() {
+        return segmentInterval;
+    }
+
+    @Override
+    public long retentionPeriod() {
+        return retentionPeriod;
+    }
+
+    @Override
+    public String toString() {
+        return "KstateSessionBytesStoreSupplier{" + options + ", retentionPeriod=" + retentionPeriod + ", segmentInterval="
+            + segmentInterval + "}";
+    }
+}

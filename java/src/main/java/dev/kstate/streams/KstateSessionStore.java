@@ -1,0 +1,344 @@
+package dev.kstate.streams;
+
+import dev.kstate.internal.NativeSegmentIterator;
+import dev.kstate.internal.NativeSessionStore;
+import dev.kstate.internal.NativeStore;
+import java.time.Instant;
+import java.util.Objects;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.internals.ApiUtils;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
+import org.apache.kafka.streams.query.FailureReason;
+import org.apache.kafka.streams.query.PositionBound;
+import org.apache.kafka.streams.query.Query;
+import org.apache.kafka.streams.query.QueryConfig;
+import org.apache.kafka.streams.query.QueryResult;
+import org.apache.kafka.streams.query.WindowRangeQuery;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.ReadOnlySessionStore;
+import org.apache.kafka.streams.state.SessionStore;
+
+/**
+ * A kstate session store speaking Kafka Streams 4.4's {@link SessionStore} and
+ * {@link org.apache.kafka.streams.processor.StateStore} contracts, with the semantics of
+ * Kafka's {@code RocksDBSessionStore}: sessions keyed {@code key ‖ end ‖ start}, retention by
+ * segments of session end, results in Kafka's order.
+ *
+ * <p>The plain read methods are the writer's view; {@link #readOnly(IsolationLevel)} and the
+ * {@link QueryConfig} of IQv2 queries ({@link WindowRangeQuery#withKey}) choose committed or
+ * uncommitted data. Aggregates are stored as handed over.
+ */
+public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionStore> implements SessionStore<Bytes, byte[]> {
+    KstateSessionStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval) {
+        super(options, retentionPeriod, segmentInterval);
+    }
+
+    @Override
+    NativeSessionStore openNative(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
+                                  NativeStore.RocksTuning tuning) {
+        return NativeSessionStore.open(name(), path, engine, maxUncommittedBytes, syncOnCommit, tuning, retentionPeriod,
+            segmentInterval);
+    }
+
+    @Override
+    void putAllStoreKeys(NativeSessionStore s, byte[] packed) {
+        s.putAllStoreKeys(packed);
+    }
+
+    @Override
+    String stateIdTag() {
+        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? "rocksdb-session-state-id" : "kstate-memory-session-state-id";
+    }
+
+    @Override
+    String kind() {
+        return "session";
+    }
+
+    private static byte[] key(Bytes key) {
+        return Objects.requireNonNull(key, "key cannot be null").get();
+    }
+
+    private static byte[] bound(Bytes key) {
+        return key == null ? null : key.get();
+    }
+
+    // ----- writes ---------------------------------------------------------------------------------
+
+    @Override
+    public void put(Windowed<Bytes> sessionKey, byte[] aggregate) {
+        Objects.requireNonNull(sessionKey, "sessionKey cannot be null");
+        byte[] k = key(sessionKey.key());
+        long start = sessionKey.window().start();
+        long end = sessionKey.window().end();
+        NativeSessionStore s = open();
+        write(end, true, () -> s.put(k, start, end, aggregate));
+    }
+
+    @Override
+    public void remove(Windowed<Bytes> sessionKey) {
+        Objects.requireNonNull(sessionKey, "sessionKey cannot be null");
+        byte[] k = key(sessionKey.key());
+        long start = sessionKey.window().start();
+        long end = sessionKey.window().end();
+        NativeSessionStore s = open();
+        // Kafka's AbstractRocksDBSegmentedBytesStore#remove moves the stream time, not the position
+        write(end, false, () -> s.remove(k, start, end));
+    }
+
+    // ----- reads (the writer's view) --------------------------------------------------------------
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes key, long earliestSessionEndTime,
+                                                                  long latestSessionStartTime) {
+        return find(key, earliestSessionEndTime, latestSessionStartTime, false, false);
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes key, long earliestSessionEndTime,
+                                                                          long latestSessionStartTime) {
+        return find(key, earliestSessionEndTime, latestSessionStartTime, true, false);
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo, long earliestSessionEndTime,
+                                                                  long latestSessionStartTime) {
+        return findRange(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, false, false);
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes keyFrom, Bytes keyTo,
+                                                                          long earliestSessionEndTime,
+                                                                          long latestSessionStartTime) {
+        return findRange(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, true, false);
+    }
+
+    @Override
+    public byte[] fetchSession(Bytes key, long sessionStartTime, long sessionEndTime) {
+        return open().fetchSession(key(key), sessionStartTime, sessionEndTime, false);
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> fetch(Bytes key) {
+        return find(key, 0, Long.MAX_VALUE, false, false);
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes key) {
+        return find(key, 0, Long.MAX_VALUE, true, false);
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> fetch(Bytes keyFrom, Bytes keyTo) {
+        return findRange(keyFrom, keyTo, 0, Long.MAX_VALUE, false, false);
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes keyFrom, Bytes keyTo) {
+        return findRange(keyFrom, keyTo, 0, Long.MAX_VALUE, true, false);
+    }
+
+    private KeyValueIterator<Windowed<Bytes>, byte[]> find(Bytes key, long earliestEnd, long latestStart, boolean reverse,
+                                                         boolean committed) {
+        byte[] k = key(key);
+        return new SessionIterator(open().query(NativeSessionStore.QUERY_KEY, k, null, earliestEnd, latestStart, reverse,
+            committed));
+    }
+
+    private KeyValueIterator<Windowed<Bytes>, byte[]> findRange(Bytes keyFrom, Bytes keyTo, long earliestEnd,
+                                                              long latestStart, boolean reverse, boolean committed) {
+        return new SessionIterator(open().query(NativeSessionStore.QUERY_KEY_RANGE, bound(keyFrom), bound(keyTo),
+            earliestEnd, latestStart, reverse, committed));
+    }
+
+    static Windowed<Bytes> sessionKey(byte[] storeKey) {
+        NativeSessionStore.Session s = NativeSessionStore.session(storeKey);
+        return new Windowed<>(Bytes.wrap(s.key), new SessionWindow(s.start, s.end));
+    }
+
+    // ----- isolation ---------------------------------------------------------------------------
+
+    /**
+     * A read-only view at an isolation level: READ_COMMITTED reads the last completed commit,
+     * READ_UNCOMMITTED the writer's view (see {@link KstateWindowStore#readOnly}).
+     *
+     * @param isolationLevel the level
+     * @return the view; every read method is supported
+     */
+    @Override
+    public ReadOnlySessionStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
+        Objects.requireNonNull(isolationLevel, "isolationLevel cannot be null");
+        return new ReadOnlyView(isolationLevel);
+    }
+
+    /** See {@link #readOnly(IsolationLevel)}. */
+    private final class ReadOnlyView implements ReadOnlySessionStore<Bytes, byte[]> {
+        private final IsolationLevel level;
+        private final boolean committed;
+
+        ReadOnlyView(IsolationLevel level) {
+            this.level = level;
+            this.committed = level == IsolationLevel.READ_COMMITTED;
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes key, long earliestSessionEndTime,
+                                                                      long latestSessionStartTime) {
+            return find(key, earliestSessionEndTime, latestSessionStartTime, false, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes key, Instant earliestSessionEndTime,
+                                                                      Instant latestSessionStartTime) {
+            return findSessions(key, millis(earliestSessionEndTime, "earliestSessionEndTime"),
+                millis(latestSessionStartTime, "latestSessionStartTime"));
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes key, long earliestSessionEndTime,
+                                                                              long latestSessionStartTime) {
+            return find(key, earliestSessionEndTime, latestSessionStartTime, true, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes key, Instant earliestSessionEndTime,
+                                                                              Instant latestSessionStartTime) {
+            return backwardFindSessions(key, millis(earliestSessionEndTime, "earliestSessionEndTime"),
+                millis(latestSessionStartTime, "latestSessionStartTime"));
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo, long earliestSessionEndTime,
+                                                                      long latestSessionStartTime) {
+            return findRange(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, false, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo,
+                                                                      Instant earliestSessionEndTime,
+                                                                      Instant latestSessionStartTime) {
+            return findSessions(keyFrom, keyTo, millis(earliestSessionEndTime, "earliestSessionEndTime"),
+                millis(latestSessionStartTime, "latestSessionStartTime"));
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes keyFrom, Bytes keyTo,
+                                                                              long earliestSessionEndTime,
+                                                                              long latestSessionStartTime) {
+            return findRange(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, true, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes keyFrom, Bytes keyTo,
+                                                                              Instant earliestSessionEndTime,
+                                                                              Instant latestSessionStartTime) {
+            return backwardFindSessions(keyFrom, keyTo, millis(earliestSessionEndTime, "earliestSessionEndTime"),
+                millis(latestSessionStartTime, "latestSessionStartTime"));
+        }
+
+        @Override
+        public byte[] fetchSession(Bytes key, long sessionStartTime, long sessionEndTime) {
+            return open().fetchSession(key(key), sessionStartTime, sessionEndTime, committed);
+        }
+
+        @Override
+        public byte[] fetchSession(Bytes key, Instant sessionStartTime, Instant sessionEndTime) {
+            return fetchSession(key, millis(sessionStartTime, "sessionStartTime"), millis(sessionEndTime, "sessionEndTime"));
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> fetch(Bytes key) {
+            return find(key, 0, Long.MAX_VALUE, false, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes key) {
+            return find(key, 0, Long.MAX_VALUE, true, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> fetch(Bytes keyFrom, Bytes keyTo) {
+            return findRange(keyFrom, keyTo, 0, Long.MAX_VALUE, false, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes keyFrom, Bytes keyTo) {
+            return findRange(keyFrom, keyTo, 0, Long.MAX_VALUE, true, committed);
+        }
+
+        @Override
+        public ReadOnlySessionStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
+            return KstateSessionStore.this.readOnly(isolationLevel);
+        }
+
+        @Override
+        public String toString() {
+            return "ReadOnlyView{" + name() + ", " + level + "}";
+        }
+    }
+
+    private static long millis(Instant instant, String name) {
+        return ApiUtils.validateMillisecondInstant(instant, ApiUtils.prepareMillisCheckFailMsgPrefix(instant, name));
+    }
+
+    // ----- IQv2 ---------------------------------------------------------------------------------
+
+    /**
+     * Answers {@link WindowRangeQuery#withKey} ({@code fetch(key)}) at the query's isolation
+     * level, as Kafka's session stores do; other window range queries fail with
+     * {@code UNKNOWN_QUERY_TYPE} there too.
+     */
+    @Override
+    @SuppressWarnings("unchecked")
+    public <R> QueryResult<R> query(Query<R> query, PositionBound positionBound, QueryConfig config) {
+        return query(query, positionBound, config, new Answerer() {
+            @Override
+            public <T> QueryResult<T> answer(Query<T> q, boolean committed) {
+                if (q instanceof WindowRangeQuery) {
+                    WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
+                    if (wq.getKey().isPresent()) {
+                        return (QueryResult<T>) QueryResult.forResult(find(wq.getKey().get(), 0, Long.MAX_VALUE, false,
+                            committed));
+                    }
+                    return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
+                        + ") doesn't know how to execute the given query (" + q + ") because SessionStores only support"
+                        + " WindowRangeQuery.withKey.");
+                }
+                return QueryResult.forUnknownQueryType(q, KstateSessionStore.this);
+            }
+        });
+    }
+
+    /** Session keys -> aggregates, as Kafka's WrappedSessionStoreIterator. */
+    private static final class SessionIterator implements KeyValueIterator<Windowed<Bytes>, byte[]> {
+        private final NativeSegmentIterator inner;
+
+        SessionIterator(NativeSegmentIterator inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public boolean hasNext() {
+            return inner.hasNext();
+        }
+
+        @Override
+        public KeyValue<Windowed<Bytes>, byte[]> next() {
+            KeyValue<Bytes, byte[]> kv = inner.next();
+            return KeyValue.pair(sessionKey(kv.key.get()), kv.value);
+        }
+
+        @Override
+        public Windowed<Bytes> peekNextKey() {
+            return sessionKey(inner.peekNextKey().get());
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
+    }
+}

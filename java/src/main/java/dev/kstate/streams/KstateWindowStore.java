@@ -1,0 +1,379 @@
+package dev.kstate.streams;
+
+import dev.kstate.internal.NativeSegmentIterator;
+import dev.kstate.internal.NativeStore;
+import dev.kstate.internal.NativeWindowStore;
+import java.time.Instant;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.internals.ApiUtils;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.internals.TimeWindow;
+import org.apache.kafka.streams.query.FailureReason;
+import org.apache.kafka.streams.query.PositionBound;
+import org.apache.kafka.streams.query.Query;
+import org.apache.kafka.streams.query.QueryConfig;
+import org.apache.kafka.streams.query.QueryResult;
+import org.apache.kafka.streams.query.WindowKeyQuery;
+import org.apache.kafka.streams.query.WindowRangeQuery;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.ReadOnlyWindowStore;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.WindowStoreIterator;
+
+/**
+ * A kstate window store speaking Kafka Streams 4.4's {@link WindowStore} and
+ * {@link org.apache.kafka.streams.processor.StateStore} contracts, with the semantics of
+ * Kafka's {@code RocksDBWindowStore}: {@code retainDuplicates} seqnums, retention by segments
+ * of {@code segmentIntervalMs}, and results in Kafka's order (segment by segment, then by the
+ * bytes of the Kafka store key), so that Kafka's caching layer merges with it correctly.
+ *
+ * <p>The plain read methods are the writer's view; {@link #readOnly(IsolationLevel)} and the
+ * {@link QueryConfig} of IQv2 queries ({@link WindowKeyQuery}, {@link WindowRangeQuery}) choose
+ * committed or uncommitted data. Values are stored as handed over (for the timestamped
+ * subclass: Kafka's 8-byte timestamp + value layout).
+ */
+public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowStore> implements WindowStore<Bytes, byte[]> {
+    private final long windowSize;
+    private final boolean retainDuplicates;
+
+    KstateWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize, boolean retainDuplicates,
+                      long segmentInterval) {
+        super(options, retentionPeriod, segmentInterval);
+        this.windowSize = windowSize;
+        this.retainDuplicates = retainDuplicates;
+    }
+
+    @Override
+    NativeWindowStore openNative(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
+                                 NativeStore.RocksTuning tuning) {
+        return NativeWindowStore.open(name(), path, engine, options.timestamped, maxUncommittedBytes, syncOnCommit,
+            tuning, retentionPeriod, windowSize, retainDuplicates, segmentInterval);
+    }
+
+    @Override
+    void putAllStoreKeys(NativeWindowStore s, byte[] packed) {
+        s.putAllStoreKeys(packed);
+    }
+
+    @Override
+    String stateIdTag() {
+        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? "rocksdb-window-state-id" : "kstate-memory-window-state-id";
+    }
+
+    @Override
+    String kind() {
+        return "window";
+    }
+
+    /** @return the window size (ms) */
+    public long windowSize() {
+        return windowSize;
+    }
+
+    /** @return whether the store keeps duplicates (seqnums) */
+    public boolean retainDuplicates() {
+        return retainDuplicates;
+    }
+
+    // ----- writes ---------------------------------------------------------------------------------
+
+    @Override
+    public void put(Bytes key, byte[] value, long windowStartTimestamp) {
+        byte[] k = key(key);
+        NativeWindowStore s = open();
+        if (value == null && retainDuplicates) {
+            // Kafka's RocksDBWindowStore: a delete is a no-op with duplicates (nor does it move the position)
+            return;
+        }
+        write(windowStartTimestamp, true, () -> s.put(k, value, windowStartTimestamp));
+    }
+
+    private static byte[] key(Bytes key) {
+        return Objects.requireNonNull(key, "key cannot be null").get();
+    }
+
+    private static byte[] bound(Bytes key) {
+        return key == null ? null : key.get();
+    }
+
+    // ----- reads (the writer's view) --------------------------------------------------------------
+
+    @Override
+    public byte[] fetch(Bytes key, long time) {
+        return fetch(key, time, false);
+    }
+
+    @Override
+    public WindowStoreIterator<byte[]> fetch(Bytes key, long timeFrom, long timeTo) {
+        return fetchKey(key, timeFrom, timeTo, false, false);
+    }
+
+    @Override
+    public WindowStoreIterator<byte[]> backwardFetch(Bytes key, long timeFrom, long timeTo) {
+        return fetchKey(key, timeFrom, timeTo, true, false);
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> fetch(Bytes keyFrom, Bytes keyTo, long timeFrom, long timeTo) {
+        return fetchRange(keyFrom, keyTo, timeFrom, timeTo, false, false);
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes keyFrom, Bytes keyTo, long timeFrom, long timeTo) {
+        return fetchRange(keyFrom, keyTo, timeFrom, timeTo, true, false);
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> fetchAll(long timeFrom, long timeTo) {
+        return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, timeFrom, timeTo, false, false));
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetchAll(long timeFrom, long timeTo) {
+        return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, timeFrom, timeTo, true, false));
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> all() {
+        return windowed(open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, false, false));
+    }
+
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> backwardAll() {
+        return windowed(open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, true, false));
+    }
+
+    private byte[] fetch(Bytes key, long time, boolean committed) {
+        return open().fetch(key(key), time, committed);
+    }
+
+    private WindowStoreIterator<byte[]> fetchKey(Bytes key, long timeFrom, long timeTo, boolean reverse, boolean committed) {
+        byte[] k = key(key);
+        return new StartTimeIterator(open().query(NativeWindowStore.QUERY_KEY, k, null, timeFrom, timeTo, reverse, committed));
+    }
+
+    private KeyValueIterator<Windowed<Bytes>, byte[]> fetchRange(Bytes keyFrom, Bytes keyTo, long timeFrom, long timeTo,
+                                                               boolean reverse, boolean committed) {
+        return windowed(open().query(NativeWindowStore.QUERY_KEY_RANGE, bound(keyFrom), bound(keyTo), timeFrom, timeTo,
+            reverse, committed));
+    }
+
+    private KeyValueIterator<Windowed<Bytes>, byte[]> windowed(NativeSegmentIterator raw) {
+        return new WindowedIterator(raw, windowSize);
+    }
+
+    /**
+     * Kafka's {@code WindowKeySchema#timeWindowForSize}: the window {@code [start, start + size)},
+     * its end clamped to {@code Long.MAX_VALUE} on overflow.
+     */
+    static Windowed<Bytes> windowedKey(byte[] storeKey, long windowSize) {
+        NativeWindowStore.Window w = NativeWindowStore.window(storeKey);
+        long end = w.start + windowSize;
+        if (end < 0) {
+            end = Long.MAX_VALUE;
+        }
+        return new Windowed<>(Bytes.wrap(w.key), new TimeWindow(w.start, end));
+    }
+
+    // ----- isolation ---------------------------------------------------------------------------
+
+    /**
+     * A read-only view at an isolation level: READ_COMMITTED reads the last completed commit,
+     * READ_UNCOMMITTED the writer's view. Kafka's IQv1 ({@code KafkaStreams#store}) and its
+     * wrappers (metered, caching, change-logging) call this with
+     * {@code default.interactive.query.isolation.level} or the level of a view's own
+     * {@code readOnly}.
+     *
+     * @param isolationLevel the level
+     * @return the view; every read method is supported
+     */
+    @Override
+    public ReadOnlyWindowStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
+        Objects.requireNonNull(isolationLevel, "isolationLevel cannot be null");
+        return new ReadOnlyView(isolationLevel);
+    }
+
+    /** See {@link #readOnly(IsolationLevel)}. */
+    private final class ReadOnlyView implements ReadOnlyWindowStore<Bytes, byte[]> {
+        private final IsolationLevel level;
+        private final boolean committed;
+
+        ReadOnlyView(IsolationLevel level) {
+            this.level = level;
+            this.committed = level == IsolationLevel.READ_COMMITTED;
+        }
+
+        @Override
+        public byte[] fetch(Bytes key, long time) {
+            return KstateWindowStore.this.fetch(key, time, committed);
+        }
+
+        @Override
+        public WindowStoreIterator<byte[]> fetch(Bytes key, Instant timeFrom, Instant timeTo) {
+            return fetchKey(key, millis(timeFrom, "timeFrom"), millis(timeTo, "timeTo"), false, committed);
+        }
+
+        @Override
+        public WindowStoreIterator<byte[]> backwardFetch(Bytes key, Instant timeFrom, Instant timeTo) {
+            return fetchKey(key, millis(timeFrom, "timeFrom"), millis(timeTo, "timeTo"), true, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> fetch(Bytes keyFrom, Bytes keyTo, Instant timeFrom, Instant timeTo) {
+            return fetchRange(keyFrom, keyTo, millis(timeFrom, "timeFrom"), millis(timeTo, "timeTo"), false, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes keyFrom, Bytes keyTo, Instant timeFrom,
+                                                                      Instant timeTo) {
+            return fetchRange(keyFrom, keyTo, millis(timeFrom, "timeFrom"), millis(timeTo, "timeTo"), true, committed);
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> all() {
+            return windowed(open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, false, committed));
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> backwardAll() {
+            return windowed(open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, true, committed));
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> fetchAll(Instant timeFrom, Instant timeTo) {
+            return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, millis(timeFrom, "timeFrom"),
+                millis(timeTo, "timeTo"), false, committed));
+        }
+
+        @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetchAll(Instant timeFrom, Instant timeTo) {
+            return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, millis(timeFrom, "timeFrom"),
+                millis(timeTo, "timeTo"), true, committed));
+        }
+
+        @Override
+        public ReadOnlyWindowStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
+            return KstateWindowStore.this.readOnly(isolationLevel);
+        }
+
+        @Override
+        public String toString() {
+            return "ReadOnlyView{" + name() + ", " + level + "}";
+        }
+    }
+
+    /** Kafka's {@code ApiUtils#validateMillisecondInstant}, with its messages. */
+    private static long millis(Instant instant, String name) {
+        return ApiUtils.validateMillisecondInstant(instant, ApiUtils.prepareMillisCheckFailMsgPrefix(instant, name));
+    }
+
+    // ----- IQv2 ---------------------------------------------------------------------------------
+
+    /**
+     * Answers {@link WindowKeyQuery} ({@code fetch(key, timeFrom, timeTo)}) and
+     * {@link WindowRangeQuery} with a window start range ({@code fetchAll(timeFrom, timeTo)}),
+     * at the query's isolation level, as Kafka's window stores do; open time ranges fail with
+     * {@code UNKNOWN_QUERY_TYPE} there too.
+     */
+    @Override
+    @SuppressWarnings("unchecked")
+    public <R> QueryResult<R> query(Query<R> query, PositionBound positionBound, QueryConfig config) {
+        return query(query, positionBound, config, new Answerer() {
+            @Override
+            public <T> QueryResult<T> answer(Query<T> q, boolean committed) {
+                if (q instanceof WindowKeyQuery) {
+                    WindowKeyQuery<Bytes, byte[]> wq = (WindowKeyQuery<Bytes, byte[]>) q;
+                    if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
+                        return (QueryResult<T>) QueryResult.forResult(fetchKey(wq.getKey(),
+                            wq.getTimeFrom().get().toEpochMilli(), wq.getTimeTo().get().toEpochMilli(), false, committed));
+                    }
+                    return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
+                        + ") doesn't know how to execute the given query (" + q + ") because it only supports closed-range"
+                        + " queries.");
+                } else if (q instanceof WindowRangeQuery) {
+                    WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
+                    if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
+                        return (QueryResult<T>) QueryResult.forResult(windowed(open().query(NativeWindowStore.QUERY_TIME,
+                            null, null, wq.getTimeFrom().get().toEpochMilli(), wq.getTimeTo().get().toEpochMilli(), false,
+                            committed)));
+                    }
+                    return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
+                        + ") doesn't know how to execute the given query (" + q + ") because WindowStores only supports"
+                        + " WindowRangeQuery.withWindowStartRange.");
+                }
+                return QueryResult.forUnknownQueryType(q, KstateWindowStore.this);
+            }
+        });
+    }
+
+    // ----- iterators -------------------------------------------------------------------------------
+
+    /** {@code fetch(key, from, to)}: window start -> raw value, as Kafka's WrappedWindowStoreIterator. */
+    private static final class StartTimeIterator implements WindowStoreIterator<byte[]> {
+        private final NativeSegmentIterator inner;
+
+        StartTimeIterator(NativeSegmentIterator inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public boolean hasNext() {
+            return inner.hasNext();
+        }
+
+        @Override
+        public KeyValue<Long, byte[]> next() {
+            KeyValue<Bytes, byte[]> kv = inner.next();
+            return KeyValue.pair(NativeWindowStore.window(kv.key.get()).start, kv.value);
+        }
+
+        @Override
+        public Long peekNextKey() {
+            if (!inner.hasNext()) {
+                throw new NoSuchElementException();
+            }
+            return NativeWindowStore.window(inner.peekNextKey().get()).start;
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
+    }
+
+    /** Windowed keys (window of the store's size) -> raw values, as Kafka's WrappedKeyValueIterator. */
+    private static final class WindowedIterator implements KeyValueIterator<Windowed<Bytes>, byte[]> {
+        private final NativeSegmentIterator inner;
+        private final long windowSize;
+
+        WindowedIterator(NativeSegmentIterator inner, long windowSize) {
+            this.inner = inner;
+            this.windowSize = windowSize;
+        }
+
+        @Override
+        public boolean hasNext() {
+            return inner.hasNext();
+        }
+
+        @Override
+        public KeyValue<Windowed<Bytes>, byte[]> next() {
+            KeyValue<Bytes, byte[]> kv = inner.next();
+            return KeyValue.pair(windowedKey(kv.key.get(), windowSize), kv.value);
+        }
+
+        @Override
+        public Windowed<Bytes> peekNextKey() {
+            return windowedKey(inner.peekNextKey().get(), windowSize);
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
+    }
+}
