@@ -26,6 +26,8 @@ import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.state.DslKeyValueParams;
 import org.apache.kafka.streams.state.DslSessionParams;
 import org.apache.kafka.streams.state.DslWindowParams;
+import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
+import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
 import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
@@ -156,7 +158,7 @@ public class ConcurrencyAndSuppliersTest {
     }
 
     @Test
-    public void dslSuppliersMakeKstateKeyValueStoresAndDelegateTheRest() {
+    public void dslSuppliersMakeKstateStoresAndDelegateHeadersAndEmitOnWindowClose() {
         KstateDslStoreSuppliers suppliers = new KstateDslStoreSuppliers();
         Map<String, Object> config = new HashMap<>();
         config.put(KstateStoreOptions.ENGINE_CONFIG, "memory");
@@ -174,10 +176,31 @@ public class ConcurrencyAndSuppliersTest {
             headers instanceof org.apache.kafka.streams.state.HeadersBytesStoreSupplier);
         assertTrue(headers.get() instanceof org.apache.kafka.streams.state.HeadersBytesStore);
         assertFalse("not a TimestampedBytesStore, as Kafka's headers store", headers.get() instanceof TimestampedBytesStore);
-        // window and session stores: Kafka's built-in RocksDB suppliers for now
-        assertEquals("w", suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
-            false, EmitStrategy.onWindowUpdate(), false, DslStoreFormat.TIMESTAMPED)).name());
-        assertEquals("s", suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
-            EmitStrategy.onWindowUpdate(), DslStoreFormat.TIMESTAMPED)).name());
+        // window and session stores: kstate's, timestamped or plain as asked, on the configured engine
+        WindowBytesStoreSupplier w = suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
+            false, EmitStrategy.onWindowUpdate(), false, DslStoreFormat.TIMESTAMPED));
+        assertTrue(w instanceof KstateWindowBytesStoreSupplier);
+        assertTrue(w.get() instanceof TimestampedBytesStore);
+        assertFalse(w.get().persistent());
+        assertEquals(Duration.ofHours(1).toMillis(), w.retentionPeriod());
+        assertEquals(Duration.ofMinutes(1).toMillis(), w.windowSize());
+        WindowBytesStoreSupplier join = suppliers.windowStore(new DslWindowParams("j", Duration.ofHours(1),
+            Duration.ofMinutes(1), true, EmitStrategy.onWindowUpdate(), false, DslStoreFormat.PLAIN));
+        assertTrue(join instanceof KstateWindowBytesStoreSupplier);
+        assertFalse(join.get() instanceof TimestampedBytesStore);
+        assertTrue(join.retainDuplicates());
+        SessionBytesStoreSupplier s = suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
+            EmitStrategy.onWindowUpdate(), DslStoreFormat.TIMESTAMPED));
+        assertTrue(s instanceof KstateSessionBytesStoreSupplier);
+        assertEquals(Duration.ofHours(1).toMillis(), s.retentionPeriod());
+        // delegated to Kafka: the headers format, and the time-ordered stores of emit-on-window-close
+        assertFalse(suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
+            false, EmitStrategy.onWindowUpdate(), false, DslStoreFormat.HEADERS)) instanceof KstateWindowBytesStoreSupplier);
+        assertFalse(suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
+            false, EmitStrategy.onWindowClose(), false, DslStoreFormat.TIMESTAMPED)) instanceof KstateWindowBytesStoreSupplier);
+        assertFalse(suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
+            EmitStrategy.onWindowUpdate(), DslStoreFormat.HEADERS)) instanceof KstateSessionBytesStoreSupplier);
+        assertFalse(suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
+            EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED)) instanceof KstateSessionBytesStoreSupplier);
     }
 }

@@ -245,20 +245,19 @@ public class WindowInteropTest {
         };
         assertSameOnAllStores("inner join", topology, records(5, "left", "right"), null, false, null,
             "j-this-join-store", "j-other-join-store");
-        // the join's stores really are kstate's plain window stores with duplicates
+        // the join's stores really are kstate's: a kstate RocksDB store directory (CURRENT at
+        // <taskDir>/<name>/), not Kafka's segment directories (<taskDir>/<name>/<name>.<segment>)
         File stateDir = TestSupport.tempDir("wi-join");
         Properties props = TestSupport.props("wi", stateDir);
         props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class.getName());
         StreamsBuilder builder = new StreamsBuilder();
         topology.accept(builder);
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props)) {
-            StateStore s = (StateStore) driver.getWindowStore("j-this-join-store");
-            StateStore inner = s;
-            while (inner instanceof WrappedStateStore) {
-                inner = ((WrappedStateStore<?, ?, ?>) inner).wrapped();
+            driver.createInputTopic("left", new StringSerializer(), new StringSerializer()).pipeInput("k", "v", 1_000L);
+            for (String store : new String[] {"j-this-join-store", "j-other-join-store"}) {
+                File[] found = new File(stateDir, "wi").listFiles((d, n) -> new File(new File(d, n), store + "/CURRENT").exists());
+                assertTrue(store + " is a kstate RocksDB store", found != null && found.length == 1);
             }
-            assertEquals(KstateWindowStore.class, inner.getClass());
-            assertTrue(((KstateWindowStore) inner).retainDuplicates());
         } finally {
             TestSupport.deleteTree(stateDir);
         }
