@@ -148,6 +148,18 @@
 #define KSTATE_ERR_COMMIT_IN_DOUBT 16
 
 /**
+ * `struct_size` of the first layout of `kstate_window_options_t` (this header's
+ * `sizeof(kstate_window_options_t)`): 96 bytes.
+ */
+#define KSTATE_WINDOW_OPTIONS_SIZE_V1 96
+
+/**
+ * `struct_size` of the first layout of `kstate_session_options_t` (this header's
+ * `sizeof(kstate_session_options_t)`): 80 bytes.
+ */
+#define KSTATE_SESSION_OPTIONS_SIZE_V1 80
+
+/**
  * An error returned by a kstate function. Opaque: read it with `kstate_error_code` and
  * `kstate_error_message`, release it with `kstate_error_free`. A function that succeeds
  * returns NULL instead.
@@ -185,6 +197,49 @@ typedef struct kstate_kv_iter_t kstate_kv_iter_t;
  * parallel with them and always see whole commits.
  */
 typedef struct kstate_kv_t kstate_kv_t;
+
+/**
+ * An iterator over sessions, in Kafka's order, fixed when it was created. Opaque handle
+ * number as `kstate_session_t` (wrong kind: `KSTATE_ERR_INVALID_HANDLE`; released:
+ * `KSTATE_ERR_ITERATOR_CLOSED`). Closing its store closes it; the handle must still be
+ * released with `kstate_session_iter_close`.
+ *
+ * Thread safety: usable from any thread; concurrent calls on one iterator are serialised.
+ */
+typedef struct kstate_session_iter_t kstate_session_iter_t;
+
+/**
+ * An open session store (Kafka's `SessionStore`: aggregates keyed by record key and
+ * session start and end). Opaque handle number from the table `kstate_kv_t` uses: a
+ * NULL, made-up or wrong-kind handle is `KSTATE_ERR_INVALID_HANDLE`, a closed one
+ * `KSTATE_ERR_STORE_CLOSED`; numbers are never reused. Released by `kstate_session_close`.
+ *
+ * Thread safety: as `kstate_kv_t`.
+ */
+typedef struct kstate_session_t kstate_session_t;
+
+/**
+ * An iterator over windows, in Kafka's order, fixed when it was created. Opaque handle
+ * number as `kstate_window_t` (a wrong-kind handle is `KSTATE_ERR_INVALID_HANDLE`, a
+ * released one `KSTATE_ERR_ITERATOR_CLOSED`). Closing its store closes it: later calls
+ * fail with `KSTATE_ERR_ITERATOR_CLOSED`, but the handle must still be released with
+ * `kstate_window_iter_close`.
+ *
+ * Thread safety: usable from any thread; concurrent calls on one iterator are serialised.
+ */
+typedef struct kstate_window_iter_t kstate_window_iter_t;
+
+/**
+ * An open window store (Kafka's `WindowStore`: values keyed by record key and window
+ * start). Opaque handle number from the table `kstate_kv_t` uses: a NULL or made-up
+ * handle, or a handle of another kind (a key-value or session store, an iterator), is
+ * `KSTATE_ERR_INVALID_HANDLE`; a closed one `KSTATE_ERR_STORE_CLOSED`. Numbers are never
+ * reused. Released by `kstate_window_close`.
+ *
+ * Thread safety: as `kstate_kv_t`: any number of threads may use a handle at once;
+ * writes and writer-view reads are serialised, committed reads run beside them.
+ */
+typedef struct kstate_window_t kstate_window_t;
 
 /**
  * A byte buffer allocated by kstate and owned by the caller, who releases it with
@@ -370,6 +425,164 @@ typedef struct kstate_kv_write_t {
      */
     int64_t timestamp;
 } kstate_kv_write_t;
+
+/**
+ * Options for `kstate_session_open`. Initialise them with
+ * `kstate_session_options_init(&options, sizeof options)`, then set at least
+ * `retention_ms` and change the other fields you need. Aggregates are stored as given
+ * (Kafka's session stores are not timestamped), so there is no value format.
+ *
+ * ABI: as `kstate_window_options_t`.
+ */
+typedef struct kstate_session_options_t {
+    /**
+     * The size of this struct as the caller's header defines it: set by
+     * `kstate_session_options_init`; never change it.
+     */
+    size_t struct_size;
+    /**
+     * `KSTATE_ENGINE_ROCKSDB` (default) or `KSTATE_ENGINE_MEMORY`.
+     */
+    kstate_engine_t engine;
+    /**
+     * fsync the write-ahead log on every commit. Default false.
+     */
+    bool sync_on_commit;
+    /**
+     * How long sessions are kept, in ms (>= 0). With stream time T (the largest session
+     * end written), reads no longer return sessions ending at or before
+     * T - `retention_ms`; a put into a segment that old is dropped. Default 1 day.
+     */
+    int64_t retention_ms;
+    /**
+     * Segment interval in ms for a new store (> 0), or 0 (default) for Kafka's
+     * `max(retention_ms / 2, 60000)`. An existing store keeps its own.
+     */
+    int64_t segment_interval_ms;
+    /**
+     * Bytes of uncommitted writes kept in memory before they spill to disk; > 0.
+     * Default 64 MiB.
+     */
+    uint64_t max_uncommitted_bytes;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    size_t rocksdb_block_cache_bytes;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    size_t rocksdb_write_buffer_bytes;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    int32_t rocksdb_max_write_buffers;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    bool rocksdb_bloom_filter;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    bool rocksdb_statistics;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    size_t rocksdb_bounded_memory_bytes;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    size_t rocksdb_bounded_memtable_bytes;
+} kstate_session_options_t;
+
+/**
+ * Options for `kstate_window_open`. Initialise them with
+ * `kstate_window_options_init(&options, sizeof options)`, then set at least
+ * `retention_ms` and `window_size_ms` and change the other fields you need.
+ *
+ * ABI: as `kstate_kv_options_t`, the struct only grows at its end and `struct_size` tells
+ * the library which layout the caller was compiled with; a size the library does not know
+ * (zero, uninitialised memory, a newer header) is `KSTATE_ERR_INVALID_ARGUMENT`.
+ */
+typedef struct kstate_window_options_t {
+    /**
+     * The size of this struct as the caller's header defines it: set by
+     * `kstate_window_options_init` (pass `sizeof` of your variable); never change it.
+     */
+    size_t struct_size;
+    /**
+     * `KSTATE_ENGINE_ROCKSDB` (default) or `KSTATE_ENGINE_MEMORY`.
+     */
+    kstate_engine_t engine;
+    /**
+     * `KSTATE_FORMAT_TIMESTAMPED` (default; Kafka's timestamped window store, whose values
+     * carry the record timestamp) or `KSTATE_FORMAT_PLAIN` (Kafka's plain window store).
+     * An existing store must be opened with the format it was created with.
+     */
+    kstate_value_format_t value_format;
+    /**
+     * How long windows are kept, in ms (>= `window_size_ms`). With stream time T (the
+     * largest window start written), reads no longer return windows starting at or
+     * before T - `retention_ms`; a put into a segment that old is dropped, and expired
+     * segments are deleted on commit. Default 1 day.
+     */
+    int64_t retention_ms;
+    /**
+     * The window size in ms (>= 0; 0 default): the end of a window returned by iterators
+     * is its start plus this.
+     */
+    int64_t window_size_ms;
+    /**
+     * Segment interval in ms for a new store (> 0), or 0 (default) for Kafka's
+     * `max(retention_ms / 2, 60000)`. An existing store keeps the interval it was created
+     * with.
+     */
+    int64_t segment_interval_ms;
+    /**
+     * Kafka's `retainDuplicates` (stream-stream joins): every put is kept as its own
+     * entry, and a delete (a NULL raw value) is ignored. Default false.
+     */
+    bool retain_duplicates;
+    /**
+     * fsync the write-ahead log on every commit. Default false.
+     */
+    bool sync_on_commit;
+    /**
+     * Bytes of uncommitted writes kept in memory before they spill to disk; > 0.
+     * Default 64 MiB.
+     */
+    uint64_t max_uncommitted_bytes;
+    /**
+     * RocksDB block cache size in bytes. Default 50 MiB. Ignored by the memory engine
+     * and when `rocksdb_bounded_memory_bytes` is set.
+     */
+    size_t rocksdb_block_cache_bytes;
+    /**
+     * RocksDB memtable size per column family in bytes; > 0. Default 16 MiB.
+     */
+    size_t rocksdb_write_buffer_bytes;
+    /**
+     * RocksDB memtables per column family before writes stall; >= 1. Default 3.
+     */
+    int32_t rocksdb_max_write_buffers;
+    /**
+     * A full-key bloom filter in every SST file. Default true.
+     */
+    bool rocksdb_bloom_filter;
+    /**
+     * Collect RocksDB statistics. Default false.
+     */
+    bool rocksdb_statistics;
+    /**
+     * A memory budget in bytes shared by every store of the process opened with the same
+     * budget (it replaces the per-store block cache). Default 0: none.
+     */
+    size_t rocksdb_bounded_memory_bytes;
+    /**
+     * With a budget: the part of it memtables may use; > 0 and <
+     * `rocksdb_bounded_memory_bytes`. Ignored when the budget is 0.
+     */
+    size_t rocksdb_bounded_memtable_bytes;
+} kstate_window_options_t;
 
 /**
  * The writer's view: committed data plus the store's uncommitted writes.
@@ -1400,6 +1613,608 @@ struct kstate_error_t *kstate_kv_scan(struct kstate_kv_t *store,
                                       struct kstate_kv_iter_t **iter_out);
 
 /**
+ * Approximate bytes of the session store's uncommitted writes.
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `bytes_out` - receives the count; 0 on entry.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`, `KSTATE_ERR_INVALID_ARGUMENT`
+ * (`bytes_out` NULL).
+ *
+ * # Safety
+ * `bytes_out` NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_session_approximate_num_uncommitted_bytes(struct kstate_session_t *store,
+                                                                        uint64_t *bytes_out);
+
+/**
+ * Kafka's `backwardFetch(key)`: `kstate_session_fetch` in reverse order.
+ *
+ * # Arguments
+ * As `kstate_session_fetch`.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_session_find_sessions`.
+ *
+ * # Safety
+ * As `kstate_session_find_sessions`.
+ *
+ * # Thread safety
+ * As `kstate_session_find_sessions`.
+ */
+struct kstate_error_t *kstate_session_backward_fetch(struct kstate_session_t *store,
+                                                     kstate_isolation_t isolation,
+                                                     const uint8_t *key,
+                                                     size_t key_len,
+                                                     struct kstate_session_iter_t **iter_out);
+
+/**
+ * Kafka's `backwardFetch(keyFrom, keyTo)`: `kstate_session_fetch_range` in reverse order.
+ *
+ * # Arguments
+ * As `kstate_session_fetch_range`.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_session_find_sessions`.
+ *
+ * # Safety
+ * As `kstate_session_find_sessions_range`.
+ *
+ * # Thread safety
+ * As `kstate_session_find_sessions`.
+ */
+struct kstate_error_t *kstate_session_backward_fetch_range(struct kstate_session_t *store,
+                                                           kstate_isolation_t isolation,
+                                                           const uint8_t *key_from,
+                                                           size_t key_from_len,
+                                                           const uint8_t *key_to,
+                                                           size_t key_to_len,
+                                                           struct kstate_session_iter_t **iter_out);
+
+/**
+ * Kafka's `backwardFindSessions(key, earliestSessionEndTime, latestSessionStartTime)`:
+ * `kstate_session_find_sessions` in reverse order.
+ *
+ * # Arguments
+ * As `kstate_session_find_sessions`.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_session_find_sessions`.
+ *
+ * # Safety
+ * As `kstate_session_find_sessions`.
+ *
+ * # Thread safety
+ * As `kstate_session_find_sessions`.
+ */
+struct kstate_error_t *kstate_session_backward_find_sessions(struct kstate_session_t *store,
+                                                             kstate_isolation_t isolation,
+                                                             const uint8_t *key,
+                                                             size_t key_len,
+                                                             int64_t earliest_end,
+                                                             int64_t latest_start,
+                                                             struct kstate_session_iter_t **iter_out);
+
+/**
+ * Kafka's `backwardFindSessions(keyFrom, keyTo, ...)`:
+ * `kstate_session_find_sessions_range` in reverse order.
+ *
+ * # Arguments
+ * As `kstate_session_find_sessions_range`.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_session_find_sessions`.
+ *
+ * # Safety
+ * As `kstate_session_find_sessions_range`.
+ *
+ * # Thread safety
+ * As `kstate_session_find_sessions`.
+ */
+struct kstate_error_t *kstate_session_backward_find_sessions_range(struct kstate_session_t *store,
+                                                                   kstate_isolation_t isolation,
+                                                                   const uint8_t *key_from,
+                                                                   size_t key_from_len,
+                                                                   const uint8_t *key_to,
+                                                                   size_t key_to_len,
+                                                                   int64_t earliest_end,
+                                                                   int64_t latest_start,
+                                                                   struct kstate_session_iter_t **iter_out);
+
+/**
+ * Closes a session store: uncommitted writes are discarded, its iterators are closed, the
+ * handle becomes invalid.
+ *
+ * # Arguments
+ * * `store` - the session store handle.
+ *
+ * # Returns
+ * NULL on success, else an error. The handle is invalid afterwards in both cases,
+ * unless the error is `KSTATE_ERR_INVALID_HANDLE` / `KSTATE_ERR_STORE_CLOSED`.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE` - `store` NULL, never issued, or not a session store.
+ * * `KSTATE_ERR_STORE_CLOSED` - already closed (double close).
+ * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO`, `KSTATE_ERR_COMMIT_IN_DOUBT` - as
+ *   `kstate_kv_close`; the store is closed anyway.
+ *
+ * # Safety
+ * None required: the handle is never dereferenced.
+ *
+ * # Thread safety
+ * Safe from any thread, also while others use the store.
+ */
+struct kstate_error_t *kstate_session_close(struct kstate_session_t *store);
+
+/**
+ * Commits the session store's uncommitted writes atomically with changelog `offsets` and
+ * `metadata`, as `kstate_kv_commit`.
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `offsets`, `offsets_len` - offsets to record or remove; NULL only with length 0.
+ * * `metadata`, `metadata_len` - bytes to record with the commit; NULL (length 0) keeps
+ *   the previous metadata.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_kv_commit`.
+ *
+ * # Safety
+ * As `kstate_kv_commit`.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_session_commit(struct kstate_session_t *store,
+                                             const struct kstate_offset_t *offsets,
+                                             size_t offsets_len,
+                                             const uint8_t *metadata,
+                                             size_t metadata_len);
+
+/**
+ * The metadata of the last commit, as `kstate_kv_committed_metadata`.
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `metadata_out` - receives the bytes (free with `kstate_bytes_free`); `{NULL, 0}` on
+ *   entry and when none.
+ * * `found_out` - true when metadata was committed; false on entry.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_kv_committed_metadata`.
+ *
+ * # Safety
+ * Out-parameters NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_session_committed_metadata(struct kstate_session_t *store,
+                                                         struct kstate_bytes_t *metadata_out,
+                                                         bool *found_out);
+
+/**
+ * The committed changelog offset of a partition, as `kstate_kv_committed_offset`.
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `topic` - NUL-terminated UTF-8 topic name.
+ * * `partition` - the partition.
+ * * `offset_out` - receives the offset; 0 on entry and when none.
+ * * `found_out` - true when an offset is committed; false on entry.
+ *
+ * # Returns
+ * NULL on success (found or not), else an error.
+ *
+ * # Errors
+ * As `kstate_kv_committed_offset`.
+ *
+ * # Safety
+ * As `kstate_kv_committed_offset`.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_session_committed_offset(struct kstate_session_t *store,
+                                                       const char *topic,
+                                                       int32_t partition,
+                                                       int64_t *offset_out,
+                                                       bool *found_out);
+
+/**
+ * Kafka's `fetch(key)`: every live session of `key`
+ * (`findSessions(key, 0, INT64_MAX)`).
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `iter_out` - receives the iterator; NULL on entry and on failure.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_session_find_sessions`.
+ *
+ * # Safety
+ * As `kstate_session_find_sessions`.
+ *
+ * # Thread safety
+ * As `kstate_session_find_sessions`.
+ */
+struct kstate_error_t *kstate_session_fetch(struct kstate_session_t *store,
+                                            kstate_isolation_t isolation,
+                                            const uint8_t *key,
+                                            size_t key_len,
+                                            struct kstate_session_iter_t **iter_out);
+
+/**
+ * Kafka's `fetch(keyFrom, keyTo)`: every live session of the keys in
+ * `[key_from, key_to]` (`findSessions(keyFrom, keyTo, 0, INT64_MAX)`).
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `key_from`, `key_from_len`, `key_to`, `key_to_len` - as for
+ *   `kstate_session_find_sessions_range` (NULL = open end).
+ * * `iter_out` - receives the iterator; NULL on entry and on failure.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_session_find_sessions`.
+ *
+ * # Safety
+ * As `kstate_session_find_sessions_range`.
+ *
+ * # Thread safety
+ * As `kstate_session_find_sessions`.
+ */
+struct kstate_error_t *kstate_session_fetch_range(struct kstate_session_t *store,
+                                                  kstate_isolation_t isolation,
+                                                  const uint8_t *key_from,
+                                                  size_t key_from_len,
+                                                  const uint8_t *key_to,
+                                                  size_t key_to_len,
+                                                  struct kstate_session_iter_t **iter_out);
+
+/**
+ * Kafka's `fetchSession(key, start, end)`: the aggregate of exactly that session.
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` (the writer's view) or
+ *   `KSTATE_READ_COMMITTED`.
+ * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `start`, `end` - the session's start and end.
+ * * `aggregate_out` - receives the aggregate (free with `kstate_bytes_free`);
+ *   `{NULL, 0}` on entry and when not found.
+ * * `found_out` - true when the session exists and has not expired; false on entry.
+ *
+ * # Returns
+ * NULL on success (found or not), else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
+ *   an unknown isolation.
+ * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+ *
+ * # Safety
+ * `key` NULL or readable for `key_len` bytes; out-parameters NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_session_fetch_session(struct kstate_session_t *store,
+                                                    kstate_isolation_t isolation,
+                                                    const uint8_t *key,
+                                                    size_t key_len,
+                                                    int64_t start,
+                                                    int64_t end,
+                                                    struct kstate_bytes_t *aggregate_out,
+                                                    bool *found_out);
+
+/**
+ * Kafka's `findSessions(key, earliestSessionEndTime, latestSessionStartTime)`: the
+ * sessions of `key` that end at or after `earliest_end` and start at or before
+ * `latest_start` (the sessions a new record may merge with), by ascending end, then start.
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `earliest_end`, `latest_start` - the bounds, inclusive.
+ * * `iter_out` - receives the iterator (release it with `kstate_session_iter_close`);
+ *   NULL on entry and on failure.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `iter_out` NULL, NULL key with non-zero length, an
+ *   unknown isolation.
+ * * `KSTATE_ERR_STORAGE`.
+ *
+ * # Safety
+ * `key` NULL or readable for `key_len` bytes (copied); `iter_out` NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread; the iterator sees its view as of its creation.
+ */
+struct kstate_error_t *kstate_session_find_sessions(struct kstate_session_t *store,
+                                                    kstate_isolation_t isolation,
+                                                    const uint8_t *key,
+                                                    size_t key_len,
+                                                    int64_t earliest_end,
+                                                    int64_t latest_start,
+                                                    struct kstate_session_iter_t **iter_out);
+
+/**
+ * Kafka's `findSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime)`:
+ * as `kstate_session_find_sessions` for the keys in `[key_from, key_to]`, in Kafka's
+ * order (segment by segment of session ends; within one by key bytes, end, start).
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `key_from`, `key_from_len` - lowest key, inclusive; NULL (with length 0) leaves it
+ *   open (a non-NULL pointer with length 0 is the empty key).
+ * * `key_to`, `key_to_len` - highest key, inclusive; NULL leaves it open. Empty when
+ *   `key_from > key_to`.
+ * * `earliest_end`, `latest_start` - the bounds, inclusive.
+ * * `iter_out` - receives the iterator; NULL on entry and on failure.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_session_find_sessions`.
+ *
+ * # Safety
+ * Bounds NULL or readable for their lengths (copied); `iter_out` NULL or writable.
+ *
+ * # Thread safety
+ * As `kstate_session_find_sessions`.
+ */
+struct kstate_error_t *kstate_session_find_sessions_range(struct kstate_session_t *store,
+                                                          kstate_isolation_t isolation,
+                                                          const uint8_t *key_from,
+                                                          size_t key_from_len,
+                                                          const uint8_t *key_to,
+                                                          size_t key_to_len,
+                                                          int64_t earliest_end,
+                                                          int64_t latest_start,
+                                                          struct kstate_session_iter_t **iter_out);
+
+/**
+ * Releases a session iterator.
+ *
+ * # Arguments
+ * * `iter` - the iterator.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, never issued, or not a session iterator.
+ * * `KSTATE_ERR_ITERATOR_CLOSED` - already released (double close).
+ *
+ * # Safety
+ * None required.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_session_iter_close(struct kstate_session_iter_t *iter);
+
+/**
+ * The next session of an iterator.
+ *
+ * # Arguments
+ * * `iter` - the iterator.
+ * * `key_out` - receives the record key (free with `kstate_bytes_free`); `{NULL, 0}` on
+ *   entry and at the end.
+ * * `aggregate_out` - receives the aggregate (free with `kstate_bytes_free`); `{NULL, 0}`
+ *   on entry and at the end.
+ * * `start_out`, `end_out` - the session's start and end; 0 on entry.
+ * * `found_out` - true when a session was returned, false at the end; false on entry.
+ *
+ * # Returns
+ * NULL on success (a session or the end), else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, never issued, or not a session iterator.
+ * * `KSTATE_ERR_ITERATOR_CLOSED` - the iterator or its store was closed.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter.
+ * * `KSTATE_ERR_STORAGE`.
+ *
+ * # Safety
+ * Out-parameters NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread; calls on one iterator are serialised.
+ */
+struct kstate_error_t *kstate_session_iter_next(struct kstate_session_iter_t *iter,
+                                                struct kstate_bytes_t *key_out,
+                                                struct kstate_bytes_t *aggregate_out,
+                                                int64_t *start_out,
+                                                int64_t *end_out,
+                                                bool *found_out);
+
+/**
+ * Opens (creating it if absent) and recovers the session store at `path`.
+ *
+ * # Arguments
+ * * `path` - NUL-terminated directory path, not empty. For the memory engine it only
+ *   names the store and may be NULL.
+ * * `options` - options from `kstate_session_options_init`, possibly changed; NULL means
+ *   the defaults (RocksDB, retention 1 day).
+ * * `store_out` - receives the store handle; set to NULL on entry and on failure.
+ *
+ * # Returns
+ * NULL on success, else an error (free it with `kstate_error_free`).
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB or empty;
+ *   an unknown `struct_size`; an option out of range (unknown engine, negative retention
+ *   or segment interval, the limits of `kstate_kv_open`).
+ * * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
+ * * `KSTATE_ERR_FORMAT_MISMATCH` - `path` holds a store of another kind.
+ * * `KSTATE_ERR_NOT_A_STORE`, `KSTATE_ERR_UNSUPPORTED_FORMAT`, `KSTATE_ERR_CORRUPTION`,
+ *   `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - what is at `path` cannot be opened.
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `options` is NULL or points to a
+ * `kstate_session_options_t` initialised by `kstate_session_options_init`; `store_out` is
+ * NULL or valid for writing one pointer.
+ *
+ * # Thread safety
+ * Safe to call from any thread.
+ */
+struct kstate_error_t *kstate_session_open(const char *path,
+                                           const struct kstate_session_options_t *options,
+                                           struct kstate_session_t **store_out);
+
+/**
+ * Sets session store options to the defaults: RocksDB, retention 1 day, Kafka's segment
+ * interval, 64 MiB of uncommitted writes in memory, no fsync on commit, Kafka Streams'
+ * RocksDB tuning; and `struct_size` to `struct_size`.
+ *
+ * # Arguments
+ * * `options` - the options to initialise.
+ * * `struct_size` - `sizeof` the caller's `kstate_session_options_t`: `sizeof options`.
+ *
+ * # Returns
+ * NULL on success, else an error; `options` is left unchanged then.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `options` NULL or misaligned; `struct_size` is not
+ *   a `KSTATE_SESSION_OPTIONS_SIZE_*` this library knows.
+ *
+ * # Safety
+ * `options` is NULL or valid for writing `struct_size` bytes.
+ *
+ * # Thread safety
+ * Safe to call from any thread.
+ */
+struct kstate_error_t *kstate_session_options_init(struct kstate_session_options_t *options,
+                                                   size_t struct_size);
+
+/**
+ * Kafka's `put(Windowed(key, SessionWindow(start, end)), aggregate)` in the current
+ * transaction. The write advances the stream time to `end`; a session already expired by
+ * the stream time is dropped silently, as in Kafka.
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `start`, `end` - the session's start and end (ms).
+ * * `aggregate`, `aggregate_len` - the aggregate, stored as given; NULL only when
+ *   `aggregate_len` is 0 (the empty aggregate; use `kstate_session_remove` to delete).
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
+ * * `KSTATE_ERR_KEY_TOO_LARGE` (over `KSTATE_MAX_KEY_BYTES` - 16),
+ *   `KSTATE_ERR_VALUE_TOO_LARGE`.
+ * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
+ *
+ * # Safety
+ * `key` / `aggregate` are NULL or readable for their lengths.
+ *
+ * # Thread safety
+ * Safe from any thread; writes are serialised.
+ */
+struct kstate_error_t *kstate_session_put(struct kstate_session_t *store,
+                                          const uint8_t *key,
+                                          size_t key_len,
+                                          int64_t start,
+                                          int64_t end,
+                                          const uint8_t *aggregate,
+                                          size_t aggregate_len);
+
+/**
+ * Kafka's `remove(Windowed(key, SessionWindow(start, end)))`: deletes the session (the
+ * stream time advances to `end`, as in Kafka 4.4).
+ *
+ * # Arguments
+ * * `store` - a session store.
+ * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `start`, `end` - the session's start and end.
+ *
+ * # Returns
+ * NULL on success (also when there was no such session), else an error.
+ *
+ * # Errors
+ * As `kstate_session_put`.
+ *
+ * # Safety
+ * `key` is NULL or readable for `key_len` bytes.
+ *
+ * # Thread safety
+ * As `kstate_session_put`.
+ */
+struct kstate_error_t *kstate_session_remove(struct kstate_session_t *store,
+                                             const uint8_t *key,
+                                             size_t key_len,
+                                             int64_t start,
+                                             int64_t end);
+
+/**
+ * Discards the session store's uncommitted writes: the writer's view is the last commit
+ * again.
+ *
+ * # Arguments
+ * * `store` - a session store.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`, `KSTATE_ERR_STORAGE`.
+ *
+ * # Safety
+ * None required.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_session_rollback(struct kstate_session_t *store);
+
+/**
  * The library's version, e.g. `"0.1.0"`. Compare with the `KSTATE_VERSION_*` macros to
  * detect a header/library mismatch.
  *
@@ -1419,6 +2234,615 @@ struct kstate_error_t *kstate_kv_scan(struct kstate_kv_t *store,
  * Safe to call from any thread.
  */
 const char *kstate_version(void);
+
+/**
+ * Kafka's `all()`: every live window, in Kafka's order.
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `iter_out` - receives the iterator; NULL on entry and on failure.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_window_fetch_range`.
+ *
+ * # Safety
+ * `iter_out` NULL or writable.
+ *
+ * # Thread safety
+ * As `kstate_window_fetch_range`.
+ */
+struct kstate_error_t *kstate_window_all(struct kstate_window_t *store,
+                                         kstate_isolation_t isolation,
+                                         struct kstate_window_iter_t **iter_out);
+
+/**
+ * Approximate bytes of the window store's uncommitted writes.
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `bytes_out` - receives the count; 0 on entry.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`, `KSTATE_ERR_INVALID_ARGUMENT`
+ * (`bytes_out` NULL).
+ *
+ * # Safety
+ * `bytes_out` NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_window_approximate_num_uncommitted_bytes(struct kstate_window_t *store,
+                                                                       uint64_t *bytes_out);
+
+/**
+ * Kafka's `backwardAll()`: `kstate_window_all` in reverse order.
+ *
+ * # Arguments
+ * As `kstate_window_all`.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_window_fetch_range`.
+ *
+ * # Safety
+ * `iter_out` NULL or writable.
+ *
+ * # Thread safety
+ * As `kstate_window_fetch_range`.
+ */
+struct kstate_error_t *kstate_window_backward_all(struct kstate_window_t *store,
+                                                  kstate_isolation_t isolation,
+                                                  struct kstate_window_iter_t **iter_out);
+
+/**
+ * Kafka's `backwardFetchAll(timeFrom, timeTo)`: `kstate_window_fetch_all` in reverse
+ * order.
+ *
+ * # Arguments
+ * As `kstate_window_fetch_all`.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_window_fetch_range`.
+ *
+ * # Safety
+ * `iter_out` NULL or writable.
+ *
+ * # Thread safety
+ * As `kstate_window_fetch_range`.
+ */
+struct kstate_error_t *kstate_window_backward_fetch_all(struct kstate_window_t *store,
+                                                        kstate_isolation_t isolation,
+                                                        int64_t time_from,
+                                                        int64_t time_to,
+                                                        struct kstate_window_iter_t **iter_out);
+
+/**
+ * Kafka's `backwardFetch(keyFrom, keyTo, timeFrom, timeTo)`: `kstate_window_fetch_key_range`
+ * in reverse order.
+ *
+ * # Arguments
+ * As `kstate_window_fetch_key_range`.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_window_fetch_key_range`.
+ *
+ * # Safety
+ * As `kstate_window_fetch_key_range`.
+ *
+ * # Thread safety
+ * As `kstate_window_fetch_range`.
+ */
+struct kstate_error_t *kstate_window_backward_fetch_key_range(struct kstate_window_t *store,
+                                                              kstate_isolation_t isolation,
+                                                              const uint8_t *key_from,
+                                                              size_t key_from_len,
+                                                              const uint8_t *key_to,
+                                                              size_t key_to_len,
+                                                              int64_t time_from,
+                                                              int64_t time_to,
+                                                              struct kstate_window_iter_t **iter_out);
+
+/**
+ * Kafka's `backwardFetch(key, timeFrom, timeTo)`: `kstate_window_fetch_range` by
+ * descending start.
+ *
+ * # Arguments
+ * As `kstate_window_fetch_range`.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_window_fetch_range`.
+ *
+ * # Safety
+ * As `kstate_window_fetch_range`.
+ *
+ * # Thread safety
+ * As `kstate_window_fetch_range`.
+ */
+struct kstate_error_t *kstate_window_backward_fetch_range(struct kstate_window_t *store,
+                                                          kstate_isolation_t isolation,
+                                                          const uint8_t *key,
+                                                          size_t key_len,
+                                                          int64_t time_from,
+                                                          int64_t time_to,
+                                                          struct kstate_window_iter_t **iter_out);
+
+/**
+ * Closes a window store: uncommitted writes are discarded, its iterators are closed, the
+ * handle becomes invalid.
+ *
+ * # Arguments
+ * * `store` - the window store handle.
+ *
+ * # Returns
+ * NULL on success, else an error. The handle is invalid afterwards in both cases,
+ * unless the error is `KSTATE_ERR_INVALID_HANDLE` / `KSTATE_ERR_STORE_CLOSED`.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE` - `store` NULL, never issued, or not a window store.
+ * * `KSTATE_ERR_STORE_CLOSED` - already closed (double close).
+ * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO`, `KSTATE_ERR_COMMIT_IN_DOUBT` - as
+ *   `kstate_kv_close`; the store is closed anyway.
+ *
+ * # Safety
+ * None required: the handle is never dereferenced.
+ *
+ * # Thread safety
+ * Safe from any thread, also while others use the store.
+ */
+struct kstate_error_t *kstate_window_close(struct kstate_window_t *store);
+
+/**
+ * Commits the window store's uncommitted writes atomically with changelog `offsets` and
+ * `metadata`, as `kstate_kv_commit` (Kafka's map semantics for offsets).
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `offsets`, `offsets_len` - offsets to record or remove; NULL only with length 0.
+ * * `metadata`, `metadata_len` - bytes to record with the commit; NULL (length 0) keeps
+ *   the previous metadata.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_kv_commit`.
+ *
+ * # Safety
+ * As `kstate_kv_commit`.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_window_commit(struct kstate_window_t *store,
+                                            const struct kstate_offset_t *offsets,
+                                            size_t offsets_len,
+                                            const uint8_t *metadata,
+                                            size_t metadata_len);
+
+/**
+ * The metadata of the last commit, as `kstate_kv_committed_metadata`.
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `metadata_out` - receives the bytes (free with `kstate_bytes_free`); `{NULL, 0}` on
+ *   entry and when none.
+ * * `found_out` - true when metadata was committed; false on entry.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_kv_committed_metadata`.
+ *
+ * # Safety
+ * Out-parameters NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_window_committed_metadata(struct kstate_window_t *store,
+                                                        struct kstate_bytes_t *metadata_out,
+                                                        bool *found_out);
+
+/**
+ * The committed changelog offset of a partition, as `kstate_kv_committed_offset`.
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `topic` - NUL-terminated UTF-8 topic name.
+ * * `partition` - the partition.
+ * * `offset_out` - receives the offset; 0 on entry and when none.
+ * * `found_out` - true when an offset is committed; false on entry.
+ *
+ * # Returns
+ * NULL on success (found or not), else an error.
+ *
+ * # Errors
+ * As `kstate_kv_committed_offset`.
+ *
+ * # Safety
+ * As `kstate_kv_committed_offset`.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_window_committed_offset(struct kstate_window_t *store,
+                                                      const char *topic,
+                                                      int32_t partition,
+                                                      int64_t *offset_out,
+                                                      bool *found_out);
+
+/**
+ * Kafka's `fetch(key, windowStart)`: the window of `key` starting at `window_start`.
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` (the writer's view) or
+ *   `KSTATE_READ_COMMITTED` (committed data only).
+ * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `window_start` - the window start.
+ * * `value_out` - receives the value (without timestamp in a timestamped store; free with
+ *   `kstate_bytes_free`); `{NULL, 0}` on entry and when not found.
+ * * `timestamp_out` - receives the record timestamp (-1 in a plain store); 0 on entry.
+ * * `found_out` - true when the window exists and has not expired; false on entry.
+ *
+ * # Returns
+ * NULL on success (found or not), else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
+ *   an unknown isolation.
+ * * `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE`.
+ *
+ * # Safety
+ * `key` is NULL or readable for `key_len` bytes; out-parameters NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_window_fetch(struct kstate_window_t *store,
+                                           kstate_isolation_t isolation,
+                                           const uint8_t *key,
+                                           size_t key_len,
+                                           int64_t window_start,
+                                           struct kstate_bytes_t *value_out,
+                                           int64_t *timestamp_out,
+                                           bool *found_out);
+
+/**
+ * Kafka's `fetchAll(timeFrom, timeTo)`: every window whose start is in
+ * `[time_from, time_to]`, in Kafka's order.
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `time_from`, `time_to` - window start bounds, inclusive.
+ * * `iter_out` - receives the iterator; NULL on entry and on failure.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_window_fetch_range`.
+ *
+ * # Safety
+ * `iter_out` NULL or writable.
+ *
+ * # Thread safety
+ * As `kstate_window_fetch_range`.
+ */
+struct kstate_error_t *kstate_window_fetch_all(struct kstate_window_t *store,
+                                               kstate_isolation_t isolation,
+                                               int64_t time_from,
+                                               int64_t time_to,
+                                               struct kstate_window_iter_t **iter_out);
+
+/**
+ * Kafka's `fetch(keyFrom, keyTo, timeFrom, timeTo)`: the windows of the keys in
+ * `[key_from, key_to]` whose start is in `[time_from, time_to]`, in Kafka's order
+ * (segment by segment; within a segment by key bytes, then start).
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `key_from`, `key_from_len` - lowest key, inclusive; NULL (with length 0) leaves it
+ *   open (a non-NULL pointer with length 0 is the empty key).
+ * * `key_to`, `key_to_len` - highest key, inclusive; NULL leaves it open. Empty when
+ *   `key_from > key_to`.
+ * * `time_from`, `time_to` - window start bounds, inclusive.
+ * * `iter_out` - receives the iterator; NULL on entry and on failure.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_window_fetch_range` (a NULL bound with a non-zero length is
+ * `KSTATE_ERR_INVALID_ARGUMENT`).
+ *
+ * # Safety
+ * Bounds NULL or readable for their lengths (copied); `iter_out` NULL or writable.
+ *
+ * # Thread safety
+ * As `kstate_window_fetch_range`.
+ */
+struct kstate_error_t *kstate_window_fetch_key_range(struct kstate_window_t *store,
+                                                     kstate_isolation_t isolation,
+                                                     const uint8_t *key_from,
+                                                     size_t key_from_len,
+                                                     const uint8_t *key_to,
+                                                     size_t key_to_len,
+                                                     int64_t time_from,
+                                                     int64_t time_to,
+                                                     struct kstate_window_iter_t **iter_out);
+
+/**
+ * Kafka's `fetch(key, timeFrom, timeTo)`: the windows of `key` whose start is in
+ * `[time_from, time_to]`, by ascending start.
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `time_from`, `time_to` - window start bounds, inclusive (empty when from > to).
+ * * `iter_out` - receives the iterator (release it with `kstate_window_iter_close`);
+ *   NULL on entry and on failure.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `iter_out` NULL, NULL key with non-zero length, an
+ *   unknown isolation.
+ * * `KSTATE_ERR_STORAGE`.
+ *
+ * # Safety
+ * `key` NULL or readable for `key_len` bytes (copied); `iter_out` NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread; the iterator sees its view as of its creation.
+ */
+struct kstate_error_t *kstate_window_fetch_range(struct kstate_window_t *store,
+                                                 kstate_isolation_t isolation,
+                                                 const uint8_t *key,
+                                                 size_t key_len,
+                                                 int64_t time_from,
+                                                 int64_t time_to,
+                                                 struct kstate_window_iter_t **iter_out);
+
+/**
+ * Releases a window iterator.
+ *
+ * # Arguments
+ * * `iter` - the iterator.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, never issued, or not a window iterator.
+ * * `KSTATE_ERR_ITERATOR_CLOSED` - already released (double close).
+ *
+ * # Safety
+ * None required.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_window_iter_close(struct kstate_window_iter_t *iter);
+
+/**
+ * The next window of an iterator.
+ *
+ * # Arguments
+ * * `iter` - the iterator.
+ * * `key_out` - receives the record key (free with `kstate_bytes_free`); `{NULL, 0}` on
+ *   entry and at the end.
+ * * `value_out` - receives the value (without timestamp in a timestamped store; free
+ *   with `kstate_bytes_free`); `{NULL, 0}` on entry and at the end.
+ * * `timestamp_out` - the record timestamp (-1 in a plain store); 0 on entry.
+ * * `window_start_out` - the window start; 0 on entry.
+ * * `window_end_out` - the window end: start + the store's window size
+ *   (`INT64_MAX` when that overflows, as Kafka); 0 on entry.
+ * * `found_out` - true when a window was returned, false at the end (then every other
+ *   out-parameter keeps its entry value); false on entry.
+ *
+ * # Returns
+ * NULL on success (a window or the end), else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, never issued, or not a window iterator.
+ * * `KSTATE_ERR_ITERATOR_CLOSED` - the iterator or its store was closed.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter.
+ * * `KSTATE_ERR_INVALID_VALUE` - a timestamped value shorter than its timestamp (the
+ *   next call continues after it); `KSTATE_ERR_STORAGE`.
+ *
+ * # Safety
+ * Out-parameters NULL or writable.
+ *
+ * # Thread safety
+ * Safe from any thread; calls on one iterator are serialised.
+ */
+struct kstate_error_t *kstate_window_iter_next(struct kstate_window_iter_t *iter,
+                                               struct kstate_bytes_t *key_out,
+                                               struct kstate_bytes_t *value_out,
+                                               int64_t *timestamp_out,
+                                               int64_t *window_start_out,
+                                               int64_t *window_end_out,
+                                               bool *found_out);
+
+/**
+ * Opens (creating it if absent) and recovers the window store at `path`.
+ *
+ * # Arguments
+ * * `path` - NUL-terminated directory path, not empty. For the memory engine it only
+ *   names the store and may be NULL.
+ * * `options` - options from `kstate_window_options_init`, possibly changed; NULL means
+ *   the defaults (RocksDB, timestamped, retention 1 day, window size 0).
+ * * `store_out` - receives the store handle; set to NULL on entry and on failure.
+ *
+ * # Returns
+ * NULL on success, else an error (free it with `kstate_error_free`).
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB or empty;
+ *   an unknown `struct_size`; an option out of range (unknown engine or format, negative
+ *   retention or window size, a window larger than the retention, a negative segment
+ *   interval, the limits of `kstate_kv_open`).
+ * * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
+ * * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with the other value format,
+ *   or `path` holds a store of another kind (a key-value or session store).
+ * * `KSTATE_ERR_NOT_A_STORE`, `KSTATE_ERR_UNSUPPORTED_FORMAT`, `KSTATE_ERR_CORRUPTION`,
+ *   `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - what is at `path` cannot be opened.
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `options` is NULL or points to a
+ * `kstate_window_options_t` initialised by `kstate_window_options_init`; `store_out` is
+ * NULL or valid for writing one pointer.
+ *
+ * # Thread safety
+ * Safe to call from any thread.
+ */
+struct kstate_error_t *kstate_window_open(const char *path,
+                                          const struct kstate_window_options_t *options,
+                                          struct kstate_window_t **store_out);
+
+/**
+ * Sets window store options to the defaults: RocksDB, timestamped values, retention 1
+ * day, window size 0, Kafka's segment interval, no duplicates, 64 MiB of uncommitted
+ * writes in memory, no fsync on commit, Kafka Streams' RocksDB tuning; and `struct_size`
+ * to `struct_size`.
+ *
+ * # Arguments
+ * * `options` - the options to initialise.
+ * * `struct_size` - `sizeof` the caller's `kstate_window_options_t`: `sizeof options`.
+ *
+ * # Returns
+ * NULL on success, else an error (free it with `kstate_error_free`); `options` is left
+ * unchanged then.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `options` NULL or misaligned; `struct_size` is not
+ *   a `KSTATE_WINDOW_OPTIONS_SIZE_*` this library knows.
+ *
+ * # Safety
+ * `options` is NULL or valid for writing `struct_size` bytes.
+ *
+ * # Thread safety
+ * Safe to call from any thread.
+ */
+struct kstate_error_t *kstate_window_options_init(struct kstate_window_options_t *options,
+                                                  size_t struct_size);
+
+/**
+ * Kafka's `put(key, ValueAndTimestamp(value, timestamp), windowStart)` on a timestamped
+ * window store, in the current transaction. The write advances the stream time to
+ * `window_start`; a window already expired by the stream time is dropped silently, as in
+ * Kafka. With `retain_duplicates`, every put is kept as a new entry.
+ *
+ * # Arguments
+ * * `store` - a timestamped window store.
+ * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `value`, `value_len` - the value without timestamp; NULL only when `value_len` is 0.
+ * * `timestamp` - the record timestamp.
+ * * `window_start` - the window start (ms).
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
+ * * `KSTATE_ERR_KEY_TOO_LARGE` (over `KSTATE_MAX_KEY_BYTES` - 12),
+ *   `KSTATE_ERR_VALUE_TOO_LARGE`.
+ * * `KSTATE_ERR_FORMAT_MISMATCH` - the store is plain (use `kstate_window_put_raw`).
+ * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
+ *
+ * # Safety
+ * `key` / `value` are NULL or readable for `key_len` / `value_len` bytes.
+ *
+ * # Thread safety
+ * Safe from any thread; writes are serialised.
+ */
+struct kstate_error_t *kstate_window_put(struct kstate_window_t *store,
+                                         const uint8_t *key,
+                                         size_t key_len,
+                                         const uint8_t *value,
+                                         size_t value_len,
+                                         int64_t timestamp,
+                                         int64_t window_start);
+
+/**
+ * Kafka's `put(key, rawValue, windowStart)` with the value in the store's layout (an
+ * 8-byte big-endian timestamp prefix in a timestamped store); a NULL value deletes the
+ * window (ignored with `retain_duplicates`, as in Kafka).
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `value`, `value_len` - the raw value, or NULL with length 0 to delete.
+ * * `window_start` - the window start (ms).
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * As `kstate_window_put` (without `KSTATE_ERR_FORMAT_MISMATCH`), plus
+ * `KSTATE_ERR_INVALID_VALUE` for a timestamped value shorter than 8 bytes.
+ *
+ * # Safety
+ * As `kstate_window_put`.
+ *
+ * # Thread safety
+ * As `kstate_window_put`.
+ */
+struct kstate_error_t *kstate_window_put_raw(struct kstate_window_t *store,
+                                             const uint8_t *key,
+                                             size_t key_len,
+                                             const uint8_t *value,
+                                             size_t value_len,
+                                             int64_t window_start);
+
+/**
+ * Discards the window store's uncommitted writes:
+ * the writer's view is the last commit again.
+ *
+ * # Arguments
+ * * `store` - a window store.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`, `KSTATE_ERR_STORAGE`.
+ *
+ * # Safety
+ * None required.
+ *
+ * # Thread safety
+ * Safe from any thread.
+ */
+struct kstate_error_t *kstate_window_rollback(struct kstate_window_t *store);
 
 #ifdef __cplusplus
 }  // extern "C"

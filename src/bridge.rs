@@ -129,9 +129,32 @@ impl KvIterHandle {
 
 /// The object behind a window iterator handle: batches of `(Kafka window key, raw value)`
 /// with the batch rules of [`KvIterHandle::next_batch`] (checked timestamped values, no
-/// entry lost to an error). The surfaces split each key into record key, window start and
-/// seqnum ([`crate::format::segmented::parse_window_key`]).
-pub struct WindowIterHandle(pub KvIterHandle);
+/// entry lost to an error), and the window size of its store. The surfaces split each key
+/// into record key, window start and seqnum
+/// ([`crate::format::segmented::parse_window_key`]); C adds the window end
+/// ([`window_end`]), Java computes it from its own copy of the window size.
+pub struct WindowIterHandle(
+    pub KvIterHandle,
+    /// The store's window size (ms), for [`window_end`].
+    pub i64,
+);
+
+/// The end of the window starting at `start` in a store of windows of `size` ms, as
+/// Kafka's `WindowKeySchema.timeWindowForSize`: `start + size`, `i64::MAX` when that
+/// overflows.
+pub fn window_end(start: i64, size: i64) -> i64 {
+    match start.checked_add(size) {
+        Some(end) if end >= 0 => end,
+        _ => i64::MAX,
+    }
+}
+
+/// The segment interval of a new segmented store from the number a surface was given:
+/// 0 means Kafka's default (`max(retention / 2, 60 s)`), any other value is taken as is
+/// (and validated by the store's options).
+pub fn segment_interval(ms: i64) -> Option<i64> {
+    (ms != 0).then_some(ms)
+}
 
 /// The object behind a session iterator handle: batches of `(Kafka session key,
 /// aggregate)`; the surfaces split each key into record key, start and end
@@ -201,7 +224,10 @@ pub fn open_window_iter(
     let s = HANDLES.get::<WindowStore>(store)?;
     let format = s.options().value_format;
     let iter = make(&s)?.into_raw();
-    handle::insert(WindowIterHandle(KvIterHandle::with_format(iter, format)))
+    handle::insert(WindowIterHandle(
+        KvIterHandle::with_format(iter, format),
+        s.window_size(),
+    ))
 }
 
 /// Opens a session iterator with `make` on the session store behind `store`.

@@ -796,18 +796,11 @@ pub unsafe extern "C" fn kstate_kv_commit(
         // SAFETY: readable as given (caller's guarantee).
         let (offsets, metadata) = unsafe {
             (
-                array(offsets, offsets_len, "offsets")?,
+                super::txn::parse_offsets(offsets, offsets_len)?,
                 opt_span(metadata, metadata_len, "metadata")?,
             )
         };
-        let mut parsed = Vec::with_capacity(offsets.len());
-        for (i, o) in offsets.iter().enumerate() {
-            // SAFETY: `topic` is NULL or NUL-terminated (caller's guarantee).
-            let topic = unsafe { utf8(o.topic, &format!("offsets[{i}].topic"))? };
-            let offset = o.has_offset.then_some(o.offset);
-            parsed.push((TopicPartition::new(topic, o.partition), offset));
-        }
-        s.commit(&parsed, metadata)
+        s.commit(&offsets, metadata)
     })
 }
 

@@ -21,8 +21,14 @@ mod error;
 mod iter;
 mod kv;
 mod options;
+mod segmented_options;
+mod session;
 #[cfg(test)]
 mod tests;
+mod txn;
+mod window;
+#[cfg(test)]
+mod window_tests;
 
 pub use bytes::{kstate_bytes_free, kstate_bytes_t};
 pub use error::{
@@ -45,6 +51,29 @@ pub use kv::{
 pub use options::{
     kstate_engine_t, kstate_kv_options_default, kstate_kv_options_t, kstate_value_format_t,
     KSTATE_ENGINE_MEMORY, KSTATE_ENGINE_ROCKSDB, KSTATE_FORMAT_PLAIN, KSTATE_FORMAT_TIMESTAMPED,
+};
+pub use segmented_options::{
+    kstate_session_options_init, kstate_session_options_t, kstate_window_options_init,
+    kstate_window_options_t, KSTATE_SESSION_OPTIONS_SIZE_V1, KSTATE_WINDOW_OPTIONS_SIZE_V1,
+};
+pub use session::{
+    kstate_session_approximate_num_uncommitted_bytes, kstate_session_backward_fetch,
+    kstate_session_backward_fetch_range, kstate_session_backward_find_sessions,
+    kstate_session_backward_find_sessions_range, kstate_session_close, kstate_session_commit,
+    kstate_session_committed_metadata, kstate_session_committed_offset, kstate_session_fetch,
+    kstate_session_fetch_range, kstate_session_fetch_session, kstate_session_find_sessions,
+    kstate_session_find_sessions_range, kstate_session_iter_close, kstate_session_iter_next,
+    kstate_session_iter_t, kstate_session_open, kstate_session_put, kstate_session_remove,
+    kstate_session_rollback, kstate_session_t,
+};
+pub use window::{
+    kstate_window_all, kstate_window_approximate_num_uncommitted_bytes, kstate_window_backward_all,
+    kstate_window_backward_fetch_all, kstate_window_backward_fetch_key_range,
+    kstate_window_backward_fetch_range, kstate_window_close, kstate_window_commit,
+    kstate_window_committed_metadata, kstate_window_committed_offset, kstate_window_fetch,
+    kstate_window_fetch_all, kstate_window_fetch_key_range, kstate_window_fetch_range,
+    kstate_window_iter_close, kstate_window_iter_next, kstate_window_iter_t, kstate_window_open,
+    kstate_window_put, kstate_window_put_raw, kstate_window_rollback, kstate_window_t,
 };
 
 use std::ffi::c_char;

@@ -42,7 +42,7 @@ pub(crate) struct SegmentArgs {
 
 impl SegmentArgs {
     fn interval(&self) -> Option<i64> {
-        (self.segment_interval != 0).then_some(self.segment_interval)
+        bridge::segment_interval(self.segment_interval)
     }
 }
 
