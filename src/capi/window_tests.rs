@@ -443,7 +443,9 @@ fn sessions_match_a_model_of_find_sessions() {
             .map(|((_, k, e, s), v)| (k.clone(), v.clone(), *s, *e))
             .collect()
     };
-    assert!(model.keys().any(|(_, _, e, _)| *e <= stream_time - retention));
+    assert!(model
+        .keys()
+        .any(|(_, _, e, _)| *e <= stream_time - retention));
     let (earliest_end, latest_start) = (stream_time - 900, stream_time - 400);
     let mut it = null_mut();
     for reverse in [false, true] {

@@ -143,7 +143,7 @@ static void expect_windows(kstate_window_iter_t *it, const wquery_t *q, bool rev
 
 /* Random puts and deletes on a window store and the model, then every query both ways. */
 static void window_model_run(kstate_engine_t engine, bool dups, uint64_t seed) {
-    const int64_t retention = 1000, size = 50;
+    const int64_t retention = 600, size = 50;
     g_interval = 200;
     g_rng = seed;
     g_nwin = 0;
@@ -157,7 +157,8 @@ static void window_model_run(kstate_engine_t engine, bool dups, uint64_t seed) {
         int key = (int)rnd(4);
         int64_t start = i * 5 + rnd(300);
         if (rnd(8) == 0) { /* a late record, often too late for retention */
-            start = start > 1300 ? start - 1300 + rnd(400) : 0;
+            start = stream_time - retention + 100 - rnd(400);
+            start = start < 0 ? 0 : start;
         }
         bool del = rnd(6) == 0;
         char value[16];
