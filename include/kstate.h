@@ -517,6 +517,7 @@ typedef struct kstate_window_options_t {
      * `KSTATE_FORMAT_TIMESTAMPED` (default; Kafka's timestamped window store, whose values
      * carry the record timestamp) or `KSTATE_FORMAT_PLAIN` (Kafka's plain window store).
      * An existing store must be opened with the format it was created with.
+     * `KSTATE_FORMAT_HEADERS` is for key-value stores only (`KSTATE_ERR_INVALID_ARGUMENT`).
      */
     kstate_value_format_t value_format;
     /**

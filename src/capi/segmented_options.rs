@@ -34,6 +34,7 @@ pub struct kstate_window_options_t {
     /// `KSTATE_FORMAT_TIMESTAMPED` (default; Kafka's timestamped window store, whose values
     /// carry the record timestamp) or `KSTATE_FORMAT_PLAIN` (Kafka's plain window store).
     /// An existing store must be opened with the format it was created with.
+    /// `KSTATE_FORMAT_HEADERS` is for key-value stores only (`KSTATE_ERR_INVALID_ARGUMENT`).
     pub value_format: kstate_value_format_t,
     /// How long windows are kept, in ms (>= `window_size_ms`). With stream time T (the
     /// largest window start written), reads no longer return windows starting at or

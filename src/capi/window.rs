@@ -226,6 +226,12 @@ fn split(raw: Vec<u8>, format: ValueFormat) -> Result<(Vec<u8>, i64)> {
             let (timestamp, v) = value::split(&raw)?;
             Ok((v.to_vec(), timestamp))
         }
+        // Window stores refuse this format on open; split it as the key-value surface
+        // does rather than assume so.
+        ValueFormat::Headers => {
+            let p = crate::format::headers::split(&raw)?;
+            Ok((p.value.to_vec(), p.timestamp))
+        }
     }
 }
 

@@ -513,6 +513,9 @@ static void test_options(void) {
     CHECK_ERR(kstate_window_open(NULL, &bad, &w), KSTATE_ERR_INVALID_ARGUMENT);
     bad = window_options(KSTATE_ENGINE_MEMORY, 100, 10, false, -1);
     CHECK_ERR(kstate_window_open(NULL, &bad, &w), KSTATE_ERR_INVALID_ARGUMENT);
+    bad = window_options(KSTATE_ENGINE_MEMORY, 100, 10, false, 0);
+    bad.value_format = KSTATE_FORMAT_HEADERS; /* key-value stores only */
+    CHECK_ERR(kstate_window_open(NULL, &bad, &w), KSTATE_ERR_INVALID_ARGUMENT);
     bad = window_options(7, 100, 10, false, 0);
     CHECK_ERR(kstate_window_open(NULL, &bad, &w), KSTATE_ERR_INVALID_ARGUMENT);
     bad = window_options(KSTATE_ENGINE_MEMORY, 100, 10, false, 0);
