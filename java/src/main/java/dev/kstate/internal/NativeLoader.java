@@ -6,7 +6,7 @@ import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -133,24 +133,36 @@ public final class NativeLoader {
         boolean shared = dirSetting != null && !dirSetting.trim().isEmpty();
         Path dir = Paths.get(shared ? dirSetting.trim() : System.getProperty("java.io.tmpdir")).toAbsolutePath();
         String expected = expectedVersion();
-        Path file;
+        Extracted extracted;
         try {
-            file = shared ? extractShared(dir, resource, entry, expected) : extractPrivate(dir, resource, entry);
+            extracted = shared ? extractShared(dir, resource, entry, expected) : extractPrivate(dir, resource, entry);
         } catch (IOException e) {
             UnsatisfiedLinkError error = new UnsatisfiedLinkError("kstate: cannot extract " + resource + " to " + dir
                 + ": " + e + (shared ? "" : "; choose another directory with -D" + DIR_PROPERTY + "=DIR"));
             error.initCause(e);
             throw error;
         }
+        Path file = extracted.file;
         try {
             loadFile(file);
         } finally {
-            if (!shared) {
+            if (!extracted.keep) {
                 deleteQuietly(file);
             }
         }
         checkVersion(expected, "the jar resource " + resource);
-        return "jar resource " + resource + (shared ? ", extracted to " + file : "");
+        return "jar resource " + resource + (extracted.keep ? ", extracted to " + file : "");
+    }
+
+    /** An extracted library, and whether it stays for later processes (else it is deleted once loaded). */
+    private static final class Extracted {
+        final Path file;
+        final boolean keep;
+
+        Extracted(Path file, boolean keep) {
+            this.file = file;
+            this.keep = keep;
+        }
     }
 
     /** Loads an extracted file, explaining a directory that cannot hold executable code. */
@@ -298,14 +310,14 @@ public final class NativeLoader {
     // ----- extraction ------------------------------------------------------------------------------
 
     /** A copy private to this process (random name, owner-only), deleted by the caller once loaded. */
-    private static Path extractPrivate(Path dir, String resource, IndexEntry entry) throws IOException {
+    private static Extracted extractPrivate(Path dir, String resource, IndexEntry entry) throws IOException {
         Files.createDirectories(dir);
         Path tmp = createTemp(dir);
         try {
             copyVerified(resource, entry, tmp);
             Path target = dir.resolve(tmp.getFileName().toString().replace(".tmp", suffix(entry.file)));
             Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
-            return target;
+            return new Extracted(target, false);
         } catch (IOException | RuntimeException e) {
             deleteQuietly(tmp);
             throw e;
@@ -316,25 +328,27 @@ public final class NativeLoader {
      * A copy kept in a chosen directory, named by version and contents: reused while it is
      * this user's and matches the jar, else written under a temporary name and renamed over
      * it (an atomic replace: a concurrent process loads the old or the new file, never a
-     * partial one).
+     * partial one). When the rename is impossible (no atomic rename on this file system, or
+     * another user's file in a sticky directory), the temporary file is loaded as a private copy.
      */
-    private static Path extractShared(Path dir, String resource, IndexEntry entry, String version) throws IOException {
+    private static Extracted extractShared(Path dir, String resource, IndexEntry entry, String version)
+        throws IOException {
         Files.createDirectories(dir);
         String base = entry.file.substring(0, entry.file.length() - suffix(entry.file).length());
         Path target = dir.resolve(base + "-" + version + "-" + entry.sha256.substring(0, 16) + suffix(entry.file));
         if (trustworthy(target) && entry.sha256.equals(sha256(target))) {
-            return target;
+            return new Extracted(target, true);
         }
         Path tmp = createTemp(dir);
         try {
             copyVerified(resource, entry, tmp);
             try {
                 Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-                return target;
-            } catch (AtomicMoveNotSupportedException e) {
-                // Not on a POSIX file system: give up the shared name, keep the loaded file private.
-                LOG.debug("kstate: no atomic rename in {}: {}", dir, e.toString());
-                return tmp;
+                return new Extracted(target, true);
+            } catch (FileSystemException e) { // AtomicMoveNotSupportedException among them
+                LOG.warn("kstate: cannot rename the library into place as {} ({}); loading a private copy", target,
+                    e.toString());
+                return new Extracted(tmp, false);
             }
         } catch (IOException | RuntimeException e) {
             deleteQuietly(tmp);

@@ -183,6 +183,26 @@ public class NativeLoadFailureTest {
         assertEquals(Arrays.toString(native1.toFile().list()), 1, native1.toFile().list().length);
     }
 
+    /**
+     * When the shared name cannot be taken over (here a directory sits there), the library is
+     * still loaded, from a private copy that is deleted afterwards.
+     */
+    @Test
+    public void anUnreplaceableSharedNameFallsBackToAPrivateCopy() throws Exception {
+        Path native1 = dir.toPath().resolve("blocked");
+        java.util.Properties p = new java.util.Properties();
+        try (InputStream in = getClass().getResourceAsStream("/dev/kstate/internal/kstate.properties")) {
+            p.load(in);
+        }
+        Path blocker = native1.resolve("libkstate-" + p.getProperty("version") + "-" + resourceSha256().substring(0, 16) + ".so");
+        Files.createDirectories(blocker);
+        Files.write(blocker.resolve("occupied"), new byte[] {1});
+        String out = runChild(Collections.singletonList("-D" + NativeLoader.DIR_PROPERTY + "=" + native1));
+        assertTrue(out, out.contains("attempt 1: opened"));
+        assertTrue(out, out.contains("loadedFrom=jar resource /native/linux-x86_64/libkstate.so\n"));
+        assertEquals(Collections.singletonList(blocker.getFileName().toString()), Arrays.asList(native1.toFile().list()));
+    }
+
     private static String sha256(Path file) throws Exception {
         MessageDigest md = MessageDigest.getInstance("SHA-256");
         md.update(Files.readAllBytes(file));
