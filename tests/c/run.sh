@@ -205,6 +205,7 @@ build() { # mode flags...
     shift
     mkdir -p "$BUILD/$mode"
     for t in "${TESTS[@]}"; do
+        rm -f "$BUILD/$mode/$t" # a program that no longer compiles must not run its old binary
         if "$CC" "${CFLAGS[@]}" "$@" "tests/c/$t.c" -o "$BUILD/$mode/$t" "${LDFLAGS[@]}"; then
             :
         else

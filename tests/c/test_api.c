@@ -528,7 +528,7 @@ static void test_headers_format(void) {
     /* A timestamped store opened as headers is upgraded; it never opens timestamped again. */
     char path[4200];
     snprintf(path, sizeof path, "%s", fresh_path());
-    kstate_kv_options_t o = kstate_kv_options_default();
+    kstate_kv_options_t o = default_options();
     kstate_kv_t *s = NULL;
     CHECK_OK(kstate_kv_open(path, &o, &s));
     CHECK_OK(kstate_kv_put(s, KEY("k"), KEY("old"), 3));
