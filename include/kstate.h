@@ -28,6 +28,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#ifndef KSTATE_MUST_USE
+#if defined(__has_attribute)
+#if __has_attribute(warn_unused_result)
+#define KSTATE_MUST_USE __attribute__((warn_unused_result))
+#endif
+#elif defined(__GNUC__) && (__GNUC__ > 3 || (__GNUC__ == 3 && __GNUC_MINOR__ >= 4))
+#define KSTATE_MUST_USE __attribute__((warn_unused_result))
+#endif
+#endif
+#ifndef KSTATE_MUST_USE
+#define KSTATE_MUST_USE
+#endif
 
 /**
  * Major version of the library this header belongs to (semantic versioning).
@@ -146,6 +158,18 @@
  * tells which).
  */
 #define KSTATE_ERR_COMMIT_IN_DOUBT 16
+
+/**
+ * `struct_size` of the first layout (up to `rocksdb_max_write_buffers`): 56 bytes.
+ */
+#define KSTATE_KV_OPTIONS_SIZE_V1 56
+
+/**
+ * `struct_size` of the second layout (adds `rocksdb_bloom_filter`, `rocksdb_statistics`,
+ * `rocksdb_bounded_memory_bytes`, `rocksdb_bounded_memtable_bytes`): 72 bytes, the
+ * `sizeof(kstate_kv_options_t)` of this header.
+ */
+#define KSTATE_KV_OPTIONS_SIZE_V2 72
 
 /**
  * `struct_size` of the first layout of `kstate_window_options_t` (this header's
@@ -354,16 +378,23 @@ typedef uint32_t kstate_engine_t;
 typedef uint32_t kstate_value_format_t;
 
 /**
- * Options for `kstate_kv_open`. Start from `kstate_kv_options_default()` and change the
- * fields you need.
+ * Options for `kstate_kv_open`. Initialise them with
+ * `kstate_kv_options_init(&options, sizeof options)`, then change the fields you need.
  *
- * The struct is passed and returned by value and carries no size or version field, so
- * fields cannot be appended without breaking binaries built against an older header.
- * The RocksDB knobs added since (bloom filter on/off, statistics, the process-wide
- * bounded memory budget) are therefore not settable from C: a store opened through C gets
- * kstate's defaults for them (bloom filter on, statistics off, a block cache of its own).
+ * ABI: the struct grows at its end, and `struct_size` tells the library which layout the
+ * caller was compiled with. A library reads only the fields of that layout and gives the
+ * others their defaults, so a program built against an older header keeps working with a
+ * newer library; a size the library does not know (zero, uninitialised memory, or a header
+ * newer than the library) is `KSTATE_ERR_INVALID_ARGUMENT`. Every release that adds fields
+ * makes the struct larger (fields are never slotted into old padding) and adds its size to
+ * the `KSTATE_KV_OPTIONS_SIZE_*` constants.
  */
 typedef struct kstate_kv_options_t {
+    /**
+     * The size of this struct as the caller's header defines it: set by
+     * `kstate_kv_options_init` (pass `sizeof` of your variable); never change it.
+     */
+    size_t struct_size;
     /**
      * `KSTATE_ENGINE_ROCKSDB` (default) or `KSTATE_ENGINE_MEMORY`.
      */
@@ -385,7 +416,8 @@ typedef struct kstate_kv_options_t {
      */
     bool sync_on_commit;
     /**
-     * RocksDB block cache size in bytes. Default 50 MiB. Ignored by the memory engine.
+     * RocksDB block cache size in bytes. Default 50 MiB. Ignored by the memory engine
+     * and when `rocksdb_bounded_memory_bytes` is set.
      */
     size_t rocksdb_block_cache_bytes;
     /**
@@ -396,6 +428,30 @@ typedef struct kstate_kv_options_t {
      * RocksDB memtables per column family before writes stall; >= 1. Default 3.
      */
     int32_t rocksdb_max_write_buffers;
+    /**
+     * A full-key bloom filter of 10 bits per key in every SST file. Default true (as in
+     * Kafka Streams); false saves its memory and disk at the cost of a disk read per
+     * lookup of an absent key. (Since layout `KSTATE_KV_OPTIONS_SIZE_V2`.)
+     */
+    bool rocksdb_bloom_filter;
+    /**
+     * Collect RocksDB statistics (tickers such as `rocksdb.bytes.written`). Default false;
+     * costs a few percent of CPU. (Since layout `KSTATE_KV_OPTIONS_SIZE_V2`.)
+     */
+    bool rocksdb_statistics;
+    /**
+     * A memory budget in bytes shared by every store of the process opened with the same
+     * budget (one block cache that memtables are charged to, as Kafka Streams'
+     * `BoundedMemoryRocksDBConfig`); it replaces the per-store block cache. Default 0:
+     * no shared budget. (Since layout `KSTATE_KV_OPTIONS_SIZE_V2`.)
+     */
+    size_t rocksdb_bounded_memory_bytes;
+    /**
+     * With `rocksdb_bounded_memory_bytes`: the part of the budget memtables may use before
+     * RocksDB flushes them; > 0 and < `rocksdb_bounded_memory_bytes`. Ignored when the
+     * budget is 0. (Since layout `KSTATE_KV_OPTIONS_SIZE_V2`.)
+     */
+    size_t rocksdb_bounded_memtable_bytes;
 } kstate_kv_options_t;
 
 /**
@@ -759,7 +815,9 @@ const char *kstate_error_message(const struct kstate_error_t *error);
  * # Thread safety
  * As `kstate_kv_range`.
  */
-struct kstate_error_t *kstate_kv_all(struct kstate_kv_t *store, struct kstate_kv_iter_t **iter_out);
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_kv_all(struct kstate_kv_t *store,
+                                     struct kstate_kv_iter_t **iter_out);
 
 /**
  * Approximate number of entries in the writer's view: exact for committed data on the
@@ -783,6 +841,7 @@ struct kstate_error_t *kstate_kv_all(struct kstate_kv_t *store, struct kstate_kv
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_approximate_num_entries(struct kstate_kv_t *store,
                                                          uint64_t *count_out);
 
@@ -806,6 +865,7 @@ struct kstate_error_t *kstate_kv_approximate_num_entries(struct kstate_kv_t *sto
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_approximate_num_uncommitted_bytes(struct kstate_kv_t *store,
                                                                    uint64_t *bytes_out);
 
@@ -860,7 +920,7 @@ void kstate_kv_batch_free(struct kstate_kv_batch_t *batch);
  * Safe to call from any thread, also while other threads use the store: calls already
  * running finish first, later ones fail with `KSTATE_ERR_STORE_CLOSED`.
  */
-struct kstate_error_t *kstate_kv_close(struct kstate_kv_t *store);
+KSTATE_MUST_USE struct kstate_error_t *kstate_kv_close(struct kstate_kv_t *store);
 
 /**
  * Commits the transaction: every uncommitted write, the changelog offsets and the
@@ -901,6 +961,7 @@ struct kstate_error_t *kstate_kv_close(struct kstate_kv_t *store);
  * # Thread safety
  * Safe from any thread; committed readers see either all of the commit or none of it.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_commit(struct kstate_kv_t *store,
                                         const struct kstate_offset_t *offsets,
                                         size_t offsets_len,
@@ -929,6 +990,7 @@ struct kstate_error_t *kstate_kv_commit(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_committed_metadata(struct kstate_kv_t *store,
                                                     struct kstate_bytes_t *metadata_out,
                                                     bool *found_out);
@@ -956,6 +1018,7 @@ struct kstate_error_t *kstate_kv_committed_metadata(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_committed_offset(struct kstate_kv_t *store,
                                                   const char *topic,
                                                   int32_t partition,
@@ -984,6 +1047,7 @@ struct kstate_error_t *kstate_kv_committed_offset(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; serialised with other writes.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_delete(struct kstate_kv_t *store,
                                         const uint8_t *key,
                                         size_t key_len,
@@ -1012,6 +1076,7 @@ struct kstate_error_t *kstate_kv_delete(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; serialised with other writes.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_delete_raw(struct kstate_kv_t *store,
                                             const uint8_t *key,
                                             size_t key_len,
@@ -1044,6 +1109,7 @@ struct kstate_error_t *kstate_kv_delete_raw(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; serialised with the writer.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_get(struct kstate_kv_t *store,
                                      const uint8_t *key,
                                      size_t key_len,
@@ -1071,6 +1137,7 @@ struct kstate_error_t *kstate_kv_get(struct kstate_kv_t *store,
  * Safe from any thread; runs concurrently with the writer and other readers and always
  * sees one whole commit, never part of one.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_get_committed(struct kstate_kv_t *store,
                                                const uint8_t *key,
                                                size_t key_len,
@@ -1105,6 +1172,7 @@ struct kstate_error_t *kstate_kv_get_committed(struct kstate_kv_t *store,
  * # Thread safety
  * As `kstate_kv_get` / `kstate_kv_get_committed`, depending on `isolation`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_get_raw(struct kstate_kv_t *store,
                                          kstate_isolation_t isolation,
                                          const uint8_t *key,
@@ -1133,7 +1201,7 @@ struct kstate_error_t *kstate_kv_get_raw(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; a call running on the iterator in another thread finishes first.
  */
-struct kstate_error_t *kstate_kv_iter_close(struct kstate_kv_iter_t *iter);
+KSTATE_MUST_USE struct kstate_error_t *kstate_kv_iter_close(struct kstate_kv_iter_t *iter);
 
 /**
  * Returns the next entries of an iterator: up to `max_entries`, stopping early once the
@@ -1174,6 +1242,7 @@ struct kstate_error_t *kstate_kv_iter_close(struct kstate_kv_iter_t *iter);
  * Safe from any thread; calls on one iterator are serialised (each entry is returned
  * once). Batches are independent of the iterator and of each other.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_iter_next_batch(struct kstate_kv_iter_t *iter,
                                                  size_t max_entries,
                                                  size_t max_bytes,
@@ -1185,7 +1254,7 @@ struct kstate_error_t *kstate_kv_iter_next_batch(struct kstate_kv_iter_t *iter,
  * # Arguments
  * * `path` - NUL-terminated directory path, not empty (any other bytes; it need not be
  *   UTF-8). For the memory engine it only names the store and may be NULL.
- * * `options` - options from `kstate_kv_options_default()`, possibly changed; NULL means
+ * * `options` - options set up by `kstate_kv_options_init`, possibly changed; NULL means
  *   the defaults.
  * * `store_out` - receives the store handle; set to NULL on entry and on failure.
  *
@@ -1194,8 +1263,11 @@ struct kstate_error_t *kstate_kv_iter_next_batch(struct kstate_kv_iter_t *iter,
  *
  * # Errors
  * * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB; `path`
- *   empty (`""`); an option out of range (unknown engine or format, zero
- *   `max_uncommitted_bytes` or write buffer size, fewer than 1 write buffer).
+ *   empty (`""`); `options->struct_size` not a `KSTATE_KV_OPTIONS_SIZE_*` (options not
+ *   initialised with `kstate_kv_options_init`, or a header newer than the library); an
+ *   option out of range (unknown engine or format, zero `max_uncommitted_bytes` or write
+ *   buffer size, fewer than 1 write buffer, a bounded memory budget whose memtable part is
+ *   not strictly between 0 and the budget).
  * * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
  * * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with a later value format
  *   (plain < timestamped < headers), or holds values of two older formats.
@@ -1204,37 +1276,47 @@ struct kstate_error_t *kstate_kv_iter_next_batch(struct kstate_kv_iter_t *iter,
  *
  * # Safety
  * `path` is NULL or a NUL-terminated string; `options` is NULL or points to a
- * `kstate_kv_options_t`; `store_out` is NULL or valid for writing one pointer.
+ * `kstate_kv_options_t` of at least `options->struct_size` readable bytes; `store_out` is
+ * NULL or valid for writing one pointer.
  *
  * # Thread safety
  * Safe to call from any thread. The handle it returns may be used from any number of
  * threads at once (see `kstate_kv_t`).
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_open(const char *path,
                                       const struct kstate_kv_options_t *options,
                                       struct kstate_kv_t **store_out);
 
 /**
- * The default options: RocksDB, timestamped values, 64 MiB of uncommitted writes in
- * memory, no fsync on commit, Kafka Streams' RocksDB tuning (50 MiB block cache, 16 MiB
- * write buffers, 3 of them).
+ * Sets options to the defaults: RocksDB, timestamped values, 64 MiB of uncommitted writes
+ * in memory, no fsync on commit, Kafka Streams' RocksDB tuning (50 MiB block cache, 16 MiB
+ * write buffers, 3 of them, bloom filter on, statistics off, no shared memory budget), and
+ * `struct_size` to `struct_size`.
  *
  * # Arguments
- * None.
+ * * `options` - the options to initialise.
+ * * `struct_size` - `sizeof` the caller's `kstate_kv_options_t`: `sizeof options` (it
+ *   tells the library which fields the caller's header has; only those are written).
  *
  * # Returns
- * The defaults, by value.
+ * NULL on success, else an error (free it with `kstate_error_free`); `options` is left
+ * unchanged then.
  *
  * # Errors
- * None.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `options` NULL or misaligned; `struct_size` is not
+ *   one of the `KSTATE_KV_OPTIONS_SIZE_*` this library knows (a header newer than the
+ *   library gives a larger one).
  *
  * # Safety
- * None required.
+ * `options` is NULL or valid for writing `struct_size` bytes.
  *
  * # Thread safety
  * Safe to call from any thread.
  */
-struct kstate_kv_options_t kstate_kv_options_default(void);
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_kv_options_init(struct kstate_kv_options_t *options,
+                                              size_t struct_size);
 
 /**
  * Iterates, ascending, over every entry whose key starts with `prefix` (Kafka's
@@ -1257,6 +1339,7 @@ struct kstate_kv_options_t kstate_kv_options_default(void);
  * # Thread safety
  * As `kstate_kv_range`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_prefix_scan(struct kstate_kv_t *store,
                                              const uint8_t *prefix,
                                              size_t prefix_len,
@@ -1293,6 +1376,7 @@ struct kstate_error_t *kstate_kv_prefix_scan(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_property(struct kstate_kv_t *store,
                                           const char *name,
                                           uint64_t *value_out,
@@ -1324,6 +1408,7 @@ struct kstate_error_t *kstate_kv_property(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; writes and writer-view reads are serialised by the store.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put(struct kstate_kv_t *store,
                                      const uint8_t *key,
                                      size_t key_len,
@@ -1353,6 +1438,7 @@ struct kstate_error_t *kstate_kv_put(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; the entries are written as one step.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put_all(struct kstate_kv_t *store,
                                          const struct kstate_kv_write_t *entries,
                                          size_t entries_len);
@@ -1377,6 +1463,7 @@ struct kstate_error_t *kstate_kv_put_all(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; the entries are written as one step.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put_all_raw(struct kstate_kv_t *store,
                                              const struct kstate_kv_write_t *entries,
                                              size_t entries_len);
@@ -1406,6 +1493,7 @@ struct kstate_error_t *kstate_kv_put_all_raw(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; the check and the write are one atomic step.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put_if_absent(struct kstate_kv_t *store,
                                                const uint8_t *key,
                                                size_t key_len,
@@ -1438,6 +1526,7 @@ struct kstate_error_t *kstate_kv_put_if_absent(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; the check and the write are one atomic step.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put_if_absent_raw(struct kstate_kv_t *store,
                                                    const uint8_t *key,
                                                    size_t key_len,
@@ -1474,6 +1563,7 @@ struct kstate_error_t *kstate_kv_put_if_absent_raw(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; serialised with other writes.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put_raw(struct kstate_kv_t *store,
                                          const uint8_t *key,
                                          size_t key_len,
@@ -1506,6 +1596,7 @@ struct kstate_error_t *kstate_kv_put_raw(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread. The iterator sees the writer's view as of its creation.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
                                        const uint8_t *from,
                                        size_t from_len,
@@ -1531,6 +1622,7 @@ struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
  * # Thread safety
  * As `kstate_kv_range`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_reverse_all(struct kstate_kv_t *store,
                                              struct kstate_kv_iter_t **iter_out);
 
@@ -1552,6 +1644,7 @@ struct kstate_error_t *kstate_kv_reverse_all(struct kstate_kv_t *store,
  * # Thread safety
  * As `kstate_kv_range`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_reverse_range(struct kstate_kv_t *store,
                                                const uint8_t *from,
                                                size_t from_len,
@@ -1578,7 +1671,7 @@ struct kstate_error_t *kstate_kv_reverse_range(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; serialised with writes.
  */
-struct kstate_error_t *kstate_kv_rollback(struct kstate_kv_t *store);
+KSTATE_MUST_USE struct kstate_error_t *kstate_kv_rollback(struct kstate_kv_t *store);
 
 /**
  * The general scan behind the others: inclusive bounds, either isolation, either order.
@@ -1604,6 +1697,7 @@ struct kstate_error_t *kstate_kv_rollback(struct kstate_kv_t *store);
  * # Thread safety
  * Safe from any thread; a committed scan sees one whole commit, never part of one.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_scan(struct kstate_kv_t *store,
                                       kstate_isolation_t isolation,
                                       const uint8_t *from,
@@ -1633,6 +1727,7 @@ struct kstate_error_t *kstate_kv_scan(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_approximate_num_uncommitted_bytes(struct kstate_session_t *store,
                                                                         uint64_t *bytes_out);
 
@@ -1654,6 +1749,7 @@ struct kstate_error_t *kstate_session_approximate_num_uncommitted_bytes(struct k
  * # Thread safety
  * As `kstate_session_find_sessions`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_backward_fetch(struct kstate_session_t *store,
                                                      kstate_isolation_t isolation,
                                                      const uint8_t *key,
@@ -1678,6 +1774,7 @@ struct kstate_error_t *kstate_session_backward_fetch(struct kstate_session_t *st
  * # Thread safety
  * As `kstate_session_find_sessions`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_backward_fetch_range(struct kstate_session_t *store,
                                                            kstate_isolation_t isolation,
                                                            const uint8_t *key_from,
@@ -1705,6 +1802,7 @@ struct kstate_error_t *kstate_session_backward_fetch_range(struct kstate_session
  * # Thread safety
  * As `kstate_session_find_sessions`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_backward_find_sessions(struct kstate_session_t *store,
                                                              kstate_isolation_t isolation,
                                                              const uint8_t *key,
@@ -1732,6 +1830,7 @@ struct kstate_error_t *kstate_session_backward_find_sessions(struct kstate_sessi
  * # Thread safety
  * As `kstate_session_find_sessions`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_backward_find_sessions_range(struct kstate_session_t *store,
                                                                    kstate_isolation_t isolation,
                                                                    const uint8_t *key_from,
@@ -1765,7 +1864,7 @@ struct kstate_error_t *kstate_session_backward_find_sessions_range(struct kstate
  * # Thread safety
  * Safe from any thread, also while others use the store.
  */
-struct kstate_error_t *kstate_session_close(struct kstate_session_t *store);
+KSTATE_MUST_USE struct kstate_error_t *kstate_session_close(struct kstate_session_t *store);
 
 /**
  * Commits the session store's uncommitted writes atomically with changelog `offsets` and
@@ -1789,6 +1888,7 @@ struct kstate_error_t *kstate_session_close(struct kstate_session_t *store);
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_commit(struct kstate_session_t *store,
                                              const struct kstate_offset_t *offsets,
                                              size_t offsets_len,
@@ -1816,6 +1916,7 @@ struct kstate_error_t *kstate_session_commit(struct kstate_session_t *store,
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_committed_metadata(struct kstate_session_t *store,
                                                          struct kstate_bytes_t *metadata_out,
                                                          bool *found_out);
@@ -1842,6 +1943,7 @@ struct kstate_error_t *kstate_session_committed_metadata(struct kstate_session_t
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_committed_offset(struct kstate_session_t *store,
                                                        const char *topic,
                                                        int32_t partition,
@@ -1870,6 +1972,7 @@ struct kstate_error_t *kstate_session_committed_offset(struct kstate_session_t *
  * # Thread safety
  * As `kstate_session_find_sessions`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_fetch(struct kstate_session_t *store,
                                             kstate_isolation_t isolation,
                                             const uint8_t *key,
@@ -1899,6 +2002,7 @@ struct kstate_error_t *kstate_session_fetch(struct kstate_session_t *store,
  * # Thread safety
  * As `kstate_session_find_sessions`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_fetch_range(struct kstate_session_t *store,
                                                   kstate_isolation_t isolation,
                                                   const uint8_t *key_from,
@@ -1935,6 +2039,7 @@ struct kstate_error_t *kstate_session_fetch_range(struct kstate_session_t *store
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_fetch_session(struct kstate_session_t *store,
                                                     kstate_isolation_t isolation,
                                                     const uint8_t *key,
@@ -1972,6 +2077,7 @@ struct kstate_error_t *kstate_session_fetch_session(struct kstate_session_t *sto
  * # Thread safety
  * Safe from any thread; the iterator sees its view as of its creation.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_find_sessions(struct kstate_session_t *store,
                                                     kstate_isolation_t isolation,
                                                     const uint8_t *key,
@@ -2007,6 +2113,7 @@ struct kstate_error_t *kstate_session_find_sessions(struct kstate_session_t *sto
  * # Thread safety
  * As `kstate_session_find_sessions`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_find_sessions_range(struct kstate_session_t *store,
                                                           kstate_isolation_t isolation,
                                                           const uint8_t *key_from,
@@ -2036,6 +2143,7 @@ struct kstate_error_t *kstate_session_find_sessions_range(struct kstate_session_
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_iter_close(struct kstate_session_iter_t *iter);
 
 /**
@@ -2065,6 +2173,7 @@ struct kstate_error_t *kstate_session_iter_close(struct kstate_session_iter_t *i
  * # Thread safety
  * Safe from any thread; calls on one iterator are serialised.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_iter_next(struct kstate_session_iter_t *iter,
                                                 struct kstate_bytes_t *key_out,
                                                 struct kstate_bytes_t *aggregate_out,
@@ -2102,6 +2211,7 @@ struct kstate_error_t *kstate_session_iter_next(struct kstate_session_iter_t *it
  * # Thread safety
  * Safe to call from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_open(const char *path,
                                            const struct kstate_session_options_t *options,
                                            struct kstate_session_t **store_out);
@@ -2128,6 +2238,7 @@ struct kstate_error_t *kstate_session_open(const char *path,
  * # Thread safety
  * Safe to call from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_options_init(struct kstate_session_options_t *options,
                                                    size_t struct_size);
 
@@ -2159,6 +2270,7 @@ struct kstate_error_t *kstate_session_options_init(struct kstate_session_options
  * # Thread safety
  * Safe from any thread; writes are serialised.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_put(struct kstate_session_t *store,
                                           const uint8_t *key,
                                           size_t key_len,
@@ -2188,6 +2300,7 @@ struct kstate_error_t *kstate_session_put(struct kstate_session_t *store,
  * # Thread safety
  * As `kstate_session_put`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_remove(struct kstate_session_t *store,
                                              const uint8_t *key,
                                              size_t key_len,
@@ -2213,7 +2326,7 @@ struct kstate_error_t *kstate_session_remove(struct kstate_session_t *store,
  * # Thread safety
  * Safe from any thread.
  */
-struct kstate_error_t *kstate_session_rollback(struct kstate_session_t *store);
+KSTATE_MUST_USE struct kstate_error_t *kstate_session_rollback(struct kstate_session_t *store);
 
 /**
  * The library's version, e.g. `"0.1.0"`. Compare with the `KSTATE_VERSION_*` macros to
@@ -2256,6 +2369,7 @@ const char *kstate_version(void);
  * # Thread safety
  * As `kstate_window_fetch_range`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_all(struct kstate_window_t *store,
                                          kstate_isolation_t isolation,
                                          struct kstate_window_iter_t **iter_out);
@@ -2280,6 +2394,7 @@ struct kstate_error_t *kstate_window_all(struct kstate_window_t *store,
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_approximate_num_uncommitted_bytes(struct kstate_window_t *store,
                                                                        uint64_t *bytes_out);
 
@@ -2301,6 +2416,7 @@ struct kstate_error_t *kstate_window_approximate_num_uncommitted_bytes(struct ks
  * # Thread safety
  * As `kstate_window_fetch_range`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_backward_all(struct kstate_window_t *store,
                                                   kstate_isolation_t isolation,
                                                   struct kstate_window_iter_t **iter_out);
@@ -2324,6 +2440,7 @@ struct kstate_error_t *kstate_window_backward_all(struct kstate_window_t *store,
  * # Thread safety
  * As `kstate_window_fetch_range`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_backward_fetch_all(struct kstate_window_t *store,
                                                         kstate_isolation_t isolation,
                                                         int64_t time_from,
@@ -2349,6 +2466,7 @@ struct kstate_error_t *kstate_window_backward_fetch_all(struct kstate_window_t *
  * # Thread safety
  * As `kstate_window_fetch_range`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_backward_fetch_key_range(struct kstate_window_t *store,
                                                               kstate_isolation_t isolation,
                                                               const uint8_t *key_from,
@@ -2378,6 +2496,7 @@ struct kstate_error_t *kstate_window_backward_fetch_key_range(struct kstate_wind
  * # Thread safety
  * As `kstate_window_fetch_range`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_backward_fetch_range(struct kstate_window_t *store,
                                                           kstate_isolation_t isolation,
                                                           const uint8_t *key,
@@ -2409,7 +2528,7 @@ struct kstate_error_t *kstate_window_backward_fetch_range(struct kstate_window_t
  * # Thread safety
  * Safe from any thread, also while others use the store.
  */
-struct kstate_error_t *kstate_window_close(struct kstate_window_t *store);
+KSTATE_MUST_USE struct kstate_error_t *kstate_window_close(struct kstate_window_t *store);
 
 /**
  * Commits the window store's uncommitted writes atomically with changelog `offsets` and
@@ -2433,6 +2552,7 @@ struct kstate_error_t *kstate_window_close(struct kstate_window_t *store);
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_commit(struct kstate_window_t *store,
                                             const struct kstate_offset_t *offsets,
                                             size_t offsets_len,
@@ -2460,6 +2580,7 @@ struct kstate_error_t *kstate_window_commit(struct kstate_window_t *store,
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_committed_metadata(struct kstate_window_t *store,
                                                         struct kstate_bytes_t *metadata_out,
                                                         bool *found_out);
@@ -2486,6 +2607,7 @@ struct kstate_error_t *kstate_window_committed_metadata(struct kstate_window_t *
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_committed_offset(struct kstate_window_t *store,
                                                       const char *topic,
                                                       int32_t partition,
@@ -2521,6 +2643,7 @@ struct kstate_error_t *kstate_window_committed_offset(struct kstate_window_t *st
  * # Thread safety
  * Safe from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_fetch(struct kstate_window_t *store,
                                            kstate_isolation_t isolation,
                                            const uint8_t *key,
@@ -2552,6 +2675,7 @@ struct kstate_error_t *kstate_window_fetch(struct kstate_window_t *store,
  * # Thread safety
  * As `kstate_window_fetch_range`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_fetch_all(struct kstate_window_t *store,
                                                kstate_isolation_t isolation,
                                                int64_t time_from,
@@ -2586,6 +2710,7 @@ struct kstate_error_t *kstate_window_fetch_all(struct kstate_window_t *store,
  * # Thread safety
  * As `kstate_window_fetch_range`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_fetch_key_range(struct kstate_window_t *store,
                                                      kstate_isolation_t isolation,
                                                      const uint8_t *key_from,
@@ -2623,6 +2748,7 @@ struct kstate_error_t *kstate_window_fetch_key_range(struct kstate_window_t *sto
  * # Thread safety
  * Safe from any thread; the iterator sees its view as of its creation.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_fetch_range(struct kstate_window_t *store,
                                                  kstate_isolation_t isolation,
                                                  const uint8_t *key,
@@ -2650,7 +2776,7 @@ struct kstate_error_t *kstate_window_fetch_range(struct kstate_window_t *store,
  * # Thread safety
  * Safe from any thread.
  */
-struct kstate_error_t *kstate_window_iter_close(struct kstate_window_iter_t *iter);
+KSTATE_MUST_USE struct kstate_error_t *kstate_window_iter_close(struct kstate_window_iter_t *iter);
 
 /**
  * The next window of an iterator.
@@ -2684,6 +2810,7 @@ struct kstate_error_t *kstate_window_iter_close(struct kstate_window_iter_t *ite
  * # Thread safety
  * Safe from any thread; calls on one iterator are serialised.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_iter_next(struct kstate_window_iter_t *iter,
                                                struct kstate_bytes_t *key_out,
                                                struct kstate_bytes_t *value_out,
@@ -2724,6 +2851,7 @@ struct kstate_error_t *kstate_window_iter_next(struct kstate_window_iter_t *iter
  * # Thread safety
  * Safe to call from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_open(const char *path,
                                           const struct kstate_window_options_t *options,
                                           struct kstate_window_t **store_out);
@@ -2752,6 +2880,7 @@ struct kstate_error_t *kstate_window_open(const char *path,
  * # Thread safety
  * Safe to call from any thread.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_options_init(struct kstate_window_options_t *options,
                                                   size_t struct_size);
 
@@ -2785,6 +2914,7 @@ struct kstate_error_t *kstate_window_options_init(struct kstate_window_options_t
  * # Thread safety
  * Safe from any thread; writes are serialised.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_put(struct kstate_window_t *store,
                                          const uint8_t *key,
                                          size_t key_len,
@@ -2817,6 +2947,7 @@ struct kstate_error_t *kstate_window_put(struct kstate_window_t *store,
  * # Thread safety
  * As `kstate_window_put`.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_put_raw(struct kstate_window_t *store,
                                              const uint8_t *key,
                                              size_t key_len,
@@ -2843,7 +2974,7 @@ struct kstate_error_t *kstate_window_put_raw(struct kstate_window_t *store,
  * # Thread safety
  * Safe from any thread.
  */
-struct kstate_error_t *kstate_window_rollback(struct kstate_window_t *store);
+KSTATE_MUST_USE struct kstate_error_t *kstate_window_rollback(struct kstate_window_t *store);
 
 #ifdef __cplusplus
 }  // extern "C"

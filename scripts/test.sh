@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every kstate check and test: formatting, clippy, Rust unit/model/crash/error/large
-# transaction tests and doc tests, the C suite (sanitizers + valgrind) and the Java suite.
+# transaction tests and doc tests, the C suite (sanitizers + valgrind, the native library's
+# symbol-version check), the Java suite, and a Maven project built against the published jar.
 # Everything is built once, in release mode, so RocksDB is compiled a single time.
 #
 # The crash tests need kstate's crash points, which only the cargo feature `failpoints`
@@ -56,9 +57,18 @@ if [ -f java/build.gradle ]; then
   done
 fi
 
+m_passed=0; m_failed=0
+if [ -f scripts/test-maven-user.sh ] && [ -f java/build.gradle ]; then
+  step "Maven user project (publishToMavenLocal, then tests/maven-user built with mvn against it)"
+  bash scripts/test-maven-user.sh 2>&1 | tee "$log_dir/maven-user.log" || true
+  read -r m_passed m_failed < <(grep -E '^maven user project: [0-9]+ passed' "$log_dir/maven-user.log" | tail -1 | awk '{print $4, $6}')
+  m_passed=${m_passed:-0}; m_failed=${m_failed:-1}
+fi
+
 r_logs=("$log_dir/cargo-test-failpoints.log" "$log_dir/cargo-test.log")
 r_passed=$(cat "${r_logs[@]}" | grep -E '^test result:' | awk '{s+=$4} END {print s+0}')
 r_failed=$(cat "${r_logs[@]}" | grep -E '^test result:' | awk '{s+=$6} END {print s+0}')
 echo
-echo "rust: $r_passed passed, $r_failed failed; c: $c_passed passed, $c_failed failed; java: $j_passed passed, $j_failed failed"
-echo "kstate: $((r_passed + c_passed + j_passed)) passed, $((r_failed + c_failed + j_failed)) failed"
+echo "rust: $r_passed passed, $r_failed failed; c: $c_passed passed, $c_failed failed; java: $j_passed passed, $j_failed failed; maven user project: $m_passed passed, $m_failed failed"
+echo "kstate: $((r_passed + c_passed + j_passed + m_passed)) passed, $((r_failed + c_failed + j_failed + m_failed)) failed"
+[ "$m_failed" -eq 0 ]

@@ -113,6 +113,7 @@ unsafe fn open_iter(
 ///
 /// # Thread safety
 /// Safe from any thread. The iterator sees the writer's view as of its creation.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_range(
     store: *mut kstate_kv_t,
@@ -153,6 +154,7 @@ pub unsafe extern "C" fn kstate_kv_range(
 ///
 /// # Thread safety
 /// As `kstate_kv_range`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_reverse_range(
     store: *mut kstate_kv_t,
@@ -194,6 +196,7 @@ pub unsafe extern "C" fn kstate_kv_reverse_range(
 ///
 /// # Thread safety
 /// As `kstate_kv_range`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_all(
     store: *mut kstate_kv_t,
@@ -221,6 +224,7 @@ pub unsafe extern "C" fn kstate_kv_all(
 ///
 /// # Thread safety
 /// As `kstate_kv_range`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_reverse_all(
     store: *mut kstate_kv_t,
@@ -251,6 +255,7 @@ pub unsafe extern "C" fn kstate_kv_reverse_all(
 ///
 /// # Thread safety
 /// As `kstate_kv_range`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_prefix_scan(
     store: *mut kstate_kv_t,
@@ -290,6 +295,7 @@ pub unsafe extern "C" fn kstate_kv_prefix_scan(
 ///
 /// # Thread safety
 /// Safe from any thread; a committed scan sees one whole commit, never part of one.
+#[must_use]
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn kstate_kv_scan(
@@ -355,6 +361,7 @@ pub unsafe extern "C" fn kstate_kv_scan(
 /// # Thread safety
 /// Safe from any thread; calls on one iterator are serialised (each entry is returned
 /// once). Batches are independent of the iterator and of each other.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_iter_next_batch(
     iter: *mut kstate_kv_iter_t,
@@ -463,6 +470,7 @@ pub unsafe extern "C" fn kstate_kv_batch_free(batch: *mut kstate_kv_batch_t) {
 ///
 /// # Thread safety
 /// Safe from any thread; a call running on the iterator in another thread finishes first.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn kstate_kv_iter_close(iter: *mut kstate_kv_iter_t) -> *mut kstate_error_t {
     ffi_call(|| bridge::close_iter(number(iter)))

@@ -10,7 +10,7 @@ use super::options::kstate_kv_options_t;
 use super::{isolation, kstate_isolation_t};
 use super::{number, pointer};
 use crate::bridge;
-use crate::{Error, KvStore, Result, TopicPartition, ValueAndTimestamp};
+use crate::{KvStore, Result, TopicPartition, ValueAndTimestamp};
 
 /// An open key-value store. Opaque: the pointer value is a handle number (the same kind
 /// of number the Java adapter uses) that kstate looks up on every call, never a memory
@@ -93,7 +93,7 @@ fn give_raw(found: Option<Vec<u8>>, value_out: &mut kstate_bytes_t, found_out: &
 /// # Arguments
 /// * `path` - NUL-terminated directory path, not empty (any other bytes; it need not be
 ///   UTF-8). For the memory engine it only names the store and may be NULL.
-/// * `options` - options from `kstate_kv_options_default()`, possibly changed; NULL means
+/// * `options` - options set up by `kstate_kv_options_init`, possibly changed; NULL means
 ///   the defaults.
 /// * `store_out` - receives the store handle; set to NULL on entry and on failure.
 ///
@@ -102,8 +102,11 @@ fn give_raw(found: Option<Vec<u8>>, value_out: &mut kstate_bytes_t, found_out: &
 ///
 /// # Errors
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB; `path`
-///   empty (`""`); an option out of range (unknown engine or format, zero
-///   `max_uncommitted_bytes` or write buffer size, fewer than 1 write buffer).
+///   empty (`""`); `options->struct_size` not a `KSTATE_KV_OPTIONS_SIZE_*` (options not
+///   initialised with `kstate_kv_options_init`, or a header newer than the library); an
+///   option out of range (unknown engine or format, zero `max_uncommitted_bytes` or write
+///   buffer size, fewer than 1 write buffer, a bounded memory budget whose memtable part is
+///   not strictly between 0 and the budget).
 /// * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
 /// * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with a later value format
 ///   (plain < timestamped < headers), or holds values of two older formats.
@@ -112,11 +115,13 @@ fn give_raw(found: Option<Vec<u8>>, value_out: &mut kstate_bytes_t, found_out: &
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string; `options` is NULL or points to a
-/// `kstate_kv_options_t`; `store_out` is NULL or valid for writing one pointer.
+/// `kstate_kv_options_t` of at least `options->struct_size` readable bytes; `store_out` is
+/// NULL or valid for writing one pointer.
 ///
 /// # Thread safety
 /// Safe to call from any thread. The handle it returns may be used from any number of
 /// threads at once (see `kstate_kv_t`).
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_open(
     path: *const c_char,
@@ -130,12 +135,10 @@ pub unsafe extern "C" fn kstate_kv_open(
         let store_out = unsafe { out(store_out, "store_out")? };
         let options = if options.is_null() {
             kstate_kv_options_t::defaults()
-        } else if !options.is_aligned() {
-            return Err(Error::InvalidArgument("options is misaligned".into()));
         } else {
-            // SAFETY: non-NULL, aligned, and points to a kstate_kv_options_t (caller's
-            // guarantee); the struct is plain old data, copied out.
-            unsafe { options.read() }
+            // SAFETY: non-NULL, and points to options initialised by kstate_kv_options_init
+            // with the caller's struct size (caller's guarantee); read in that layout.
+            unsafe { kstate_kv_options_t::read(options)? }
         };
         let options = options.to_store_options()?;
         let path = if path.is_null() {
@@ -176,6 +179,7 @@ pub unsafe extern "C" fn kstate_kv_open(
 /// # Thread safety
 /// Safe to call from any thread, also while other threads use the store: calls already
 /// running finish first, later ones fail with `KSTATE_ERR_STORE_CLOSED`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn kstate_kv_close(store: *mut kstate_kv_t) -> *mut kstate_error_t {
     ffi_call(|| bridge::close_store(number(store)))
@@ -205,6 +209,7 @@ pub extern "C" fn kstate_kv_close(store: *mut kstate_kv_t) -> *mut kstate_error_
 ///
 /// # Thread safety
 /// Safe from any thread; writes and writer-view reads are serialised by the store.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_put(
     store: *mut kstate_kv_t,
@@ -246,6 +251,7 @@ pub unsafe extern "C" fn kstate_kv_put(
 ///
 /// # Thread safety
 /// Safe from any thread; the check and the write are one atomic step.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_put_if_absent(
     store: *mut kstate_kv_t,
@@ -305,6 +311,7 @@ pub unsafe extern "C" fn kstate_kv_put_if_absent(
 ///
 /// # Thread safety
 /// Safe from any thread; serialised with the writer.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_get(
     store: *mut kstate_kv_t,
@@ -346,6 +353,7 @@ pub unsafe extern "C" fn kstate_kv_get(
 /// # Thread safety
 /// Safe from any thread; runs concurrently with the writer and other readers and always
 /// sees one whole commit, never part of one.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_get_committed(
     store: *mut kstate_kv_t,
@@ -427,6 +435,7 @@ unsafe fn get_typed(
 ///
 /// # Thread safety
 /// Safe from any thread; serialised with other writes.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_delete(
     store: *mut kstate_kv_t,
@@ -478,6 +487,7 @@ pub unsafe extern "C" fn kstate_kv_delete(
 ///
 /// # Thread safety
 /// Safe from any thread; the entries are written as one step.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_put_all(
     store: *mut kstate_kv_t,
@@ -529,6 +539,7 @@ pub unsafe extern "C" fn kstate_kv_put_all(
 ///
 /// # Thread safety
 /// Safe from any thread; serialised with other writes.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_put_raw(
     store: *mut kstate_kv_t,
@@ -570,6 +581,7 @@ pub unsafe extern "C" fn kstate_kv_put_raw(
 ///
 /// # Thread safety
 /// Safe from any thread; the check and the write are one atomic step.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_put_if_absent_raw(
     store: *mut kstate_kv_t,
@@ -626,6 +638,7 @@ pub unsafe extern "C" fn kstate_kv_put_if_absent_raw(
 ///
 /// # Thread safety
 /// As `kstate_kv_get` / `kstate_kv_get_committed`, depending on `isolation`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_get_raw(
     store: *mut kstate_kv_t,
@@ -675,6 +688,7 @@ pub unsafe extern "C" fn kstate_kv_get_raw(
 ///
 /// # Thread safety
 /// Safe from any thread; serialised with other writes.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_delete_raw(
     store: *mut kstate_kv_t,
@@ -721,6 +735,7 @@ pub unsafe extern "C" fn kstate_kv_delete_raw(
 ///
 /// # Thread safety
 /// Safe from any thread; the entries are written as one step.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_put_all_raw(
     store: *mut kstate_kv_t,
@@ -783,6 +798,7 @@ pub unsafe extern "C" fn kstate_kv_put_all_raw(
 ///
 /// # Thread safety
 /// Safe from any thread; committed readers see either all of the commit or none of it.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_commit(
     store: *mut kstate_kv_t,
@@ -825,6 +841,7 @@ pub unsafe extern "C" fn kstate_kv_commit(
 ///
 /// # Thread safety
 /// Safe from any thread.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_committed_offset(
     store: *mut kstate_kv_t,
@@ -876,6 +893,7 @@ pub unsafe extern "C" fn kstate_kv_committed_offset(
 ///
 /// # Thread safety
 /// Safe from any thread.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_committed_metadata(
     store: *mut kstate_kv_t,
@@ -918,6 +936,7 @@ pub unsafe extern "C" fn kstate_kv_committed_metadata(
 ///
 /// # Thread safety
 /// Safe from any thread; serialised with writes.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn kstate_kv_rollback(store: *mut kstate_kv_t) -> *mut kstate_error_t {
     ffi_call(|| self::store(store)?.rollback())
@@ -943,6 +962,7 @@ pub extern "C" fn kstate_kv_rollback(store: *mut kstate_kv_t) -> *mut kstate_err
 ///
 /// # Thread safety
 /// Safe from any thread.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_approximate_num_entries(
     store: *mut kstate_kv_t,
@@ -976,6 +996,7 @@ pub unsafe extern "C" fn kstate_kv_approximate_num_entries(
 ///
 /// # Thread safety
 /// Safe from any thread.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_approximate_num_uncommitted_bytes(
     store: *mut kstate_kv_t,
@@ -1020,6 +1041,7 @@ pub unsafe extern "C" fn kstate_kv_approximate_num_uncommitted_bytes(
 ///
 /// # Thread safety
 /// Safe from any thread.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_property(
     store: *mut kstate_kv_t,

@@ -49,8 +49,9 @@ pub use kv::{
     kstate_kv_t, kstate_kv_write_t, kstate_offset_t,
 };
 pub use options::{
-    kstate_engine_t, kstate_kv_options_default, kstate_kv_options_t, kstate_value_format_t,
+    kstate_engine_t, kstate_kv_options_init, kstate_kv_options_t, kstate_value_format_t,
     KSTATE_ENGINE_MEMORY, KSTATE_ENGINE_ROCKSDB, KSTATE_FORMAT_PLAIN, KSTATE_FORMAT_TIMESTAMPED,
+    KSTATE_KV_OPTIONS_SIZE_V1, KSTATE_KV_OPTIONS_SIZE_V2,
 };
 pub use segmented_options::{
     kstate_session_options_init, kstate_session_options_t, kstate_window_options_init,

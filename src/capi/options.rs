@@ -1,9 +1,9 @@
 //! `kstate_kv_options_t`: how a store is opened.
 
-use crate::engine::rocksdb::RocksOptions;
+use crate::engine::rocksdb::{BoundedMemory, RocksOptions};
 use crate::{EngineKind, Error, Result, StoreOptions, ValueFormat};
 
-use super::error::ffi_infallible;
+use super::error::{ffi_call, kstate_error_t};
 
 /// Which storage engine backs a store: `KSTATE_ENGINE_ROCKSDB` or `KSTATE_ENGINE_MEMORY`.
 pub type kstate_engine_t = u32;
@@ -28,17 +28,22 @@ pub const KSTATE_FORMAT_PLAIN: kstate_value_format_t = 1;
 /// (lazily, as for plain -> timestamped).
 pub const KSTATE_FORMAT_HEADERS: kstate_value_format_t = 2;
 
-/// Options for `kstate_kv_open`. Start from `kstate_kv_options_default()` and change the
-/// fields you need.
+/// Options for `kstate_kv_open`. Initialise them with
+/// `kstate_kv_options_init(&options, sizeof options)`, then change the fields you need.
 ///
-/// The struct is passed and returned by value and carries no size or version field, so
-/// fields cannot be appended without breaking binaries built against an older header.
-/// The RocksDB knobs added since (bloom filter on/off, statistics, the process-wide
-/// bounded memory budget) are therefore not settable from C: a store opened through C gets
-/// kstate's defaults for them (bloom filter on, statistics off, a block cache of its own).
+/// ABI: the struct grows at its end, and `struct_size` tells the library which layout the
+/// caller was compiled with. A library reads only the fields of that layout and gives the
+/// others their defaults, so a program built against an older header keeps working with a
+/// newer library; a size the library does not know (zero, uninitialised memory, or a header
+/// newer than the library) is `KSTATE_ERR_INVALID_ARGUMENT`. Every release that adds fields
+/// makes the struct larger (fields are never slotted into old padding) and adds its size to
+/// the `KSTATE_KV_OPTIONS_SIZE_*` constants.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct kstate_kv_options_t {
+    /// The size of this struct as the caller's header defines it: set by
+    /// `kstate_kv_options_init` (pass `sizeof` of your variable); never change it.
+    pub struct_size: usize,
     /// `KSTATE_ENGINE_ROCKSDB` (default) or `KSTATE_ENGINE_MEMORY`.
     pub engine: kstate_engine_t,
     /// `KSTATE_FORMAT_TIMESTAMPED` (default), `KSTATE_FORMAT_PLAIN` or
@@ -51,18 +56,66 @@ pub struct kstate_kv_options_t {
     /// fsync the write-ahead log on every commit. Default false: a process crash loses
     /// nothing committed either way; a machine crash may lose the last commits.
     pub sync_on_commit: bool,
-    /// RocksDB block cache size in bytes. Default 50 MiB. Ignored by the memory engine.
+    /// RocksDB block cache size in bytes. Default 50 MiB. Ignored by the memory engine
+    /// and when `rocksdb_bounded_memory_bytes` is set.
     pub rocksdb_block_cache_bytes: usize,
     /// RocksDB memtable size per column family in bytes; > 0. Default 16 MiB.
     pub rocksdb_write_buffer_bytes: usize,
     /// RocksDB memtables per column family before writes stall; >= 1. Default 3.
     pub rocksdb_max_write_buffers: i32,
+    /// A full-key bloom filter of 10 bits per key in every SST file. Default true (as in
+    /// Kafka Streams); false saves its memory and disk at the cost of a disk read per
+    /// lookup of an absent key. (Since layout `KSTATE_KV_OPTIONS_SIZE_V2`.)
+    pub rocksdb_bloom_filter: bool,
+    /// Collect RocksDB statistics (tickers such as `rocksdb.bytes.written`). Default false;
+    /// costs a few percent of CPU. (Since layout `KSTATE_KV_OPTIONS_SIZE_V2`.)
+    pub rocksdb_statistics: bool,
+    /// A memory budget in bytes shared by every store of the process opened with the same
+    /// budget (one block cache that memtables are charged to, as Kafka Streams'
+    /// `BoundedMemoryRocksDBConfig`); it replaces the per-store block cache. Default 0:
+    /// no shared budget. (Since layout `KSTATE_KV_OPTIONS_SIZE_V2`.)
+    pub rocksdb_bounded_memory_bytes: usize,
+    /// With `rocksdb_bounded_memory_bytes`: the part of the budget memtables may use before
+    /// RocksDB flushes them; > 0 and < `rocksdb_bounded_memory_bytes`. Ignored when the
+    /// budget is 0. (Since layout `KSTATE_KV_OPTIONS_SIZE_V2`.)
+    pub rocksdb_bounded_memtable_bytes: usize,
 }
 
+/// The first sized layout of `kstate_kv_options_t`: the fields up to and including
+/// `rocksdb_max_write_buffers`. Read for callers whose `struct_size` is
+/// [`KSTATE_KV_OPTIONS_SIZE_V1`]; the later fields then take their defaults. Mirrored as
+/// its own type because its tail padding holds fields of the later layout.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct OptionsV1 {
+    struct_size: usize,
+    engine: kstate_engine_t,
+    value_format: kstate_value_format_t,
+    max_uncommitted_bytes: u64,
+    sync_on_commit: bool,
+    rocksdb_block_cache_bytes: usize,
+    rocksdb_write_buffer_bytes: usize,
+    rocksdb_max_write_buffers: i32,
+}
+
+/// `struct_size` of the first layout (up to `rocksdb_max_write_buffers`): 56 bytes.
+pub const KSTATE_KV_OPTIONS_SIZE_V1: usize = 56;
+/// `struct_size` of the second layout (adds `rocksdb_bloom_filter`, `rocksdb_statistics`,
+/// `rocksdb_bounded_memory_bytes`, `rocksdb_bounded_memtable_bytes`): 72 bytes, the
+/// `sizeof(kstate_kv_options_t)` of this header.
+pub const KSTATE_KV_OPTIONS_SIZE_V2: usize = 72;
+
+// The constants are the ABI: a change of layout that moves them fails the build.
+const _: () = assert!(std::mem::size_of::<OptionsV1>() == KSTATE_KV_OPTIONS_SIZE_V1);
+const _: () = assert!(std::mem::size_of::<kstate_kv_options_t>() == KSTATE_KV_OPTIONS_SIZE_V2);
+const _: () = assert!(std::mem::align_of::<OptionsV1>() == std::mem::align_of::<usize>());
+
 impl kstate_kv_options_t {
+    /// The defaults, in the current layout.
     pub(crate) fn defaults() -> Self {
         let d = StoreOptions::default();
         kstate_kv_options_t {
+            struct_size: KSTATE_KV_OPTIONS_SIZE_V2,
             engine: KSTATE_ENGINE_ROCKSDB,
             value_format: KSTATE_FORMAT_TIMESTAMPED,
             max_uncommitted_bytes: d.max_uncommitted_bytes,
@@ -70,6 +123,74 @@ impl kstate_kv_options_t {
             rocksdb_block_cache_bytes: d.rocksdb.block_cache_bytes,
             rocksdb_write_buffer_bytes: d.rocksdb.write_buffer_bytes,
             rocksdb_max_write_buffers: d.rocksdb.max_write_buffers,
+            rocksdb_bloom_filter: d.rocksdb.bloom_filter,
+            rocksdb_statistics: d.rocksdb.statistics,
+            rocksdb_bounded_memory_bytes: 0,
+            rocksdb_bounded_memtable_bytes: 0,
+        }
+    }
+
+    /// The first layout's fields of these options.
+    fn v1(&self) -> OptionsV1 {
+        OptionsV1 {
+            struct_size: KSTATE_KV_OPTIONS_SIZE_V1,
+            engine: self.engine,
+            value_format: self.value_format,
+            max_uncommitted_bytes: self.max_uncommitted_bytes,
+            sync_on_commit: self.sync_on_commit,
+            rocksdb_block_cache_bytes: self.rocksdb_block_cache_bytes,
+            rocksdb_write_buffer_bytes: self.rocksdb_write_buffer_bytes,
+            rocksdb_max_write_buffers: self.rocksdb_max_write_buffers,
+        }
+    }
+
+    /// Reads a caller's options in the layout its `struct_size` names.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a misaligned pointer or a size no layout has.
+    ///
+    /// # Safety
+    /// `options` is non-NULL and points to at least `size_of::<usize>()` readable bytes,
+    /// and to `struct_size` readable bytes when `struct_size` is a known layout's size.
+    pub(crate) unsafe fn read(options: *const kstate_kv_options_t) -> Result<Self> {
+        if !options.is_aligned() {
+            return Err(Error::InvalidArgument("options is misaligned".into()));
+        }
+        // SAFETY: aligned and readable for the leading size field (caller's guarantee).
+        let size = unsafe { options.cast::<usize>().read() };
+        match size {
+            KSTATE_KV_OPTIONS_SIZE_V2 => {
+                // SAFETY: the caller's struct has the current layout, all readable; plain
+                // old data, copied out. bool fields come from C code that set them through
+                // the header's `bool` type.
+                Ok(unsafe { options.read() })
+            }
+            KSTATE_KV_OPTIONS_SIZE_V1 => {
+                // SAFETY: the caller's struct has the first layout, all readable.
+                let old = unsafe { options.cast::<OptionsV1>().read() };
+                Ok(Self::from_v1(old))
+            }
+            0 => Err(Error::InvalidArgument(
+                "options.struct_size is 0: initialise the options with \
+                 kstate_kv_options_init(&options, sizeof options)"
+                    .into(),
+            )),
+            other => Err(unknown_size(other)),
+        }
+    }
+
+    /// Options of the first layout, the later fields at their defaults.
+    fn from_v1(old: OptionsV1) -> Self {
+        kstate_kv_options_t {
+            struct_size: KSTATE_KV_OPTIONS_SIZE_V2,
+            engine: old.engine,
+            value_format: old.value_format,
+            max_uncommitted_bytes: old.max_uncommitted_bytes,
+            sync_on_commit: old.sync_on_commit,
+            rocksdb_block_cache_bytes: old.rocksdb_block_cache_bytes,
+            rocksdb_write_buffer_bytes: old.rocksdb_write_buffer_bytes,
+            rocksdb_max_write_buffers: old.rocksdb_max_write_buffers,
+            ..Self::defaults()
         }
     }
 
@@ -110,6 +231,18 @@ impl kstate_kv_options_t {
                 self.rocksdb_max_write_buffers
             )));
         }
+        let bounded_memory = if self.rocksdb_bounded_memory_bytes == 0 {
+            None
+        } else {
+            let budget = BoundedMemory {
+                total_bytes: self.rocksdb_bounded_memory_bytes,
+                memtable_bytes: self.rocksdb_bounded_memtable_bytes,
+            };
+            budget.validate().map_err(|e| {
+                Error::InvalidArgument(format!("options.rocksdb_bounded_memory_*: {e}"))
+            })?;
+            Some(budget)
+        };
         Ok(StoreOptions {
             engine,
             value_format,
@@ -119,43 +252,86 @@ impl kstate_kv_options_t {
                 block_cache_bytes: self.rocksdb_block_cache_bytes,
                 write_buffer_bytes: self.rocksdb_write_buffer_bytes,
                 max_write_buffers: self.rocksdb_max_write_buffers,
-                // Not in this struct (see its docs): kstate's defaults.
-                ..RocksOptions::default()
+                bloom_filter: self.rocksdb_bloom_filter,
+                statistics: self.rocksdb_statistics,
+                bounded_memory,
             },
         })
     }
 }
 
-/// The default options: RocksDB, timestamped values, 64 MiB of uncommitted writes in
-/// memory, no fsync on commit, Kafka Streams' RocksDB tuning (50 MiB block cache, 16 MiB
-/// write buffers, 3 of them).
+/// The error for a `struct_size` that no layout has.
+fn unknown_size(size: usize) -> Error {
+    if size > KSTATE_KV_OPTIONS_SIZE_V2 {
+        Error::InvalidArgument(format!(
+            "options.struct_size {size} is larger than any kstate_kv_options_t this library \
+             ({}) knows ({KSTATE_KV_OPTIONS_SIZE_V2} bytes at most): the program was built \
+             against a newer kstate.h, or the options were not initialised with \
+             kstate_kv_options_init",
+            env!("CARGO_PKG_VERSION")
+        ))
+    } else {
+        Error::InvalidArgument(format!(
+            "options.struct_size {size} is not the size of a kstate_kv_options_t layout \
+             ({KSTATE_KV_OPTIONS_SIZE_V1} or {KSTATE_KV_OPTIONS_SIZE_V2}): initialise the \
+             options with kstate_kv_options_init(&options, sizeof options)"
+        ))
+    }
+}
+
+/// Sets options to the defaults: RocksDB, timestamped values, 64 MiB of uncommitted writes
+/// in memory, no fsync on commit, Kafka Streams' RocksDB tuning (50 MiB block cache, 16 MiB
+/// write buffers, 3 of them, bloom filter on, statistics off, no shared memory budget), and
+/// `struct_size` to `struct_size`.
 ///
 /// # Arguments
-/// None.
+/// * `options` - the options to initialise.
+/// * `struct_size` - `sizeof` the caller's `kstate_kv_options_t`: `sizeof options` (it
+///   tells the library which fields the caller's header has; only those are written).
 ///
 /// # Returns
-/// The defaults, by value.
+/// NULL on success, else an error (free it with `kstate_error_free`); `options` is left
+/// unchanged then.
 ///
 /// # Errors
-/// None.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - `options` NULL or misaligned; `struct_size` is not
+///   one of the `KSTATE_KV_OPTIONS_SIZE_*` this library knows (a header newer than the
+///   library gives a larger one).
 ///
 /// # Safety
-/// None required.
+/// `options` is NULL or valid for writing `struct_size` bytes.
 ///
 /// # Thread safety
 /// Safe to call from any thread.
+#[must_use]
 #[no_mangle]
-pub extern "C" fn kstate_kv_options_default() -> kstate_kv_options_t {
-    ffi_infallible(
-        kstate_kv_options_t {
-            engine: KSTATE_ENGINE_ROCKSDB,
-            value_format: KSTATE_FORMAT_TIMESTAMPED,
-            max_uncommitted_bytes: 64 << 20,
-            sync_on_commit: false,
-            rocksdb_block_cache_bytes: 50 << 20,
-            rocksdb_write_buffer_bytes: 16 << 20,
-            rocksdb_max_write_buffers: 3,
-        },
-        kstate_kv_options_t::defaults,
-    )
+pub unsafe extern "C" fn kstate_kv_options_init(
+    options: *mut kstate_kv_options_t,
+    struct_size: usize,
+) -> *mut kstate_error_t {
+    ffi_call(|| {
+        if options.is_null() {
+            return Err(Error::InvalidArgument("options is NULL".into()));
+        }
+        if !options.is_aligned() {
+            return Err(Error::InvalidArgument("options is misaligned".into()));
+        }
+        let defaults = kstate_kv_options_t::defaults();
+        match struct_size {
+            // SAFETY: non-NULL, aligned, writable for the current layout's size (caller's
+            // guarantee with this `struct_size`).
+            KSTATE_KV_OPTIONS_SIZE_V2 => unsafe { options.write(defaults) },
+            // SAFETY: as above, for the first layout's size.
+            KSTATE_KV_OPTIONS_SIZE_V1 => unsafe {
+                options.cast::<OptionsV1>().write(defaults.v1())
+            },
+            0 => {
+                return Err(Error::InvalidArgument(
+                    "struct_size is 0: pass sizeof the kstate_kv_options_t".into(),
+                ))
+            }
+            other => return Err(unknown_size(other)),
+        }
+        Ok(())
+    })
 }

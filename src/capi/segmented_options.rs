@@ -153,7 +153,6 @@ impl StoreFields {
     fn to_store_options(&self) -> Result<StoreOptions> {
         // `..defaults()` fills the fields kstate_kv_options_t gains (its sized layout adds
         // `struct_size` and the knobs set below), so this stays right when it grows.
-        #[allow(clippy::needless_update)]
         let kv = kstate_kv_options_t {
             engine: self.engine,
             value_format: self.value_format,

@@ -17,7 +17,7 @@ fn code(e: *mut kstate_error_t) -> i32 {
 }
 
 fn memory_store() -> *mut kstate_kv_t {
-    let mut opts = kstate_kv_options_default();
+    let mut opts = kstate_kv_options_t::defaults();
     opts.engine = KSTATE_ENGINE_MEMORY;
     let mut s = null_mut();
     // SAFETY: valid pointers.
@@ -60,7 +60,7 @@ fn constants_match_the_core() {
     // SAFETY: static string.
     let lib = unsafe { CStr::from_ptr(kstate_version()) };
     assert_eq!(lib.to_str().unwrap(), v);
-    let d = kstate_kv_options_default();
+    let d = kstate_kv_options_t::defaults();
     let core = crate::StoreOptions::default();
     assert_eq!(d.to_store_options().unwrap(), core);
 }
@@ -515,7 +515,7 @@ fn every_function_refuses_null_forged_and_closed_handles() {
 fn open_refuses_an_empty_path() {
     let mut s = null_mut();
     for engine in [KSTATE_ENGINE_ROCKSDB, KSTATE_ENGINE_MEMORY] {
-        let mut opts = kstate_kv_options_default();
+        let mut opts = kstate_kv_options_t::defaults();
         opts.engine = engine;
         // SAFETY: valid pointers.
         let e = unsafe { kstate_kv_open(c"".as_ptr(), &opts, &mut s) };
@@ -577,4 +577,106 @@ fn next_batch_loses_no_entry_to_a_short_value() {
         assert_eq!(code(kstate_kv_iter_close(it)), 0);
         assert_eq!(code(kstate_kv_close(s)), 0);
     }
+}
+
+/// Message of an error, freeing it.
+fn message(e: *mut kstate_error_t) -> String {
+    // SAFETY: `e` is a fresh error from kstate; read, then freed once.
+    unsafe {
+        let m = CStr::from_ptr(kstate_error_message(e))
+            .to_string_lossy()
+            .into_owned();
+        kstate_error_free(e);
+        m
+    }
+}
+
+#[test]
+fn options_are_read_in_the_layout_the_caller_was_built_with() {
+    // The current layout: every field set by init, read back whole.
+    let mut current = std::mem::MaybeUninit::<kstate_kv_options_t>::uninit();
+    // SAFETY: writable for the current layout's size.
+    let e = unsafe { kstate_kv_options_init(current.as_mut_ptr(), KSTATE_KV_OPTIONS_SIZE_V2) };
+    assert_eq!(code(e), KSTATE_OK);
+    // SAFETY: initialised by kstate_kv_options_init.
+    let mut current = unsafe { current.assume_init() };
+    assert_eq!(current.struct_size, KSTATE_KV_OPTIONS_SIZE_V2);
+    current.rocksdb_bloom_filter = false;
+    current.rocksdb_statistics = true;
+    current.rocksdb_bounded_memory_bytes = 8 << 20;
+    current.rocksdb_bounded_memtable_bytes = 2 << 20;
+    // SAFETY: a valid current-layout struct.
+    let read = unsafe { kstate_kv_options_t::read(&current) }.unwrap();
+    let core = read.to_store_options().unwrap();
+    assert!(!core.rocksdb.bloom_filter && core.rocksdb.statistics);
+    assert_eq!(
+        core.rocksdb.bounded_memory.map(|b| b.total_bytes),
+        Some(8 << 20)
+    );
+
+    // An older caller's struct: init writes its 56 bytes only, not one past them.
+    let mut old = [0xA5A5_A5A5_A5A5_A5A5_u64; 9];
+    // SAFETY: 72 writable, aligned bytes; 56 are claimed.
+    let e = unsafe { kstate_kv_options_init(old.as_mut_ptr().cast(), KSTATE_KV_OPTIONS_SIZE_V1) };
+    assert_eq!(code(e), KSTATE_OK);
+    assert_eq!(old[0], KSTATE_KV_OPTIONS_SIZE_V1 as u64);
+    assert_eq!(&old[7..], &[0xA5A5_A5A5_A5A5_A5A5; 2]);
+    // Bytes 52..56 are the old layout's padding, where the current one keeps its two
+    // flags: whatever an old caller left there is not read as them.
+    let bytes: &mut [u8; 72] = bytemuck_view(&mut old);
+    bytes[52] = 0;
+    bytes[53] = 1;
+    bytes[8..12].copy_from_slice(&KSTATE_ENGINE_MEMORY.to_ne_bytes());
+    // SAFETY: an initialised old-layout struct of 56 readable bytes.
+    let read = unsafe { kstate_kv_options_t::read(old.as_ptr().cast()) }.unwrap();
+    let core = read.to_store_options().unwrap();
+    let defaults = crate::StoreOptions::default();
+    assert_eq!(core.engine, crate::EngineKind::Memory);
+    assert_eq!(core.rocksdb, defaults.rocksdb);
+
+    // Sizes no layout has: zero (never initialised), in between, and a newer header's.
+    for size in [
+        0,
+        8,
+        KSTATE_KV_OPTIONS_SIZE_V1 + 8,
+        KSTATE_KV_OPTIONS_SIZE_V2 + 8,
+    ] {
+        let mut buf = [0_u64; 16];
+        buf[0] = size as u64;
+        let mut s = null_mut();
+        // SAFETY: 128 readable bytes, more than any layout.
+        let e = unsafe { kstate_kv_open(null(), buf.as_ptr().cast(), &mut s) };
+        assert_eq!(
+            code_and_message(e).0,
+            KSTATE_ERR_INVALID_ARGUMENT,
+            "size {size}"
+        );
+        assert!(s.is_null());
+        // SAFETY: 128 writable bytes.
+        let e = unsafe { kstate_kv_options_init(buf.as_mut_ptr().cast(), size) };
+        let (c, m) = code_and_message(e);
+        assert_eq!(c, KSTATE_ERR_INVALID_ARGUMENT, "size {size}");
+        assert!(m.contains("struct_size") || m.contains("sizeof"), "{m}");
+        assert_eq!(buf[1], 0, "nothing written for size {size}");
+    }
+    // SAFETY: NULL is checked.
+    let e = unsafe { kstate_kv_options_init(null_mut(), KSTATE_KV_OPTIONS_SIZE_V2) };
+    assert_eq!(code(e), KSTATE_ERR_INVALID_ARGUMENT);
+}
+
+/// The bytes of a `[u64; 9]`, to poke at a C struct's layout.
+fn bytemuck_view(words: &mut [u64; 9]) -> &mut [u8; 72] {
+    // SAFETY: same size, u8 has no alignment or validity requirement, and the borrow is
+    // carried over.
+    unsafe { &mut *(words as *mut [u64; 9]).cast::<[u8; 72]>() }
+}
+
+/// Code and message of an error, freeing it.
+fn code_and_message(e: *mut kstate_error_t) -> (i32, String) {
+    // SAFETY: `e` is NULL or fresh from kstate.
+    let c = unsafe { kstate_error_code(e) };
+    if e.is_null() {
+        return (c, String::new());
+    }
+    (c, message(e))
 }

@@ -1,4 +1,5 @@
-//! The `extern "system"` natives of `dev.kstate.internal.KstateNative`.
+//! The `extern "system"` natives of `dev.kstate.internal.KstateNative` (and the loader's
+//! version check, `NativeLoader.nativeVersion`).
 //!
 //! Each native converts its Java arguments, calls its body in [`ops`] (plain Rust types,
 //! handles resolved in the table shared with C) and converts the result, all inside
@@ -405,5 +406,22 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_flush<'l>(
     guard(&mut env, (), |env| {
         let metadata = opt_bytes(env, &metadata)?;
         Ok(ops::flush(h, metadata.as_deref())?)
+    })
+}
+
+// ----- the library itself --------------------------------------------------------------------
+
+/// `String NativeLoader.nativeVersion()`: this library's version (the crate's, e.g. `0.1.0`).
+/// The loader compares it with the version its classes were built with and refuses a
+/// library from another release, whose natives may not match the Java declarations. It is
+/// declared on the loader, not on `KstateNative`, so the check runs before `KstateNative`'s
+/// natives are used.
+#[no_mangle]
+pub extern "system" fn Java_dev_kstate_internal_NativeLoader_nativeVersion<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+) -> jni::sys::jstring {
+    guard(&mut env, std::ptr::null_mut(), |env| {
+        Ok(env.new_string(env!("CARGO_PKG_VERSION"))?.into_raw())
     })
 }

@@ -59,6 +59,14 @@ static int g_case_failures;
         kstate_error_free(err_);                                                        \
     } while (0)
 
+/* kstate's default options in this header's layout (struct_size = sizeof the struct). */
+static inline kstate_kv_options_t default_options(void) {
+    kstate_kv_options_t o;
+    memset(&o, 0, sizeof o);
+    CHECK_OK(kstate_kv_options_init(&o, sizeof o));
+    return o;
+}
+
 static inline void run_case(const char *name, void (*fn)(void)) {
     g_case_failures = 0;
     fn();

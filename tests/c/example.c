@@ -17,7 +17,11 @@ static int failed(kstate_error_t *err, const char *what) {
 
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "/tmp/kstate-example";
-    kstate_kv_options_t options = kstate_kv_options_default();
+    kstate_kv_options_t options;
+    /* sizeof tells the library which fields this header's options have */
+    if (failed(kstate_kv_options_init(&options, sizeof options), "options")) {
+        return 1;
+    }
     options.max_uncommitted_bytes = 8u << 20; /* spill to disk past 8 MiB */
     kstate_kv_t *store = NULL;
     if (failed(kstate_kv_open(path, &options, &store), "open")) {

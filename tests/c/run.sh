@@ -115,6 +115,87 @@ if command -v "${CXX:-c++}" >/dev/null 2>&1; then
     header_check c++11 "${CXX:-c++}" -x c++ -std=c++11 -pedantic-errors
 fi
 
+# Ignored error results: every function returning kstate_error_t* is KSTATE_MUST_USE in the
+# header, and a program that drops one does not compile with -Werror.
+must_use_check() {
+    local unmarked
+    unmarked=$(awk '/^struct kstate_error_t \*kstate_/ && prev != "KSTATE_MUST_USE" {print $3} {prev = $0}' include/kstate.h)
+    local marked
+    marked=$(grep -cE '^(KSTATE_MUST_USE )?struct kstate_error_t \*kstate_' include/kstate.h || true)
+    if [[ -z $unmarked && $marked -gt 0 ]]; then
+        pass "every kstate_error_t* function is KSTATE_MUST_USE ($marked)"
+    else
+        fail "functions returning kstate_error_t* without KSTATE_MUST_USE: ${unmarked:-none marked at all}"
+    fi
+    local src="$BUILD/ignored-result.c"
+    printf '#include "kstate.h"\nint main(void) {\n    kstate_kv_close(NULL);\n    return 0;\n}\n' >"$src"
+    if "$CC" -std=c99 -Wall -Werror -Iinclude -c "$src" -o "$BUILD/ignored-result.o" 2>"$BUILD/ignored-result.err"; then
+        fail "a program ignoring kstate_kv_close's result compiles with -Werror"
+    elif grep -q 'unused-result\|warn_unused_result' "$BUILD/ignored-result.err"; then
+        pass "ignoring an error result fails to compile with -Werror ($(grep -o -- '-Werror=unused-result\|warn_unused_result' "$BUILD/ignored-result.err" | head -1))"
+    else
+        fail "ignoring an error result failed to compile for another reason"
+        sed 's/^/    /' "$BUILD/ignored-result.err" | head -10
+    fi
+    # The same call with its result used compiles: the failure above is the attribute's.
+    printf '#include "kstate.h"\nint main(void) {\n    kstate_error_t *e = kstate_kv_close(NULL);\n    kstate_error_free(e);\n    return 0;\n}\n' >"$src"
+    if "$CC" -std=c99 -Wall -Werror -Iinclude -c "$src" -o "$BUILD/ignored-result.o" 2>"$BUILD/ignored-result.err"; then
+        pass "using the error result compiles with -Werror"
+    else
+        fail "using the error result does not compile"
+        sed 's/^/    /' "$BUILD/ignored-result.err" | head -10
+    fi
+}
+must_use_check
+
+# What the library asks of the machine that loads it (scripts/check-native.sh): no C++
+# runtime symbol versions. The check itself must be able to fail: a library built the usual
+# way with the shared libstdc++ fails it, and so does libkstate.so held to a glibc older
+# than the newest it needs.
+native_check() {
+    local out
+    if out=$(bash scripts/check-native.sh "$LIB/libkstate.so"); then
+        pass "libkstate.so needs no C++ runtime: ${out#ok   }"
+    else
+        fail "libkstate.so: $out"
+    fi
+    local cxx=${CXX:-c++}
+    if command -v "$cxx" >/dev/null 2>&1; then
+        printf '#include <string>\nextern "C" int f(const char *s) { return (int)std::string(s).size(); }\n' >"$BUILD/cxx-runtime.cc"
+        if "$cxx" -shared -fPIC "$BUILD/cxx-runtime.cc" -o "$BUILD/libcxx-runtime.so" 2>/dev/null; then
+            if out=$(bash scripts/check-native.sh "$BUILD/libcxx-runtime.so"); then
+                fail "check-native.sh passes a library linked to the shared libstdc++"
+            elif [[ $out == *GLIBCXX_* || $out == *"shared C++ runtime"* ]]; then
+                pass "check-native.sh refuses a library linked to the shared libstdc++"
+            else
+                fail "check-native.sh fails a libstdc++ library without naming it: $out"
+            fi
+        fi
+    fi
+    local newest older
+    newest=$(objdump -T "$LIB/libkstate.so" | awk '/\*UND\*/' | grep -oE 'GLIBC_[0-9.]+' | sed 's/GLIBC_//' | sort -V | tail -1)
+    if [[ $newest =~ ^([0-9]+)\.([0-9]+) ]] && [[ ${BASH_REMATCH[2]} -gt 0 ]]; then
+        older="${BASH_REMATCH[1]}.$((BASH_REMATCH[2] - 1))"
+        if out=$(bash scripts/check-native.sh --max-glibc "$older" "$LIB/libkstate.so"); then
+            fail "check-native.sh --max-glibc $older passes a library needing GLIBC_$newest"
+        elif [[ $out == *"GLIBC_$newest"* ]]; then
+            pass "check-native.sh --max-glibc $older refuses a library needing GLIBC_$newest"
+        else
+            fail "check-native.sh --max-glibc $older: unexpected output: $out"
+        fi
+    fi
+    # The portable build, when scripts/release-native.sh has made one.
+    local portable="$ROOT/target/portable/linux-x86_64/libkstate.so"
+    if [[ -f $portable ]]; then
+        if out=$(bash scripts/check-native.sh --max-glibc 2.17 "$portable"); then
+            pass "portable libkstate.so: ${out#ok   }"
+        else
+            fail "portable libkstate.so: $out"
+        fi
+    fi
+}
+native_check
+
 CFLAGS=(-std=c99 -Wall -Wextra -Werror -g -O1 -Iinclude -pthread)
 LDFLAGS=(-L"$LIB" -lkstate -pthread)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
@@ -124,6 +205,7 @@ build() { # mode flags...
     shift
     mkdir -p "$BUILD/$mode"
     for t in "${TESTS[@]}"; do
+        rm -f "$BUILD/$mode/$t" # a program that no longer compiles must not run its old binary
         if "$CC" "${CFLAGS[@]}" "$@" "tests/c/$t.c" -o "$BUILD/$mode/$t" "${LDFLAGS[@]}"; then
             :
         else

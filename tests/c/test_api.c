@@ -20,7 +20,7 @@ static const char *fresh_path(void) {
 }
 
 static kstate_kv_t *open_with(kstate_engine_t engine, kstate_value_format_t format) {
-    kstate_kv_options_t o = kstate_kv_options_default();
+    kstate_kv_options_t o = default_options();
     o.engine = engine;
     o.value_format = format;
     kstate_kv_t *s = NULL;
@@ -108,8 +108,123 @@ static void test_version_and_errors(void) {
     kstate_kv_batch_free(NULL);
 }
 
+/* The first sized layout of kstate_kv_options_t, as a program built against that header has
+ * it: the fields up to rocksdb_max_write_buffers. */
+typedef struct {
+    size_t struct_size;
+    kstate_engine_t engine;
+    kstate_value_format_t value_format;
+    uint64_t max_uncommitted_bytes;
+    bool sync_on_commit;
+    size_t rocksdb_block_cache_bytes;
+    size_t rocksdb_write_buffer_bytes;
+    int32_t rocksdb_max_write_buffers;
+} options_v1_t;
+
+/* The call must fail with INVALID_ARGUMENT and a message containing `needle`. */
+static void expect_invalid(kstate_error_t *err, const char *needle) {
+    CHECK(kstate_error_code(err) == KSTATE_ERR_INVALID_ARGUMENT);
+    if (err != NULL && strstr(kstate_error_message(err), needle) == NULL) {
+        fprintf(stderr, "message without '%s': %s\n", needle, kstate_error_message(err));
+        g_case_failures++;
+    }
+    kstate_error_free(err);
+}
+
+static void test_options_struct_size(void) {
+    /* This header's layout. */
+    kstate_kv_options_t d = default_options();
+    CHECK(d.struct_size == sizeof(kstate_kv_options_t));
+    CHECK(sizeof(kstate_kv_options_t) == KSTATE_KV_OPTIONS_SIZE_V2);
+    CHECK(d.rocksdb_bloom_filter);
+    CHECK(!d.rocksdb_statistics);
+    CHECK(d.rocksdb_bounded_memory_bytes == 0);
+
+    /* A program built against the first layout: init writes its bytes and no more, and
+     * open reads that layout (the later fields get their defaults). */
+    CHECK(sizeof(options_v1_t) == KSTATE_KV_OPTIONS_SIZE_V1);
+    union {
+        options_v1_t v1;
+        unsigned char bytes[KSTATE_KV_OPTIONS_SIZE_V2 + 16];
+    } old;
+    memset(&old, 0x5a, sizeof old);
+    CHECK_OK(kstate_kv_options_init((kstate_kv_options_t *)(void *)&old.v1, sizeof old.v1));
+    CHECK(old.v1.struct_size == KSTATE_KV_OPTIONS_SIZE_V1);
+    CHECK(old.v1.engine == KSTATE_ENGINE_ROCKSDB);
+    CHECK(old.v1.max_uncommitted_bytes == 64u << 20);
+    CHECK(old.v1.rocksdb_max_write_buffers == 3);
+    int untouched = 1;
+    for (size_t i = sizeof old.v1; i < sizeof old.bytes; i++) {
+        untouched &= old.bytes[i] == 0x5a;
+    }
+    CHECK(untouched);
+    old.v1.engine = KSTATE_ENGINE_MEMORY;
+    old.v1.max_uncommitted_bytes = 1024;
+    kstate_kv_t *s = NULL;
+    CHECK_OK(kstate_kv_open("old-layout", (const kstate_kv_options_t *)(const void *)&old.v1, &s));
+    CHECK(s != NULL);
+    if (s != NULL) {
+        CHECK_OK(kstate_kv_put(s, KEY("k"), KEY("v"), 7));
+        kstate_offset_t off = {"t", 0, 1, true};
+        CHECK_OK(kstate_kv_commit(s, &off, 1, NULL, 0));
+        CHECK_OK(kstate_kv_close(s));
+    }
+    /* A RocksDB store from the old layout: opens with the default tuning. */
+    old.v1.engine = KSTATE_ENGINE_ROCKSDB;
+    s = NULL;
+    CHECK_OK(kstate_kv_open(fresh_path(), (const kstate_kv_options_t *)(const void *)&old.v1, &s));
+    if (s != NULL) {
+        CHECK_OK(kstate_kv_close(s));
+    }
+
+    /* Options never initialised (struct_size 0), a size no layout has, and a header newer
+     * than the library: clear INVALID_ARGUMENT errors, nothing opened or written. */
+    kstate_kv_options_t o;
+    memset(&o, 0, sizeof o);
+    o.engine = KSTATE_ENGINE_MEMORY;
+    o.max_uncommitted_bytes = 1024;
+    s = (kstate_kv_t *)0x1;
+    expect_invalid(kstate_kv_open(NULL, &o, &s), "kstate_kv_options_init");
+    CHECK(s == NULL);
+    o = default_options();
+    o.struct_size = KSTATE_KV_OPTIONS_SIZE_V1 + 4;
+    expect_invalid(kstate_kv_open(NULL, &o, &s), "struct_size");
+    union {
+        kstate_kv_options_t o;
+        unsigned char bytes[sizeof(kstate_kv_options_t) + 16];
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.o = default_options();
+    newer.o.struct_size = sizeof newer.bytes;
+    expect_invalid(kstate_kv_open(NULL, &newer.o, &s), "newer kstate.h");
+    CHECK(s == NULL);
+    memset(&o, 0x77, sizeof o);
+    expect_invalid(kstate_kv_options_init(&o, 0), "sizeof");
+    expect_invalid(kstate_kv_options_init(&o, sizeof newer.bytes), "newer kstate.h");
+    CHECK(o.struct_size == (size_t)0x7777777777777777ull); /* left unchanged */
+    expect_invalid(kstate_kv_options_init(NULL, sizeof o), "NULL");
+
+    /* The knobs of the second layout: checked, then used. */
+    o = default_options();
+    o.rocksdb_bounded_memory_bytes = 4u << 20;
+    o.rocksdb_bounded_memtable_bytes = 4u << 20; /* must be below the budget */
+    expect_invalid(kstate_kv_open(fresh_path(), &o, &s), "memtable_bytes");
+    o.rocksdb_bounded_memtable_bytes = 1u << 20;
+    o.rocksdb_bloom_filter = false;
+    o.rocksdb_statistics = true;
+    s = NULL;
+    CHECK_OK(kstate_kv_open(fresh_path(), &o, &s));
+    if (s != NULL) {
+        CHECK_OK(kstate_kv_put(s, KEY("k"), KEY("v"), 1));
+        kstate_offset_t off = {"t", 0, 5, true};
+        CHECK_OK(kstate_kv_commit(s, &off, 1, NULL, 0));
+        expect_get(s, "k", "v", 1);
+        CHECK_OK(kstate_kv_close(s));
+    }
+}
+
 static void test_options(void) {
-    kstate_kv_options_t d = kstate_kv_options_default();
+    kstate_kv_options_t d = default_options();
     CHECK(d.engine == KSTATE_ENGINE_ROCKSDB);
     CHECK(d.value_format == KSTATE_FORMAT_TIMESTAMPED);
     CHECK(d.max_uncommitted_bytes == 64u << 20);
@@ -170,7 +285,7 @@ static void test_open_errors(void) {
     CHECK(b == NULL);
     CHECK_OK(kstate_kv_close(a));
     /* Created timestamped: opening it plain is a format mismatch. */
-    kstate_kv_options_t o = kstate_kv_options_default();
+    kstate_kv_options_t o = default_options();
     o.value_format = KSTATE_FORMAT_PLAIN;
     CHECK_ERR(kstate_kv_open(path, &o, &b), KSTATE_ERR_FORMAT_MISMATCH);
     /* A regular file, and a directory of unrelated files, are not stores. */
@@ -191,7 +306,7 @@ static void test_open_errors(void) {
     CHECK(b == NULL);
     /* An empty path names no directory, on either engine. */
     CHECK_ERR(kstate_kv_open("", NULL, &b), KSTATE_ERR_INVALID_ARGUMENT);
-    o = kstate_kv_options_default();
+    o = default_options();
     o.engine = KSTATE_ENGINE_MEMORY;
     CHECK_ERR(kstate_kv_open("", &o, &b), KSTATE_ERR_INVALID_ARGUMENT);
     CHECK(b == NULL);
@@ -413,7 +528,7 @@ static void test_headers_format(void) {
     /* A timestamped store opened as headers is upgraded; it never opens timestamped again. */
     char path[4200];
     snprintf(path, sizeof path, "%s", fresh_path());
-    kstate_kv_options_t o = kstate_kv_options_default();
+    kstate_kv_options_t o = default_options();
     kstate_kv_t *s = NULL;
     CHECK_OK(kstate_kv_open(path, &o, &s));
     CHECK_OK(kstate_kv_put(s, KEY("k"), KEY("old"), 3));
@@ -663,7 +778,7 @@ static void test_transactions(void) {
 
 static void test_spill(void) {
     for (int e = 0; e < 2; e++) {
-        kstate_kv_options_t o = kstate_kv_options_default();
+        kstate_kv_options_t o = default_options();
         o.engine = ENGINES[e];
         o.max_uncommitted_bytes = 2048; /* far below what is written: it spills */
         kstate_kv_t *s;
@@ -829,7 +944,7 @@ static void test_short_value_loses_no_entry(void) {
 /* The shipped library has no crash points: KSTATE_FAILPOINT_ODDS=1 (set by main before
  * any call) would kill a build with the failpoints feature at the first spilled commit. */
 static void test_failpoint_variable_is_ignored(void) {
-    kstate_kv_options_t o = kstate_kv_options_default();
+    kstate_kv_options_t o = default_options();
     o.max_uncommitted_bytes = 1024;
     kstate_kv_t *s;
     CHECK_OK(kstate_kv_open(fresh_path(), &o, &s));
@@ -905,7 +1020,7 @@ static void test_null_out_params(void) {
 
 static void test_properties(void) {
     const char *path = fresh_path();
-    kstate_kv_options_t o = kstate_kv_options_default();
+    kstate_kv_options_t o = default_options();
     o.rocksdb_block_cache_bytes = 3u << 20;
     kstate_kv_t *s;
     CHECK_OK(kstate_kv_open(path, &o, &s));
@@ -943,6 +1058,7 @@ int main(void) {
     RUN(test_failpoint_variable_is_ignored);
     RUN(test_version_and_errors);
     RUN(test_options);
+    RUN(test_options_struct_size);
     RUN(test_open_errors);
     RUN(test_crud);
     RUN(test_put_all);

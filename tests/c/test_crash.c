@@ -90,7 +90,7 @@ static void die(kstate_error_t *e, const char *what) {
     } while (0)
 
 static int child_main(const char *path) {
-    kstate_kv_options_t o = kstate_kv_options_default();
+    kstate_kv_options_t o = default_options();
     o.max_uncommitted_bytes = 4096; /* bulk generations spill to disk */
     kstate_kv_t *s;
     TRY(kstate_kv_open(path, &o, &s), "open");

@@ -207,7 +207,7 @@ static void run_readers_and_writer(kstate_engine_t engine) {
     char path[4200];
     make_scratch(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/store", dir);
-    kstate_kv_options_t o = kstate_kv_options_default();
+    kstate_kv_options_t o = default_options();
     o.engine = engine;
     o.max_uncommitted_bytes = 1024; /* some transactions spill: commits roll them forward */
     CHECK_OK(kstate_kv_open(path, &o, &g_store));
@@ -304,7 +304,7 @@ static void *hammer(void *arg) {
 }
 
 static void test_close_under_concurrent_readers(void) {
-    kstate_kv_options_t o = kstate_kv_options_default();
+    kstate_kv_options_t o = default_options();
     o.engine = KSTATE_ENGINE_MEMORY;
     CHECK_OK(kstate_kv_open(NULL, &o, &g_store));
     for (int i = 0; i < 20; i++) {

@@ -685,7 +685,8 @@ static void test_bad_handles(void) {
     kstate_window_options_t wo = window_options(KSTATE_ENGINE_MEMORY, 1000, 10, false, 0);
     kstate_session_options_t so = session_options(KSTATE_ENGINE_MEMORY, 1000, 0);
     kstate_kv_t *kv = NULL;
-    kstate_kv_options_t ko = kstate_kv_options_default();
+    kstate_kv_options_t ko;
+    CHECK_OK(kstate_kv_options_init(&ko, sizeof ko));
     ko.engine = KSTATE_ENGINE_MEMORY;
     CHECK_OK(kstate_kv_open(NULL, &ko, &kv));
     kstate_window_t *w = NULL;

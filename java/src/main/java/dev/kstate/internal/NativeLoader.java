@@ -1,23 +1,64 @@
 package dev.kstate.internal;
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Loads {@code libkstate}: a copy on {@code java.library.path} wins; otherwise the platform's
- * library is extracted from the jar ({@code native/<platform>/libkstate.so}) to a temp file
- * private to this process, loaded, and deleted (Linux keeps the mapping; a
- * {@code deleteOnExit} backs this up).
+ * Loads {@code libkstate} and checks that it belongs to the same release as these classes.
+ *
+ * <p>Where from, in order:
+ * <ol>
+ * <li>a {@code libkstate} on {@code java.library.path} (a copy the user installed wins);</li>
+ * <li>the jar's resource for this platform, {@code native/<os>-<arch>/libkstate.so} (or
+ * {@code .dylib}), listed with its SHA-256 in {@code native/index.txt}. It is extracted
+ * under a temporary name and renamed into place, so no process ever loads a half-written
+ * file:
+ *   <ul>
+ *   <li>by default into {@code java.io.tmpdir}, as a copy private to this process that is
+ *   deleted once loaded (Linux keeps the mapping);</li>
+ *   <li>with {@code -Dkstate.native.dir=DIR}, into {@code DIR} as
+ *   {@code libkstate-<version>-<sha256 prefix>.so}, kept and reused by later processes while
+ *   its contents still match (useful when {@code java.io.tmpdir} is mounted {@code noexec},
+ *   or to extract once per machine).</li>
+ *   </ul></li>
+ * </ol>
+ * The loaded library must report the version of these classes ({@code nativeVersion()});
+ * a library of another release is refused, since its natives need not match the Java
+ * declarations. A failure is an {@link UnsatisfiedLinkError} saying what was tried and what
+ * to do, remembered and thrown again on every later call.
  */
 public final class NativeLoader {
-    /** Platforms whose library the jar carries. */
-    public static final String[] SUPPORTED_PLATFORMS = {"linux-x86_64"};
+    /** System property naming the directory the library is extracted to. */
+    public static final String DIR_PROPERTY = "kstate.native.dir";
+    /** The jar's list of platforms: lines of {@code <platform> <file> <sha256>}. */
+    static final String INDEX_RESOURCE = "/native/index.txt";
+    /** The version these classes were built as ({@code version=...}), written by the build. */
+    static final String VERSION_RESOURCE = "/dev/kstate/internal/kstate.properties";
 
     private static final Logger LOG = LoggerFactory.getLogger(NativeLoader.class);
 
@@ -32,13 +73,17 @@ public final class NativeLoader {
     private NativeLoader() {
     }
 
+    /** The version of the loaded library (the crate version it was built from). */
+    private static native String nativeVersion();
+
     /**
      * Loads the library once per class loader. A failure is remembered: every later call throws
      * a new {@link UnsatisfiedLinkError} with the same message and the first failure as its
      * cause.
      *
-     * @throws UnsatisfiedLinkError if no library for this platform can be found or loaded; the
-     *     message names the platform and the supported ones
+     * @throws UnsatisfiedLinkError if no library for this platform can be found, extracted or
+     *     loaded, or the library is of another kstate version; the message says which and
+     *     what to do
      */
     public static synchronized void load() {
         if (loadedFrom != null) {
@@ -50,8 +95,9 @@ public final class NativeLoader {
             throw again;
         }
         try {
-            loadOnce();
-            LOG.info("kstate: loaded libkstate from {}", loadedFrom);
+            String from = loadOnce();
+            loadedFrom = from;
+            LOG.info("kstate: loaded libkstate {} from {}", expectedVersion(), from);
         } catch (UnsatisfiedLinkError | RuntimeException e) {
             UnsatisfiedLinkError error = e instanceof UnsatisfiedLinkError ? (UnsatisfiedLinkError) e
                 : (UnsatisfiedLinkError) new UnsatisfiedLinkError("kstate: cannot load libkstate: " + e).initCause(e);
@@ -61,57 +107,422 @@ public final class NativeLoader {
         }
     }
 
-    private static void loadOnce() {
+    /** @return a description of where the library came from */
+    private static String loadOnce() {
         UnsatisfiedLinkError fromPath;
         try {
             System.loadLibrary("kstate");
-            loadedFrom = "java.library.path";
-            return;
+            fromPath = null;
         } catch (UnsatisfiedLinkError e) {
             fromPath = e;
         }
+        if (fromPath == null) {
+            // Loaded: its natives are bound now, so a wrong version cannot fall back to the jar's.
+            checkVersion(expectedVersion(), "java.library.path (" + System.getProperty("java.library.path") + ")");
+            return "java.library.path";
+        }
         String platform = platform(System.getProperty("os.name"), System.getProperty("os.arch"));
-        String resource = "/native/" + platform + "/libkstate.so";
-        try (InputStream in = NativeLoader.class.getResourceAsStream(resource)) {
-            if (in == null) {
-                UnsatisfiedLinkError e = new UnsatisfiedLinkError("kstate: the jar has no " + resource
-                    + " and java.library.path has no libkstate (" + fromPath.getMessage() + ")");
-                throw e;
-            }
-            Path tmp = Files.createTempFile("libkstate-" + ProcessHandle.current().pid() + "-", ".so");
-            tmp.toFile().deleteOnExit();
-            Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
-            System.load(tmp.toAbsolutePath().toString());
-            Files.deleteIfExists(tmp);
-            loadedFrom = "jar resource " + resource;
+        Map<String, IndexEntry> index = readIndex();
+        IndexEntry entry = index.get(platform);
+        if (entry == null) {
+            throw new UnsatisfiedLinkError(missingPlatform(platform, index.keySet())
+                + " (java.library.path has none either: " + fromPath.getMessage() + ")");
+        }
+        String resource = "/native/" + platform + "/" + entry.file;
+        String dirSetting = System.getProperty(DIR_PROPERTY);
+        boolean shared = dirSetting != null && !dirSetting.trim().isEmpty();
+        Path dir = Paths.get(shared ? dirSetting.trim() : System.getProperty("java.io.tmpdir")).toAbsolutePath();
+        String expected = expectedVersion();
+        Extracted extracted;
+        try {
+            extracted = shared ? extractShared(dir, resource, entry, expected) : extractPrivate(dir, resource, entry);
         } catch (IOException e) {
-            UnsatisfiedLinkError error = new UnsatisfiedLinkError("kstate: cannot extract " + resource + ": " + e);
+            UnsatisfiedLinkError error = new UnsatisfiedLinkError("kstate: cannot extract " + resource + " to " + dir
+                + ": " + e + (shared ? "" : "; choose another directory with -D" + DIR_PROPERTY + "=DIR"));
+            error.initCause(e);
+            throw error;
+        }
+        Path file = extracted.file;
+        try {
+            loadFile(file);
+        } finally {
+            if (!extracted.keep) {
+                deleteQuietly(file);
+            }
+        }
+        checkVersion(expected, "the jar resource " + resource);
+        return "jar resource " + resource + (extracted.keep ? ", extracted to " + file : "");
+    }
+
+    /** An extracted library, and whether it stays for later processes (else it is deleted once loaded). */
+    private static final class Extracted {
+        final Path file;
+        final boolean keep;
+
+        Extracted(Path file, boolean keep) {
+            this.file = file;
+            this.keep = keep;
+        }
+    }
+
+    /** Loads an extracted file, explaining a directory that cannot hold executable code. */
+    private static void loadFile(Path file) {
+        try {
+            System.load(file.toString());
+        } catch (UnsatisfiedLinkError e) {
+            String mount = noexecMount(file.getParent());
+            String message = mount != null
+                ? "kstate: cannot load " + file + ": " + file.getParent() + " is on a file system mounted noexec ("
+                    + mount + "), where no shared library can be loaded. Choose a directory on an executable file "
+                    + "system with -D" + DIR_PROPERTY + "=DIR (or -Djava.io.tmpdir=DIR), or put libkstate on "
+                    + "java.library.path. (" + e.getMessage() + ")"
+                : "kstate: cannot load " + file + ": " + e.getMessage();
+            UnsatisfiedLinkError error = new UnsatisfiedLinkError(message);
             error.initCause(e);
             throw error;
         }
     }
 
-    /** @return where the library was loaded from, or null before {@link #load()} */
-    public static String loadedFrom() {
-        return loadedFrom;
+    // ----- the version check -------------------------------------------------------------------
+
+    private static final String MISMATCH = "kstate: version mismatch: ";
+
+    /**
+     * Refuses a loaded library of another release. The library stays mapped (a JVM cannot
+     * unload it), but every use of kstate in this class loader fails with this error.
+     */
+    static void checkVersion(String expected, String where) {
+        String actual;
+        try {
+            actual = nativeVersion();
+        } catch (UnsatisfiedLinkError e) {
+            // a library older than the version check has no nativeVersion()
+            actual = "older than 0.1.0 (it has no version function)";
+        }
+        if (!expected.equals(actual)) {
+            throw new UnsatisfiedLinkError(MISMATCH + "the libkstate from " + where + " is version " + actual
+                + ", but the kstate-streams classes are version " + expected
+                + ": use the libkstate of the same release (remove or update the other copy)");
+        }
+    }
+
+    /** @return the version these classes were built as */
+    static String expectedVersion() {
+        try (InputStream in = NativeLoader.class.getResourceAsStream(VERSION_RESOURCE)) {
+            if (in == null) {
+                throw new UnsatisfiedLinkError("kstate: the classpath has no " + VERSION_RESOURCE
+                    + " (kstate-streams classes not built by its Gradle build?), so libkstate's version cannot be checked");
+            }
+            Properties p = new Properties();
+            p.load(new InputStreamReader(in, StandardCharsets.UTF_8));
+            String v = p.getProperty("version");
+            if (v == null || v.trim().isEmpty()) {
+                throw new UnsatisfiedLinkError("kstate: " + VERSION_RESOURCE + " has no version");
+            }
+            return v.trim();
+        } catch (IOException e) {
+            throw (UnsatisfiedLinkError) new UnsatisfiedLinkError("kstate: cannot read " + VERSION_RESOURCE + ": " + e)
+                .initCause(e);
+        }
+    }
+
+    // ----- platforms -----------------------------------------------------------------------------
+
+    /** One line of {@code native/index.txt}. */
+    static final class IndexEntry {
+        final String file;
+        final String sha256;
+
+        IndexEntry(String file, String sha256) {
+            this.file = file;
+            this.sha256 = sha256;
+        }
+    }
+
+    /** @return the jar's platforms, by name; empty when the jar carries no native library */
+    static Map<String, IndexEntry> readIndex() {
+        Map<String, IndexEntry> index = new TreeMap<>();
+        try (InputStream in = NativeLoader.class.getResourceAsStream(INDEX_RESOURCE)) {
+            if (in == null) {
+                return index;
+            }
+            BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
+            for (String line = r.readLine(); line != null; line = r.readLine()) {
+                String[] f = line.trim().split("\\s+");
+                if (f.length == 3 && !f[0].startsWith("#")) {
+                    index.put(f[0], new IndexEntry(f[1], f[2].toLowerCase(Locale.ROOT)));
+                }
+            }
+        } catch (IOException e) {
+            throw (UnsatisfiedLinkError) new UnsatisfiedLinkError("kstate: cannot read " + INDEX_RESOURCE + ": " + e)
+                .initCause(e);
+        }
+        return index;
+    }
+
+    /** @return the platforms whose library this jar carries, sorted */
+    public static List<String> availablePlatforms() {
+        return Collections.unmodifiableList(new ArrayList<>(readIndex().keySet()));
     }
 
     /**
-     * The platform directory for an {@code os.name}/{@code os.arch} pair.
+     * The error message for a platform the jar lacks.
+     *
+     * @param platform this machine's platform, e.g. {@code macos-aarch64}
+     * @param available the jar's platforms
+     * @return a message naming both and what to do
+     */
+    static String missingPlatform(String platform, Set<String> available) {
+        return "kstate: this kstate-streams jar has no native library for platform " + platform
+            + " (os.name " + System.getProperty("os.name") + ", os.arch " + System.getProperty("os.arch")
+            + "); it has: " + (available.isEmpty() ? "none" : String.join(", ", available))
+            + ". Use a jar built with this platform's library, or put a libkstate built for it on java.library.path";
+    }
+
+    /**
+     * The platform directory for an {@code os.name}/{@code os.arch} pair: {@code <os>-<arch>}
+     * with os one of {@code linux}, {@code macos}, {@code windows} (else the lower-cased name
+     * without spaces) and arch {@code x86_64} or {@code aarch64} (else the lower-cased
+     * {@code os.arch}).
      *
      * @param osName the {@code os.name} property
      * @param osArch the {@code os.arch} property
      * @return e.g. {@code linux-x86_64}
-     * @throws UnsatisfiedLinkError naming the platform and the supported ones when unsupported
      */
     public static String platform(String osName, String osArch) {
-        String os = osName == null ? "unknown" : osName.toLowerCase(Locale.ROOT);
-        String arch = osArch == null ? "unknown" : osArch.toLowerCase(Locale.ROOT);
-        if (os.startsWith("linux") && (arch.equals("amd64") || arch.equals("x86_64"))) {
-            return "linux-x86_64";
+        String os = osName == null ? "unknown" : osName.toLowerCase(Locale.ROOT).replaceAll("\\s+", "");
+        if (os.startsWith("linux")) {
+            os = "linux";
+        } else if (os.startsWith("macosx") || os.startsWith("darwin") || os.startsWith("mac")) {
+            os = "macos";
+        } else if (os.startsWith("windows")) {
+            os = "windows";
         }
-        throw new UnsatisfiedLinkError("kstate has no native library for platform " + osName + "/" + osArch
-            + "; supported platforms: " + String.join(", ", SUPPORTED_PLATFORMS)
-            + " (or put a libkstate built for this platform on java.library.path)");
+        String arch = osArch == null ? "unknown" : osArch.toLowerCase(Locale.ROOT);
+        if (arch.equals("amd64") || arch.equals("x86_64") || arch.equals("x64")) {
+            arch = "x86_64";
+        } else if (arch.equals("aarch64") || arch.equals("arm64")) {
+            arch = "aarch64";
+        }
+        return os + "-" + arch;
+    }
+
+    // ----- extraction ------------------------------------------------------------------------------
+
+    /** A copy private to this process (random name, owner-only), deleted by the caller once loaded. */
+    private static Extracted extractPrivate(Path dir, String resource, IndexEntry entry) throws IOException {
+        Files.createDirectories(dir);
+        Path tmp = createTemp(dir);
+        try {
+            copyVerified(resource, entry, tmp);
+            Path target = dir.resolve(tmp.getFileName().toString().replace(".tmp", suffix(entry.file)));
+            Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+            return new Extracted(target, false);
+        } catch (IOException | RuntimeException e) {
+            deleteQuietly(tmp);
+            throw e;
+        }
+    }
+
+    /**
+     * A copy kept in a chosen directory, named by version and contents: reused while it is
+     * this user's and matches the jar, else written under a temporary name and renamed over
+     * it (an atomic replace: a concurrent process loads the old or the new file, never a
+     * partial one). When the rename is impossible (no atomic rename on this file system, or
+     * another user's file in a sticky directory), the temporary file is loaded as a private copy.
+     */
+    private static Extracted extractShared(Path dir, String resource, IndexEntry entry, String version)
+        throws IOException {
+        Files.createDirectories(dir);
+        String base = entry.file.substring(0, entry.file.length() - suffix(entry.file).length());
+        Path target = dir.resolve(base + "-" + version + "-" + entry.sha256.substring(0, 16) + suffix(entry.file));
+        if (trustworthy(target) && entry.sha256.equals(sha256(target))) {
+            return new Extracted(target, true);
+        }
+        Path tmp = createTemp(dir);
+        try {
+            copyVerified(resource, entry, tmp);
+            try {
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                return new Extracted(target, true);
+            } catch (FileSystemException e) { // AtomicMoveNotSupportedException among them
+                LOG.warn("kstate: cannot rename the library into place as {} ({}); loading a private copy", target,
+                    e.toString());
+                return new Extracted(tmp, false);
+            }
+        } catch (IOException | RuntimeException e) {
+            deleteQuietly(tmp);
+            throw e;
+        }
+    }
+
+    /** An owner-only temporary file in {@code dir} with a random name. */
+    private static Path createTemp(Path dir) throws IOException {
+        if (Files.getFileStore(dir).supportsFileAttributeView("posix")) {
+            return Files.createTempFile(dir, ".libkstate-", ".tmp",
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+        }
+        return Files.createTempFile(dir, ".libkstate-", ".tmp");
+    }
+
+    /** Copies the resource to {@code to}, checking its SHA-256 against the index (a truncated jar). */
+    private static void copyVerified(String resource, IndexEntry entry, Path to) throws IOException {
+        MessageDigest digest = sha256();
+        try (InputStream in = NativeLoader.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IOException("the jar lists " + resource + " in " + INDEX_RESOURCE + " but has no such resource");
+            }
+            try (OutputStream out = Files.newOutputStream(to)) {
+                byte[] buf = new byte[1 << 16];
+                for (int n = in.read(buf); n >= 0; n = in.read(buf)) {
+                    digest.update(buf, 0, n);
+                    out.write(buf, 0, n);
+                }
+            }
+        }
+        String actual = hex(digest.digest());
+        if (!actual.equals(entry.sha256)) {
+            throw new IOException(resource + " has SHA-256 " + actual + ", the jar's index says " + entry.sha256
+                + " (a damaged jar?)");
+        }
+    }
+
+    /** A file this user owns and nobody else may write (so it cannot change after its check). */
+    private static boolean trustworthy(Path file) {
+        try {
+            if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
+                return false;
+            }
+            if (!Files.getFileStore(file).supportsFileAttributeView("posix")) {
+                return true;
+            }
+            PosixFileAttributes a = Files.readAttributes(file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+            String me = System.getProperty("user.name");
+            Set<PosixFilePermission> p = a.permissions();
+            return a.owner().getName().equals(me)
+                && !p.contains(PosixFilePermission.GROUP_WRITE) && !p.contains(PosixFilePermission.OTHERS_WRITE);
+        } catch (IOException | UnsupportedOperationException e) {
+            return false;
+        }
+    }
+
+    private static String sha256(Path file) {
+        MessageDigest digest = sha256();
+        try (InputStream in = Files.newInputStream(file)) {
+            byte[] buf = new byte[1 << 16];
+            for (int n = in.read(buf); n >= 0; n = in.read(buf)) {
+                digest.update(buf, 0, n);
+            }
+        } catch (IOException e) {
+            return "";
+        }
+        return hex(digest.digest());
+    }
+
+    private static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JVM has SHA-256", e);
+        }
+    }
+
+    private static String hex(byte[] bytes) {
+        StringBuilder sb = new StringBuilder(bytes.length * 2);
+        for (byte b : bytes) {
+            sb.append(Character.forDigit((b >> 4) & 0xf, 16)).append(Character.forDigit(b & 0xf, 16));
+        }
+        return sb.toString();
+    }
+
+    private static String suffix(String file) {
+        int dot = file.lastIndexOf('.');
+        return dot < 0 ? "" : file.substring(dot);
+    }
+
+    private static void deleteQuietly(Path file) {
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            file.toFile().deleteOnExit();
+        }
+    }
+
+    // ----- noexec ----------------------------------------------------------------------------------
+
+    /**
+     * The mount holding {@code dir}, described, when it is mounted {@code noexec} (Linux,
+     * from {@code /proc/self/mountinfo}); null when it is not, or cannot be told.
+     */
+    static String noexecMount(Path dir) {
+        Path mountinfo = Paths.get("/proc/self/mountinfo");
+        if (dir == null || !Files.isReadable(mountinfo)) {
+            return null;
+        }
+        try {
+            return noexecMount(dir.toRealPath(), Files.readAllLines(mountinfo, StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /**
+     * The longest mount point of {@code mountinfo} containing {@code dir}, described when its
+     * mount options include {@code noexec}.
+     *
+     * @param dir a real (symlink-free) absolute path
+     * @param mountinfo the lines of {@code /proc/self/mountinfo}
+     * @return e.g. {@code "/tmp, tmpfs, rw,nosuid,noexec"}, or null
+     */
+    static String noexecMount(Path dir, List<String> mountinfo) {
+        String best = null;
+        String options = null;
+        String type = null;
+        for (String line : mountinfo) {
+            // id parent major:minor root mount-point options [optional...] - type source super-options
+            String[] f = line.split(" ");
+            if (f.length < 6) {
+                continue;
+            }
+            String point = unescape(f[4]);
+            if (!dir.startsWith(Paths.get(point))) {
+                continue;
+            }
+            // a later line for the same mount point is mounted over the earlier one
+            if (best == null || point.length() >= best.length()) {
+                best = point;
+                options = f[5];
+                int dash = line.indexOf(" - ");
+                type = dash < 0 ? "?" : line.substring(dash + 3).split(" ")[0];
+            }
+        }
+        if (best == null || !("," + options + ",").contains(",noexec,")) {
+            return null;
+        }
+        return "mount point " + best + ", " + type + ", " + options;
+    }
+
+    /** Mount points escape space, tab, newline and backslash as octal ({@code \040}). */
+    private static String unescape(String s) {
+        StringBuilder sb = new StringBuilder(s.length());
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '\\' && i + 3 < s.length()) {
+                try {
+                    sb.append((char) Integer.parseInt(s.substring(i + 1, i + 4), 8));
+                    i += 3;
+                    continue;
+                } catch (NumberFormatException | StringIndexOutOfBoundsException e) {
+                    // not an escape: keep the backslash
+                }
+            }
+            sb.append(c);
+        }
+        return sb.toString();
+    }
+
+    /** @return where the library was loaded from, or null before {@link #load()} */
+    public static String loadedFrom() {
+        return loadedFrom;
     }
 }

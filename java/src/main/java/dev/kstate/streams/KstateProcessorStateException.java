@@ -9,6 +9,7 @@ import org.apache.kafka.streams.errors.ProcessorStateException;
  */
 public class KstateProcessorStateException extends ProcessorStateException implements KstateException {
     private static final long serialVersionUID = 1L;
+    /** The native error code ({@code KSTATE_ERR_*}), serialized with the exception. */
     private final int errorCode;
 
     /**

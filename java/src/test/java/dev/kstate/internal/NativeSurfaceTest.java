@@ -154,18 +154,4 @@ public class NativeSurfaceTest {
     public void testsRunUnderXcheckJni() {
         assertTrue(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().contains("-Xcheck:jni"));
     }
-
-    @Test
-    public void loaderNamesUnsupportedPlatforms() {
-        assertEquals("linux-x86_64", NativeLoader.platform("Linux", "amd64"));
-        try {
-            NativeLoader.platform("Mac OS X", "aarch64");
-            fail("expected UnsatisfiedLinkError");
-        } catch (UnsatisfiedLinkError e) {
-            assertTrue(e.getMessage(), e.getMessage().contains("Mac OS X/aarch64"));
-            assertTrue(e.getMessage(), e.getMessage().contains("linux-x86_64"));
-        }
-        KstateNative.ensureLoaded();
-        assertTrue(NativeLoader.loadedFrom(), NativeLoader.loadedFrom() != null);
-    }
 }

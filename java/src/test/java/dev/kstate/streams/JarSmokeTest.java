@@ -20,7 +20,7 @@ import org.junit.Test;
 /**
  * The built jar works on its own: a child JVM whose classpath has the jar instead of
  * build/classes/java/main and build/resources/main loads libkstate from the jar resource,
- * deletes the extracted temp file, and runs a store.
+ * deletes the extracted temp file, and runs a store. The jar's manifest names its module.
  */
 public class JarSmokeTest {
     /** Runs in the child JVM. */
@@ -35,8 +35,8 @@ public class JarSmokeTest {
         store.close();
         System.out.println("loadedFrom=" + NativeLoader.loadedFrom());
         System.out.println("codeSource=" + KstateStores.class.getProtectionDomain().getCodeSource().getLocation().getPath());
-        String prefix = "libkstate-" + ProcessHandle.current().pid() + "-";
-        String[] left = new File(System.getProperty("java.io.tmpdir")).list((d, name) -> name.startsWith(prefix));
+        // this JVM's own java.io.tmpdir: the private copy (and its temporary name) must be gone
+        String[] left = new File(System.getProperty("java.io.tmpdir")).list((d, name) -> name.contains("libkstate"));
         System.out.println("tempFilesLeft=" + (left == null ? 0 : left.length));
     }
 
@@ -57,6 +57,9 @@ public class JarSmokeTest {
             List<String> cmd = new ArrayList<>();
             cmd.add(System.getProperty("java.home") + "/bin/java");
             cmd.add("-Xcheck:jni");
+            File tmp = new File(dir, "tmp");
+            assertTrue(tmp.mkdirs());
+            cmd.add("-Djava.io.tmpdir=" + tmp.getAbsolutePath());
             cmd.add("-cp");
             cmd.add(String.join(File.pathSeparator, cp));
             cmd.add(JarSmokeTest.class.getName());
@@ -69,6 +72,13 @@ public class JarSmokeTest {
             assertTrue(out, out.contains("loadedFrom=jar resource /native/linux-x86_64/libkstate.so"));
             assertTrue(out, out.contains("codeSource=" + new File(jar).getAbsolutePath()));
             assertTrue(out, out.contains("tempFilesLeft=0"));
+            try (java.util.jar.JarFile jf = new java.util.jar.JarFile(jar)) {
+                java.util.jar.Attributes main = jf.getManifest().getMainAttributes();
+                assertEquals("dev.kstate.streams", main.getValue("Automatic-Module-Name"));
+                assertEquals(System.getProperty("kstate.version"), main.getValue("Implementation-Version"));
+                assertTrue(jf.getEntry("native/index.txt") != null);
+                assertTrue(jf.getEntry("dev/kstate/internal/kstate.properties") != null);
+            }
             assertTrue("no -Xcheck:jni warnings: " + out, !out.contains("WARNING"));
         } catch (IOException e) {
             throw e;
