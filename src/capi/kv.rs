@@ -1121,6 +1121,7 @@ pub type kstate_progress_fn =
 /// # Thread safety
 /// Safe from any thread; other threads may use the store throughout (they wait for a
 /// moment while the last writes are carried over and the directories swapped).
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_upgrade_swap(
     store: *mut kstate_kv_t,
@@ -1161,6 +1162,7 @@ pub unsafe extern "C" fn kstate_kv_upgrade_swap(
 ///
 /// # Thread safety
 /// Safe from any thread.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_is_upgrading(
     store: *mut kstate_kv_t,
