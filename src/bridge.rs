@@ -416,6 +416,45 @@ pub fn open_iter(store: u64, make: impl FnOnce(&KvStore) -> Result<KvIter>) -> R
     handle::insert(KvIterHandle::new(&s, iter))
 }
 
+/// Whether the store behind `store` runs in upgrade mode ([`KvStore::is_upgrading`]).
+///
+/// # Errors
+/// The lookup errors of the table; [`Error::StoreClosed`] once the store is closed.
+pub fn is_upgrading(store: u64) -> Result<bool> {
+    let s = handle::store(store)?;
+    if !s.is_open() {
+        return Err(Error::StoreClosed);
+    }
+    Ok(s.is_upgrading())
+}
+
+/// What a surface's progress callback tells [`upgrade_by_swap`]: go on, or stop with this
+/// error (a Java exception pending, say).
+pub type Progress<'a> = dyn FnMut(u64, u64) -> std::ops::ControlFlow<Error> + 'a;
+
+/// Upgrades the store behind `store` by prepare and swap ([`KvStore::upgrade_by_swap`]),
+/// calling `progress(done, total)` on this thread after each batch copied. Returns the
+/// number of entries copied; 0 when the store is not in upgrade mode.
+///
+/// The callback runs with no lock of the store held, so calls from it into the same store
+/// neither deadlock nor corrupt anything: reads, writes and commits behave as calls from
+/// another thread during the swap (carried over); a nested upgrade is refused
+/// ([`Error::InvalidArgument`]); a close makes the swap fail with [`Error::StoreClosed`].
+/// A panic in `progress` (a surface's wrapper) is caught here and stops the swap with
+/// [`Error::Internal`], the store unchanged: it never unwinds through the store.
+///
+/// # Errors
+/// The lookup errors of the table; [`KvStore::upgrade_by_swap_or_stop`]'s.
+pub fn upgrade_by_swap(store: u64, progress: &mut Progress<'_>) -> Result<u64> {
+    let s = handle::store(store)?;
+    s.upgrade_by_swap_or_stop(&mut |done, total| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| progress(done, total)))
+            .unwrap_or_else(|payload| {
+                std::ops::ControlFlow::Break(Error::from_panic(payload.as_ref()))
+            })
+    })
+}
+
 /// Closes the iterator behind `iter` and retires the handle.
 ///
 /// # Errors
@@ -530,6 +569,58 @@ pub(crate) mod tests {
             i.next_batch(0, 1).unwrap_err().code(),
             ErrorCode::InvalidArgument
         );
+    }
+
+    #[test]
+    fn a_panicking_progress_callback_stops_the_swap_and_does_not_unwind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plain");
+        let plain = KvStore::open(&path, &StoreOptions::plain(EngineKind::RocksDb)).unwrap();
+        let mut model = std::collections::BTreeMap::new();
+        for i in 0..100u32 {
+            let (k, v) = (format!("k{i:03}").into_bytes(), vec![b'v'; 50_000]);
+            plain.put_raw(&k, Some(&v)).unwrap();
+            model.insert(k, crate::format::value::encode(&v, -1));
+        }
+        plain.commit(&[], None).unwrap();
+        plain.close().unwrap();
+        let bytes = path.as_os_str().as_encoded_bytes();
+        let h = open_store(Some(bytes), &StoreOptions::default()).unwrap();
+        assert!(is_upgrading(h).unwrap());
+        let mut calls = 0;
+        let e = upgrade_by_swap(h, &mut |_, _| {
+            calls += 1;
+            panic!("wrapper bug");
+        })
+        .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Internal);
+        assert!(e.to_string().contains("wrapper bug"), "{e}");
+        assert_eq!(calls, 1, "stopped at the first batch");
+        assert!(is_upgrading(h).unwrap(), "unchanged");
+        let s = handle::store(h).unwrap();
+        let seen: std::collections::BTreeMap<_, _> = s
+            .scan(
+                crate::Isolation::ReadCommitted,
+                &crate::KeyRange::all(),
+                false,
+            )
+            .unwrap()
+            .map(|e| e.unwrap())
+            .collect();
+        assert_eq!(seen, model);
+        let mut last = (0, 0);
+        assert_eq!(
+            upgrade_by_swap(h, &mut |d, t| {
+                last = (d, t);
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap(),
+            100
+        );
+        assert_eq!(last, (100, 100));
+        assert!(!is_upgrading(h).unwrap());
+        close_store(h).unwrap();
+        assert_eq!(is_upgrading(h).unwrap_err().code(), ErrorCode::StoreClosed);
     }
 
     #[cfg(unix)]

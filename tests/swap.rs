@@ -110,6 +110,12 @@ fn a_swap_under_concurrent_writes_keeps_every_commit_and_the_uncommitted_tail() 
     assert!(calls
         .windows(2)
         .all(|w| w[0].0 < w[1].0 && w[1].0 <= w[1].1));
+    assert_eq!(
+        calls.last().map(|c| (c.0, c.0)),
+        calls.last().copied(),
+        "the last call has done == total"
+    );
+    assert_eq!(calls.last().map(|c| c.0), Some(copied));
     assert!(
         !store.is_upgrading(),
         "regular mode after the swap, same handle"
@@ -201,4 +207,47 @@ fn a_stale_side_directory_is_removed_by_the_next_open() {
     assert!(!side.exists());
     assert_eq!(scan(&s, Isolation::ReadCommitted), model);
     s.close().unwrap();
+}
+
+#[test]
+fn a_stopped_swap_leaves_the_store_in_upgrade_mode_and_a_nested_one_is_refused() {
+    use std::ops::ControlFlow;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let base = plain_store(&path, 5_000);
+    let store = KvStore::open(&path, &StoreOptions::default()).unwrap();
+    assert!(store.is_upgrading());
+    // Stopped by its callback after the first batch: nothing changed, no side directory.
+    let mut calls = 0;
+    let e = store
+        .upgrade_by_swap_or_stop(&mut |_, _| {
+            calls += 1;
+            ControlFlow::Break(kstate::Error::Internal("stop here".into()))
+        })
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Internal);
+    assert!(e.to_string().contains("stop here"), "{e}");
+    assert_eq!(calls, 1);
+    assert!(store.is_upgrading());
+    assert!(!dir.path().join(".s.kstate-swap").exists());
+    assert_eq!(scan(&store, Isolation::ReadCommitted), base);
+    // A swap started from the progress callback of another is refused; a write from the
+    // callback is carried over, uncommitted.
+    let mut nested = Vec::new();
+    let copied = store
+        .upgrade_by_swap(&mut |_, _| {
+            if nested.is_empty() {
+                nested.push(store.upgrade_by_swap(&mut |_, _| {}).map_err(|e| e.code()));
+                store.put(b"zz-from-callback", b"v", 5).unwrap();
+            }
+        })
+        .unwrap();
+    assert_eq!(copied, 5_000);
+    assert_eq!(nested, [Err(ErrorCode::InvalidArgument)]);
+    assert!(!store.is_upgrading());
+    let mut current = base.clone();
+    current.insert(b"zz-from-callback".to_vec(), value::encode(b"v", 5));
+    assert_eq!(scan(&store, Isolation::ReadCommitted), base);
+    assert_eq!(scan(&store, Isolation::ReadUncommitted), current);
+    store.close().unwrap();
 }

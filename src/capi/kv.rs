@@ -1068,3 +1068,112 @@ pub unsafe extern "C" fn kstate_kv_property(
         Ok(())
     })
 }
+
+/// Progress of a long operation: called with the work `done` so far and the estimated
+/// `total` (at least `done`), and the `user_data` the caller passed along.
+pub type kstate_progress_fn =
+    Option<unsafe extern "C" fn(done: u64, total: u64, user_data: *mut std::ffi::c_void)>;
+
+/// Upgrades a store running in upgrade mode (a plain store opened timestamped, a plain or
+/// timestamped store opened in the headers format) by **prepare and swap**: builds a store
+/// of the new format in the side directory `.<name>.kstate-swap` from the last committed
+/// snapshot while the store keeps serving every call from other threads, carries over the
+/// keys written meanwhile, commits it with the store's committed offsets and metadata,
+/// swaps the two directories atomically and continues on the new store, in regular mode,
+/// in the same handle. A kill at any point leaves the old store or the new one live and
+/// complete; the next open removes what is left of the other.
+///
+/// # Arguments
+/// * `store` - a RocksDB store.
+/// * `progress` - called after each batch copied from the snapshot with the entries copied
+///   so far and the estimated total (`done` increases from call to call; the last call has
+///   `done == total`); NULL for none.
+/// * `user_data` - passed to `progress` as is (may be NULL).
+///
+/// # Returns
+/// NULL on success (also when the store is not in upgrade mode: nothing is done and
+/// `progress` is not called), else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`;
+///   `KSTATE_ERR_STORE_CLOSED` also when the store was closed during the swap (by
+///   `progress`, say): the swap is abandoned, the side directory removed by the next open.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - the store has uncommitted writes when the swap starts
+///   (commit or roll them back first); a memory-engine store; an upgrade by swap already
+///   running on this store (from `progress`, or from another thread).
+/// * `KSTATE_ERR_INTERNAL` - a panic in kstate's wrapper of `progress`: the swap is
+///   abandoned, the store unchanged (still in upgrade mode).
+/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - building or swapping failed: the store is
+///   unchanged (still in upgrade mode), except when reopening the new store failed, after
+///   which the handle is closed and the new store is on disk.
+///
+/// Uncommitted writes made while the swap runs stay uncommitted on the new store; open
+/// iterators of the store are closed by the swap (`KSTATE_ERR_ITERATOR_CLOSED`).
+///
+/// # Safety
+/// `progress` is NULL or a function of this signature; it runs on the calling thread and
+/// must not unwind (no C++ exception, no `longjmp`) out of itself. It may call into the
+/// same store: no lock of the store is held while it runs, so reads, writes and commits
+/// work as from another thread (and are carried over), a nested `kstate_kv_upgrade_swap`
+/// fails with `KSTATE_ERR_INVALID_ARGUMENT`, and `kstate_kv_close` makes this call fail
+/// with `KSTATE_ERR_STORE_CLOSED`; none deadlocks.
+///
+/// # Thread safety
+/// Safe from any thread; other threads may use the store throughout (they wait for a
+/// moment while the last writes are carried over and the directories swapped).
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_upgrade_swap(
+    store: *mut kstate_kv_t,
+    progress: kstate_progress_fn,
+    user_data: *mut std::ffi::c_void,
+) -> *mut kstate_error_t {
+    ffi_call(|| {
+        bridge::upgrade_by_swap(number(store), &mut |done, total| {
+            if let Some(f) = progress {
+                // SAFETY: `f` is a function of this signature that does not unwind, and
+                // `user_data` is the caller's own pointer handed back (caller's guarantee).
+                unsafe { f(done, total, user_data) };
+            }
+            std::ops::ControlFlow::Continue(())
+        })
+        .map(|_| ())
+    })
+}
+
+/// Tells whether a store runs in upgrade mode: it was opened in a later value format than
+/// its values (a plain store opened timestamped, say), reads old values converted and
+/// migrates them as keys are written; false once no old value is left at open, or after
+/// `kstate_kv_upgrade_swap`.
+///
+/// # Arguments
+/// * `store` - the store.
+/// * `upgrading_out` - receives the answer; false on entry.
+///
+/// # Returns
+/// NULL on success, else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - `upgrading_out` NULL.
+///
+/// # Safety
+/// `upgrading_out` NULL or writable.
+///
+/// # Thread safety
+/// Safe from any thread.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_is_upgrading(
+    store: *mut kstate_kv_t,
+    upgrading_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: NULL or writable (caller's guarantee).
+    unsafe { init(upgrading_out, false) };
+    ffi_call(|| {
+        // SAFETY: initialised above.
+        let upgrading_out = unsafe { out(upgrading_out, "upgrading_out")? };
+        *upgrading_out = bridge::is_upgrading(number(store))?;
+        Ok(())
+    })
+}

@@ -26,6 +26,7 @@ mod natives;
 mod ops;
 mod segmented_natives;
 mod segmented_ops;
+mod swap_natives;
 #[cfg(test)]
 mod tests;
 

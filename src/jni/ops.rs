@@ -233,6 +233,17 @@ pub(crate) fn rollback(h: jlong) -> Result<()> {
     handle::store(number(h))?.rollback()
 }
 
+/// `isUpgrading`.
+pub(crate) fn is_upgrading(h: jlong) -> Result<bool> {
+    bridge::is_upgrading(number(h))
+}
+
+/// `upgradeBySwap`, its progress already turned into a Rust callback by the native.
+pub(crate) fn upgrade_by_swap(h: jlong, progress: &mut bridge::Progress<'_>) -> Result<jlong> {
+    let copied = bridge::upgrade_by_swap(number(h), progress)?;
+    Ok(jlong::try_from(copied).unwrap_or(jlong::MAX))
+}
+
 /// `approximateNumEntries`.
 pub(crate) fn approximate_num_entries(h: jlong, committed: bool) -> Result<jlong> {
     let n = handle::store(number(h))?.approximate_num_entries_with(isolation(committed))?;

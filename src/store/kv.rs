@@ -1,6 +1,7 @@
 //! The timestamped (or plain), transactional key-value store.
 
 use std::collections::BTreeSet;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -94,6 +95,9 @@ struct Shared {
     swap_touched: std::sync::Mutex<Option<BTreeSet<Vec<u8>>>>,
     /// True while `swap_touched` collects (one relaxed load per write otherwise).
     swap_active: AtomicBool,
+    /// True from the start to the end of an upgrade by swap: a second one (from another
+    /// thread, or from the first one's progress callback) is refused, not interleaved.
+    swap_running: AtomicBool,
 }
 
 impl Shared {
@@ -233,6 +237,7 @@ impl KvStore {
                 chunk_bytes,
                 swap_touched: std::sync::Mutex::new(None),
                 swap_active: AtomicBool::new(false),
+                swap_running: AtomicBool::new(false),
             }),
         })
     }
@@ -713,7 +718,7 @@ impl KvStore {
     /// stay uncommitted across the swap; open iterators are closed by it.
     ///
     /// `progress(done, total)` is called after each batch copied from the snapshot
-    /// (`total` is an estimate, at least `done`). A kill at any instant leaves either the
+    /// (`total` is an estimate, at least `done`), and the last call has `done == total`. A kill at any instant leaves either the
     /// old store or the new one live and complete; the next open removes a stale side
     /// directory or finishes the fallback renames. Returns the number of entries copied
     /// from the snapshot; 0, with nothing done, when the store is not in upgrade mode.
@@ -725,6 +730,49 @@ impl KvStore {
     /// except an error reopening the new store, after which this handle is closed and the
     /// new store is on disk.
     pub fn upgrade_by_swap(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<u64> {
+        self.upgrade_by_swap_or_stop(&mut |done, total| {
+            progress(done, total);
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// [`KvStore::upgrade_by_swap`] whose `progress` may stop it: returning
+    /// `ControlFlow::Break(error)` abandons the side store (removed) before the swap, leaves
+    /// the store as it was (upgrade mode) and returns `error`. The C and Java surfaces stop
+    /// this way when their callback fails (a Java exception, a panic in a wrapper).
+    ///
+    /// The callback runs on the calling thread with no lock of the store held: it may
+    /// read, write and commit on the store (those writes are carried over like any other).
+    /// A second upgrade by swap on the store while one runs, from the callback or another
+    /// thread, is refused.
+    ///
+    /// # Errors
+    /// As [`KvStore::upgrade_by_swap`]; the callback's error; [`Error::InvalidArgument`]
+    /// when an upgrade by swap is already running on this store; [`Error::StoreClosed`]
+    /// when the store was closed meanwhile (by the callback, say), the side store then
+    /// left for the next open to remove.
+    pub fn upgrade_by_swap_or_stop(
+        &self,
+        progress: &mut dyn FnMut(u64, u64) -> ControlFlow<Error>,
+    ) -> Result<u64> {
+        if self
+            .shared
+            .swap_running
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(Error::InvalidArgument(
+                "an upgrade by swap is already running on this store (called again from its \
+                 progress callback, or from another thread)"
+                    .into(),
+            ));
+        }
+        let result = self.swap_once(progress);
+        self.shared.swap_running.store(false, Ordering::Release);
+        result
+    }
+
+    fn swap_once(&self, progress: &mut dyn FnMut(u64, u64) -> ControlFlow<Error>) -> Result<u64> {
         let Some(path) = self
             .shared
             .path
@@ -774,7 +822,7 @@ impl KvStore {
         path: &Path,
         mut entries: crate::txn::MergedIter,
         total: u64,
-        progress: &mut dyn FnMut(u64, u64),
+        progress: &mut dyn FnMut(u64, u64) -> ControlFlow<Error>,
     ) -> Result<u64> {
         let options = &self.shared.options;
         let side = swap::side_dir(path)?;
@@ -792,14 +840,15 @@ impl KvStore {
         let mut done = 0u64;
         let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut bytes = 0usize;
-        loop {
-            let next = entries.next_entry()?;
-            let end = next.is_none();
-            if let Some((k, v)) = next {
-                bytes += k.len() + v.len();
-                batch.push((k, v));
-            }
-            if (end && !batch.is_empty()) || bytes >= self.shared.chunk_bytes.max(1 << 16) {
+        // One entry read ahead, so that the batch holding the last entry is known as the
+        // last one and reports `done == total` (the total is only an estimate).
+        let mut next = entries.next_entry()?;
+        while let Some((k, v)) = next.take() {
+            bytes += k.len() + v.len();
+            batch.push((k, v));
+            next = entries.next_entry()?;
+            let last = next.is_none();
+            if last || bytes >= self.shared.chunk_bytes.max(1 << 16) {
                 let ops: Vec<BatchOp<'_>> = batch
                     .iter()
                     .map(|(k, v)| BatchOp::Put(data, k, v))
@@ -809,10 +858,12 @@ impl KvStore {
                 batch.clear();
                 bytes = 0;
                 crate::failpoint::hit("swap-build");
-                progress(done, total.max(done));
-            }
-            if end {
-                break;
+                let estimate = if last { done } else { total.max(done) };
+                if let ControlFlow::Break(e) = progress(done, estimate) {
+                    drop(engine);
+                    std::fs::remove_dir_all(&side).map_err(|io| Error::io(&side, io))?;
+                    return Err(e);
+                }
             }
         }
         // The snapshot pins the old engine, which must be closed before the swap.

@@ -27,6 +27,9 @@ TESTS=(test_api test_window test_threads test_crash example)
 PASSED=0
 FAILED=0
 
+# Upgrade by prepare and swap (kstate_kv_upgrade_swap).
+TESTS+=(test_swap)
+
 note() { printf '== %s\n' "$*"; }
 pass() { PASSED=$((PASSED + 1)); printf 'PASS %s\n' "$*"; }
 fail() { FAILED=$((FAILED + 1)); printf 'FAIL %s\n' "$*"; }

@@ -83,6 +83,18 @@ public final class KstateNative {
 
     static native long approximateNumUncommittedBytes(long store);
 
+    /** @return true while the store runs in upgrade mode (old-format values left) */
+    static native boolean isUpgrading(long store);
+
+    /**
+     * Upgrades a store in upgrade mode by prepare and swap; {@code progress} (may be null) is
+     * called on this thread after each batch, and an exception it throws stops the swap and
+     * propagates.
+     *
+     * @return entries copied, 0 when the store was not in upgrade mode
+     */
+    static native long upgradeBySwap(long store, dev.kstate.streams.UpgradeProgress progress);
+
     // ----- window stores (see NativeWindowStore) -------------------------------------------
 
     static native long windowOpen(String path, int engine, boolean timestamped, long maxUncommittedBytes,

@@ -276,6 +276,22 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
         return KstateNative.approximateNumUncommittedBytes(handle());
     }
 
+    /** @return true while the store runs in upgrade mode: it still holds old-format values, read converted */
+    public boolean isUpgrading() {
+        return KstateNative.isUpgrading(handle());
+    }
+
+    /**
+     * Upgrades a store in upgrade mode by prepare and swap (see
+     * {@code KstateKeyValueStore#upgradeBySwap}); open iterators are closed by the swap.
+     *
+     * @param progress called on this thread after each batch copied, or null
+     * @return entries copied, 0 when the store was not in upgrade mode (nothing done)
+     */
+    public long upgradeBySwap(dev.kstate.streams.UpgradeProgress progress) {
+        return KstateNative.upgradeBySwap(handle(), progress);
+    }
+
     /** Closes the open iterators, then the store (uncommitted writes are discarded). Idempotent. */
     @Override
     public void close() {

@@ -382,6 +382,58 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         return position;
     }
 
+    /**
+     * @return true while the store runs in upgrade mode (KIP-258 / KIP-1271): it was opened
+     *     in a later value format than the values it holds (a plain store, kstate's or Kafka's
+     *     {@code RocksDBStore}, opened timestamped), reads old values converted and migrates
+     *     them key by key as they are written; false after {@link #upgradeBySwap}
+     * @throws KstateInvalidStateStoreException when the store is closed
+     */
+    public boolean isUpgrading() {
+        return open().isUpgrading();
+    }
+
+    /**
+     * Finishes an upgrade in one go, by <b>prepare and swap</b>: builds a store of the new
+     * format in the side directory {@code .<name>.kstate-swap} from the last committed
+     * snapshot, carries over the keys written meanwhile, commits it with this store's committed
+     * offsets and position, swaps the two directories atomically and continues on the new store,
+     * in regular mode, in this same object. A kill at any point leaves the old store or the new
+     * one live and complete (no changelog restore either way). Does nothing and returns 0 when
+     * the store is not in upgrade mode.
+     *
+     * <p><b>When to call it.</b> It runs on the calling thread and blocks it for the length of
+     * the copy, so call it from the stream thread that owns the task (a Processor API user
+     * holding this store from {@code ProcessorContext#getStateStore}) <i>between commits</i>:
+     * the store must have no uncommitted writes when it starts ({@link
+     * #approximateNumUncommittedBytes()} is 0: right after {@code init} and restoration, or
+     * right after a commit), otherwise it throws {@code KstateProcessorStateException} with code
+     * {@code INVALID_ARGUMENT} and changes nothing. Open iterators of the store are closed by
+     * the swap.
+     *
+     * <p>{@code progress} runs on the calling thread. It may read or write this store (writes
+     * are carried over, uncommitted); calling {@code upgradeBySwap} again from it is refused
+     * ({@code INVALID_ARGUMENT}); an exception it throws stops the swap, leaves the store as it
+     * was (still in upgrade mode, side directory removed) and propagates to the caller.
+     *
+     * @param progress told after each batch copied (entries done, estimated total; the last
+     *     call has {@code done == total}), or null
+     * @return the entries copied into the new store
+     * @throws KstateInvalidStateStoreException when the store is closed (also when
+     *     {@code progress} closed it)
+     * @throws KstateProcessorStateException on the refusals above (code {@code
+     *     INVALID_ARGUMENT}, also for the in-memory engine) and storage errors, after which the
+     *     store is unchanged
+     */
+    public long upgradeBySwap(UpgradeProgress progress) {
+        NativeStore s = open();
+        long copied = s.upgradeBySwap(progress);
+        if (copied > 0) {
+            LOG.info("kstate store {} upgraded by swap: {} entries copied, now in regular mode", name(), copied);
+        }
+        return copied;
+    }
+
     /** @return the options this store was built with */
     public KstateStoreOptions options() {
         return options;

@@ -340,4 +340,166 @@ public class MigrationTest {
         }
         assertRefused(stateDir, "left open");
     }
+
+    /** Counts per key of "in" in store "s" (no cache), each new count to "out". */
+    private static StreamsBuilder counts(KeyValueBytesStoreSupplier supplier) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey()
+            .count(Materialized.<String, Long>as(supplier).withKeySerde(Serdes.String()).withValueSerde(Serdes.Long())
+                .withCachingDisabled())
+            .toStream()
+            .to("out", org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.Long()));
+        return builder;
+    }
+
+    /** Pipes records {@code from..to-1} (key-(i % keys), increasing timestamps) and returns the outputs they caused. */
+    private static List<String> pipe(TopologyTestDriver driver, int from, int to, int keys) {
+        TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+        org.apache.kafka.streams.TestOutputTopic<String, Long> out = driver.createOutputTopic("out",
+            new org.apache.kafka.common.serialization.StringDeserializer(),
+            new org.apache.kafka.common.serialization.LongDeserializer());
+        out.readRecordsToList(); // only this call's outputs
+        for (int i = from; i < to; i++) {
+            in.pipeInput("key-" + (i % keys), "v" + i, 10_000L + i);
+        }
+        List<String> outputs = new ArrayList<>();
+        for (org.apache.kafka.streams.test.TestRecord<String, Long> r : out.readRecordsToList()) {
+            outputs.add(r.key() + "=" + r.value() + "@" + r.timestamp());
+        }
+        return outputs;
+    }
+
+    private static List<String> counts(TopologyTestDriver driver) {
+        List<String> out = new ArrayList<>();
+        KeyValueStore<String, Long> store = driver.getKeyValueStore("s");
+        try (KeyValueIterator<String, Long> it = store.all()) {
+            it.forEachRemaining(kv -> out.add(kv.key + "=" + kv.value));
+        }
+        return out;
+    }
+
+    private static StreamTask task(TopologyTestDriver driver) throws ReflectiveOperationException {
+        Field f = TopologyTestDriver.class.getDeclaredField("task");
+        f.setAccessible(true);
+        return (StreamTask) f.get(driver);
+    }
+
+    /** Where Kafka's changelog reader would start restoring "s" from (its next offset to fetch). */
+    private static Long restoreStart(TopologyTestDriver driver) throws ReflectiveOperationException {
+        Field f = org.apache.kafka.streams.processor.internals.AbstractTask.class.getDeclaredField("stateMgr");
+        f.setAccessible(true);
+        org.apache.kafka.streams.processor.internals.ProcessorStateManager stateMgr =
+            (org.apache.kafka.streams.processor.internals.ProcessorStateManager) f.get(task(driver));
+        return stateMgr.changelogOffsets().get(CHANGELOG);
+    }
+
+    private static KstateKeyValueStore kstateStore(TopologyTestDriver driver) {
+        StateStore s = driver.getAllStateStores().get("s");
+        while (s instanceof org.apache.kafka.streams.state.internals.WrappedStateStore) {
+            s = ((org.apache.kafka.streams.state.internals.WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+        assertTrue("a kstate store: " + s, s instanceof KstateKeyValueStore);
+        return (KstateKeyValueStore) s;
+    }
+
+    /**
+     * Issue #10 item 4: an application runs on Kafka's built-in plain {@code RocksDBStore} over a
+     * state directory, is closed cleanly, and restarts with a kstate timestamped store on the same
+     * directory. Every entry and the committed offset survive; Kafka's own state manager finds
+     * the store at the changelog's end, so its changelog reader has nothing to restore; the store
+     * runs in upgrade mode in Kafka's directory (no second store beside it); processing continues
+     * with outputs (key, count, timestamp) equal to a run that never switched. Then the store is
+     * upgraded by swap between two commits (Processor API style, on the stream thread) and
+     * processing goes on, still equal to that run.
+     */
+    @Test
+    public void anAppOnKafkasPlainStoreRestartsOnKstateWithoutRestoreAndTheSameOutputs() throws Exception {
+        final int keys = 60;
+        final int phase1 = 300;
+        final int phase2 = 500;
+        final int phase3 = 620;
+        // The run that never switches: Kafka's plain store throughout.
+        List<String> refOut1;
+        List<String> refOut2;
+        List<String> refOut3;
+        List<String> refAfter2;
+        List<String> refAfter3;
+        File refDir = new File(dir, "never-switched");
+        try (TopologyTestDriver ref = new TopologyTestDriver(counts(Stores.persistentKeyValueStore("s")).build(),
+            TestSupport.props(APP, refDir))) {
+            refOut1 = pipe(ref, 0, phase1, keys);
+            refOut2 = pipe(ref, phase1, phase2, keys);
+            refAfter2 = counts(ref);
+            refOut3 = pipe(ref, phase2, phase3, keys);
+            refAfter3 = counts(ref);
+        }
+        assertEquals(phase1, refOut1.size());
+        assertEquals(keys, refAfter2.size());
+
+        // The same application on Kafka's plain store, phase 1, closed cleanly.
+        File kafkaDir = new File(dir, "kafka-plain-app");
+        File stateDir = new File(dir, "switched");
+        List<String> kafkaCounts;
+        TopologyTestDriver kafka = new TopologyTestDriver(counts(Stores.persistentKeyValueStore("s")).build(),
+            TestSupport.props(APP, kafkaDir));
+        try {
+            assertEquals(refOut1, pipe(kafka, 0, phase1, keys));
+            kafkaCounts = counts(kafka);
+            StreamTask task = task(kafka);
+            task.suspend();
+            task.prepareCommit(true);
+            task.postCommit(true);
+            task.closeClean();
+            Field f = TopologyTestDriver.class.getDeclaredField("task");
+            f.setAccessible(true);
+            f.set(kafka, null);
+            copyTree(new File(kafkaDir, APP).toPath(), new File(stateDir, APP).toPath());
+        } finally {
+            kafka.close();
+        }
+        File kafkaDb = new File(stateDir, APP + "/0_0/rocksdb/s");
+        assertEquals("Kafka's plain RocksDBStore: default and offsets only",
+            java.util.Arrays.asList("default", "offsets"), columnFamilies(kafkaDb));
+
+        // Restart with kstate timestamped stores on the same directory.
+        try (TopologyTestDriver driver = new TopologyTestDriver(
+            counts(KstateStores.persistentTimestampedKeyValueStore("s")).build(), TestSupport.props(APP, stateDir))) {
+            KstateKeyValueStore store = kstateStore(driver);
+            assertTrue("Kafka's directory adopted in upgrade mode", store.isUpgrading());
+            assertEquals(kafkaDb.getCanonicalFile(), store.directory().getCanonicalFile());
+            assertFalse("no kstate store beside Kafka's", new File(stateDir, APP + "/0_0/s").exists());
+            assertEquals("every entry survives", kafkaCounts, counts(driver));
+            assertEquals("the committed offset survives", Long.valueOf(phase1 - 1L), store.committedOffset(CHANGELOG));
+            assertEquals("Kafka's state manager starts the changelog at its end: nothing to restore",
+                Long.valueOf(phase1), restoreStart(driver));
+
+            assertEquals("outputs equal to the run that never switched", refOut2, pipe(driver, phase1, phase2, keys));
+            assertEquals(refAfter2, counts(driver));
+            // Commits go on (TopologyTestDriver's producer numbers a new driver's changelog
+            // records from 0 again: this is the offset of the 200th record written after the restart).
+            long committed = phase2 - phase1 - 1L;
+            assertEquals(Long.valueOf(committed), store.committedOffset(CHANGELOG));
+
+            // Between commits (TopologyTestDriver commits after each record): finish the upgrade by swap.
+            assertEquals(0L, store.approximateNumUncommittedBytes());
+            assertTrue(store.isUpgrading());
+            List<long[]> calls = new ArrayList<>();
+            long copied = store.upgradeBySwap((done, total) -> calls.add(new long[] {done, total}));
+            assertEquals("every key copied", keys, copied);
+            assertFalse(calls.isEmpty());
+            long[] last = calls.get(calls.size() - 1);
+            assertEquals(copied, last[0]);
+            assertEquals(last[0], last[1]);
+            assertFalse("regular mode after the swap", store.isUpgrading());
+            assertEquals("the offset survives the swap", Long.valueOf(committed), store.committedOffset(CHANGELOG));
+            assertEquals(refAfter2, counts(driver));
+            assertEquals("a pure timestamped store in Kafka's directory (its default family empty)",
+                java.util.Arrays.asList("default", "keyValueWithTimestamp", "kstate_meta", "kstate_spill"),
+                columnFamilies(kafkaDb));
+
+            assertEquals("outputs still equal after the swap", refOut3, pipe(driver, phase2, phase3, keys));
+            assertEquals(refAfter3, counts(driver));
+        }
+    }
 }
