@@ -13,4 +13,14 @@ public final class KstateHeadersKeyValueBytesStoreSupplier extends KstateKeyValu
     KstateHeadersKeyValueBytesStoreSupplier(KstateStoreOptions options) {
         super(options);
     }
+
+    /**
+     * A headers supplier, typed as its superclass. Callers on every Kafka version use this
+     * instead of the constructor: a method that returns this class's instances as a
+     * {@link KstateKeyValueBytesStoreSupplier} makes the JVM's verifier load this class (to check
+     * the assignment) and so {@link HeadersBytesStoreSupplier}, which Kafka Streams 4.0-4.2 lack.
+     */
+    static KstateKeyValueBytesStoreSupplier create(KstateStoreOptions options) {
+        return new KstateHeadersKeyValueBytesStoreSupplier(options);
+    }
 }

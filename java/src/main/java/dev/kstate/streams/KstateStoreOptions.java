@@ -502,9 +502,10 @@ public final class KstateStoreOptions {
         public KstateKeyValueBytesStoreSupplier build() {
             KstateStoreOptions options = options();
             // The DSL picks the headers store builder by the supplier's marker interface
-            // (HeadersBytesStoreSupplier, Kafka 4.3+), which only that subclass references.
+            // (HeadersBytesStoreSupplier, Kafka 4.3+), which only that subclass references;
+            // create() keeps the class unloaded (and this method verifiable) on Kafka 4.0-4.2.
             return options.valueFormat == ValueFormat.HEADERS
-                ? new KstateHeadersKeyValueBytesStoreSupplier(options)
+                ? KstateHeadersKeyValueBytesStoreSupplier.create(options)
                 : new KstateKeyValueBytesStoreSupplier(options);
         }
 
