@@ -195,7 +195,18 @@ fn kills_inside_creation_and_recovery_leave_a_store_that_opens() {
         }
         let seed = rng.next_u64();
         let mut child = spawn_worker(&path, seed, Some(2));
-        std::thread::sleep(Duration::from_millis(rng.below(40)));
+        // Most rounds kill the worker from outside within 40 ms, at whatever it is doing. On
+        // a loaded machine the worker may not even reach creation by then, so every fifth
+        // round waits (up to 30 s) for it to kill itself at one of its armed crash points.
+        let deadline = Instant::now()
+            + if round % 5 == 4 {
+                Duration::from_secs(30)
+            } else {
+                Duration::from_millis(rng.below(40))
+            };
+        while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         if child.try_wait().unwrap().is_some() {
             self_killed += 1;
         } else {
