@@ -259,7 +259,19 @@ impl RocksEngine {
                 reason: "no database there".into(),
             });
         }
-        Self::open_with(path, &[], opts, true)
+        // A read-only open reads the manifest and the WALs it lists while a live writer may
+        // be rotating and deleting them; such a race fails the open, so a few retries tell
+        // it apart from a store that is really damaged (which fails every time).
+        let mut attempt = 0;
+        loop {
+            match Self::open_with(path, &[], opts, true) {
+                Err(Error::Storage(_) | Error::Corruption(_) | Error::Io { .. }) if attempt < 4 => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(25 * attempt));
+                }
+                result => return result,
+            }
+        }
     }
 
     fn open_with(
