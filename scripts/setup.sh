@@ -8,6 +8,8 @@ kstate_need_pkgs=()
 for pkg in clang libclang-dev valgrind gradle pkg-config; do
   dpkg -s "$pkg" >/dev/null 2>&1 || kstate_need_pkgs+=("$pkg")
 done
+# Maven builds the separate user project of the distribution test (scripts/test-maven-user.sh).
+command -v mvn >/dev/null 2>&1 || kstate_need_pkgs+=(maven)
 if [ "${#kstate_need_pkgs[@]}" -gt 0 ]; then
   echo "setup: installing ${kstate_need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
