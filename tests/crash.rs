@@ -246,27 +246,19 @@ fn kills_during_a_lazy_upgrade_recover_a_whole_commit() {
     let path = dir.path().join("store");
     let config = WorkloadConfig::default();
     let mut model = Model::default();
-    {
-        let plain = KvStore::open(&path, &StoreOptions::plain(EngineKind::RocksDb)).unwrap();
-        for k in 0..config.keys {
-            let key = if k == 0 {
-                Vec::new()
-            } else {
-                format!("key-{k:06}").into_bytes()
-            };
-            let value = format!("plain-{k}").into_bytes();
-            plain.put_raw(&key, Some(&value)).unwrap();
-            model
-                .committed
-                .insert(key, kstate::format::value::encode(&value, -1));
-        }
-        plain.commit(&[], None).unwrap();
-        plain.close().unwrap();
-    }
     let mut rng = Rng::new(0x5EED ^ u64::from(std::process::id()));
     let mut base = 0i64;
-    let mut upgrading_rounds = 0;
+    // A worker touches every one of the workload's keys within a round or two (faster on
+    // a quiet machine), which completes the upgrade; so every eighth round starts again
+    // from a plain store, and the test counts the kills that land while upgrading.
+    let (mut upgrading, mut killed_upgrading) = (false, 0);
     for round in 0..40 {
+        if round % 8 == 0 {
+            let _ = std::fs::remove_dir_all(&path);
+            model = plain_store_of_every_key(&path, config);
+            base = 0;
+            upgrading = true;
+        }
         let seed = rng.next_u64();
         let mut child = spawn_worker(&path, seed, (round % 3 == 2).then_some(4));
         std::thread::sleep(Duration::from_millis(5 + rng.below(120)));
@@ -274,12 +266,38 @@ fn kills_during_a_lazy_upgrade_recover_a_whole_commit() {
             child.kill().unwrap();
         }
         child.wait().unwrap();
+        killed_upgrading += usize::from(upgrading);
         let (store, _, offset, _) = reopen_and_check(&path, round, seed, base, &mut model, config);
-        upgrading_rounds += usize::from(store.is_upgrading());
+        upgrading = store.is_upgrading();
         store.close().unwrap();
         base = offset;
     }
-    assert!(upgrading_rounds > 0, "the store never ran in upgrade mode");
+    assert!(
+        killed_upgrading >= 5,
+        "only {killed_upgrading} workers were killed in upgrade mode"
+    );
+}
+
+/// A plain store holding a plain value for every key of the workload, and its model as the
+/// timestamped view shows it (timestamp -1).
+fn plain_store_of_every_key(path: &Path, config: WorkloadConfig) -> Model {
+    let mut model = Model::default();
+    let plain = KvStore::open(path, &StoreOptions::plain(EngineKind::RocksDb)).unwrap();
+    for k in 0..config.keys {
+        let key = if k == 0 {
+            Vec::new()
+        } else {
+            format!("key-{k:06}").into_bytes()
+        };
+        let value = format!("plain-{k}").into_bytes();
+        plain.put_raw(&key, Some(&value)).unwrap();
+        model
+            .committed
+            .insert(key, kstate::format::value::encode(&value, -1));
+    }
+    plain.commit(&[], None).unwrap();
+    plain.close().unwrap();
+    model
 }
 
 /// The in-memory engine cannot outlive its process, so its "crash" is in-process: the
