@@ -1638,6 +1638,55 @@ struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
                                        struct kstate_kv_iter_t **iter_out);
 
 /**
+ * Restores a batch of changelog records that are committed upstream already (Kafka's
+ * restore after a rebalance or a lost disk) and commits them at once with `offsets` and
+ * `metadata`, as `kstate_kv_commit` would. The fast path for restores: the records go
+ * straight to the store's engine in one batch without the write-ahead log, with no
+ * transaction buffer, no spill and no second write.
+ *
+ * Entries are in changelog order, values in the store's own layout as for
+ * `kstate_kv_put_all_raw` (NULL deletes); for one key, the last entry wins. Committed
+ * readers see the batch when this returns. It becomes durable together with its commit
+ * record when the engine flushes: at the store's next commit or close, or earlier when
+ * its memory buffers fill. After a crash the store holds this commit or an earlier one,
+ * and `kstate_kv_committed_offset` says where to restore from: never restored data
+ * without its offset, nor an offset without its data.
+ *
+ * # Arguments
+ * * `store` - the store; its transaction must have no uncommitted writes.
+ * * `entries`, `entries_len` - the records; `entries` NULL only when `entries_len` is 0.
+ * * `offsets`, `offsets_len` - the changelog offsets, as for `kstate_kv_commit`.
+ * * `metadata`, `metadata_len` - as for `kstate_kv_commit`.
+ *
+ * # Returns
+ * NULL on success, else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - the transaction has uncommitted writes (commit or roll
+ *   them back first; nothing was written); NULL arrays, blobs or topics as for
+ *   `kstate_kv_commit`.
+ * * `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE` - an
+ *   entry is invalid; nothing was written.
+ * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - the engine write failed; the store refuses
+ *   every call until it is closed and reopened, which recovers the last durable commit.
+ *
+ * # Safety
+ * `entries` as for `kstate_kv_put_all_raw`; `offsets` and `metadata` as for
+ * `kstate_kv_commit`.
+ *
+ * # Thread safety
+ * Safe from any thread; committed readers see all of the batch or none of it.
+ */
+struct kstate_error_t *kstate_kv_restore_batch(struct kstate_kv_t *store,
+                                               const struct kstate_kv_write_t *entries,
+                                               size_t entries_len,
+                                               const struct kstate_offset_t *offsets,
+                                               size_t offsets_len,
+                                               const uint8_t *metadata,
+                                               size_t metadata_len);
+
+/**
  * Iterates over every entry in descending key order (Kafka's `reverseAll`).
  *
  * # Arguments

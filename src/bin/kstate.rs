@@ -83,6 +83,11 @@ enum Cmd {
         /// Store kind: `kv` (default), `window` or `session`.
         #[arg(long, default_value = "kv")]
         kind: String,
+        /// Percent of transactions handed over whole as restore batches
+        /// (`KvStore::restore_batch`) instead of running through the transaction (`kv`
+        /// only); with any, the store's memtables are small so that flushes happen mid-run.
+        #[arg(long, default_value_t = 0)]
+        restore_percent: u64,
     },
     /// Upgrade a store in upgrade mode by prepare and swap while a second thread writes
     /// and commits `w-<i>` = `<i>` at offset 100 + i (used by the crash tests).
@@ -115,8 +120,9 @@ fn main() -> ExitCode {
             max_uncommitted,
             commits,
             kind,
+            restore_percent,
         } => match kind.as_str() {
-            "kv" => crash_worker(&dir, seed, max_uncommitted, commits),
+            "kv" => crash_worker(&dir, seed, max_uncommitted, commits, restore_percent),
             "window" | "session" => {
                 segmented_crash_worker(&dir, seed, max_uncommitted, commits, kind == "window")
             }
@@ -221,8 +227,19 @@ fn cmd_verify(dir: &Path) -> CmdResult {
     })
 }
 
-fn crash_worker(dir: &Path, seed: u64, max_uncommitted: u64, commits: Option<u64>) -> CmdResult {
-    let options = StoreOptions::default().with_max_uncommitted_bytes(max_uncommitted);
+fn crash_worker(
+    dir: &Path,
+    seed: u64,
+    max_uncommitted: u64,
+    commits: Option<u64>,
+    restore_percent: u64,
+) -> CmdResult {
+    let mut options = StoreOptions::default().with_max_uncommitted_bytes(max_uncommitted);
+    if restore_percent > 0 {
+        // Small memtables: restored batches (written without the WAL) then reach disk by
+        // automatic flushes in mid-run too, not only before the next logged write.
+        options.rocksdb.write_buffer_bytes = 64 << 10;
+    }
     let store = KvStore::open(dir, &options)?;
     let base = store
         .committed_offset(&workload::changelog_partition())?
@@ -230,10 +247,43 @@ fn crash_worker(dir: &Path, seed: u64, max_uncommitted: u64, commits: Option<u64
     // Tells a waiting parent that the store is open (and locked) from now on.
     println!("ready");
     std::io::Write::flush(&mut std::io::stdout())?;
+    // A transaction chosen for restore is tracked in a model of the writer's view (which
+    // resolves put_if_absent) and handed over whole, as one restore batch, at its commit;
+    // a rolled-back one is never handed over. Either way a commit leaves the same state, so
+    // the parent checks both paths with the same model.
+    let mut view = Model {
+        committed: if restore_percent > 0 {
+            workload::dump(&store)?
+        } else {
+            Default::default()
+        },
+        ..Model::default()
+    };
+    let mut rng = workload::Rng::new(seed ^ 0x5E5704E5);
+    let mut restoring = rng.chance(restore_percent);
     let mut done = 0u64;
     for op in Workload::new(seed, WorkloadConfig::default()) {
         let is_commit = op == workload::Op::Commit;
-        workload::apply_to_store(&store, &op, base + done as i64 + 1)?;
+        let offset = base + done as i64 + 1;
+        if !restoring {
+            workload::apply_to_store(&store, &op, offset)?;
+        } else if is_commit {
+            store.restore_batch(
+                view.pending
+                    .iter()
+                    .map(|(k, v)| (k.as_slice(), v.as_deref())),
+                &[(workload::changelog_partition(), Some(offset))],
+                None,
+            )?;
+            // For the parent: restored (visible, not yet durable) up to this offset.
+            println!("restored {offset}");
+        }
+        if restore_percent > 0 {
+            view.apply(&op);
+            if is_commit || op == workload::Op::Rollback {
+                restoring = rng.chance(restore_percent);
+            }
+        }
         if is_commit {
             done += 1;
             if commits.is_some_and(|n| done >= n) {

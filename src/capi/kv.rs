@@ -820,6 +820,80 @@ pub unsafe extern "C" fn kstate_kv_commit(
     })
 }
 
+/// Restores a batch of changelog records that are committed upstream already (Kafka's
+/// restore after a rebalance or a lost disk) and commits them at once with `offsets` and
+/// `metadata`, as `kstate_kv_commit` would. The fast path for restores: the records go
+/// straight to the store's engine in one batch without the write-ahead log, with no
+/// transaction buffer, no spill and no second write.
+///
+/// Entries are in changelog order, values in the store's own layout as for
+/// `kstate_kv_put_all_raw` (NULL deletes); for one key, the last entry wins. Committed
+/// readers see the batch when this returns. It becomes durable together with its commit
+/// record when the engine flushes: at the store's next commit or close, or earlier when
+/// its memory buffers fill. After a crash the store holds this commit or an earlier one,
+/// and `kstate_kv_committed_offset` says where to restore from: never restored data
+/// without its offset, nor an offset without its data.
+///
+/// # Arguments
+/// * `store` - the store; its transaction must have no uncommitted writes.
+/// * `entries`, `entries_len` - the records; `entries` NULL only when `entries_len` is 0.
+/// * `offsets`, `offsets_len` - the changelog offsets, as for `kstate_kv_commit`.
+/// * `metadata`, `metadata_len` - as for `kstate_kv_commit`.
+///
+/// # Returns
+/// NULL on success, else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - the transaction has uncommitted writes (commit or roll
+///   them back first; nothing was written); NULL arrays, blobs or topics as for
+///   `kstate_kv_commit`.
+/// * `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE` - an
+///   entry is invalid; nothing was written.
+/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - the engine write failed; the store refuses
+///   every call until it is closed and reopened, which recovers the last durable commit.
+///
+/// # Safety
+/// `entries` as for `kstate_kv_put_all_raw`; `offsets` and `metadata` as for
+/// `kstate_kv_commit`.
+///
+/// # Thread safety
+/// Safe from any thread; committed readers see all of the batch or none of it.
+#[no_mangle]
+pub unsafe extern "C" fn kstate_kv_restore_batch(
+    store: *mut kstate_kv_t,
+    entries: *const kstate_kv_write_t,
+    entries_len: usize,
+    offsets: *const kstate_offset_t,
+    offsets_len: usize,
+    metadata: *const u8,
+    metadata_len: usize,
+) -> *mut kstate_error_t {
+    ffi_call(|| {
+        let s = self::store(store)?;
+        // SAFETY: readable as given (caller's guarantee).
+        let (entries, offsets, metadata) = unsafe {
+            (
+                array(entries, entries_len, "entries")?,
+                super::txn::parse_offsets(offsets, offsets_len)?,
+                opt_span(metadata, metadata_len, "metadata")?,
+            )
+        };
+        let mut raw = Vec::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            // SAFETY: each entry's spans are readable as given (caller's guarantee).
+            let (k, v) = unsafe {
+                (
+                    span(e.key, e.key_len, &format!("entries[{i}].key"))?,
+                    opt_span(e.value, e.value_len, &format!("entries[{i}].value"))?,
+                )
+            };
+            raw.push((k, v));
+        }
+        s.restore_batch(raw, &offsets, metadata)
+    })
+}
+
 /// The changelog offset last committed for a topic partition.
 ///
 /// # Arguments

@@ -72,6 +72,15 @@ impl Engine for FaultyEngine {
         self.inner.write(ops, sync)
     }
 
+    fn write_unlogged(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        if self.should_fail() {
+            return Err(Error::Storage(
+                "injected write fault (No space left on device)".into(),
+            ));
+        }
+        self.inner.write_unlogged(ops)
+    }
+
     fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>> {
         self.inner.iter(family, range, reverse)
     }
@@ -86,6 +95,10 @@ impl Engine for FaultyEngine {
 
     fn compact(&self, family: Family) -> Result<()> {
         self.inner.compact(family)
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.inner.flush()
     }
 
     fn property(&self, name: &str) -> Result<Option<u64>> {

@@ -181,6 +181,25 @@ pub(crate) trait Engine: Send + Sync + 'static {
     /// may not have made the batch durable; callers treat the outcome as unknown.
     fn write(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()>;
 
+    /// Applies all `ops` atomically like [`Engine::write`], but without the write-ahead log:
+    /// for data that can be rebuilt from elsewhere (records restored from a changelog).
+    ///
+    /// Such a batch is durable only once the engine flushes it, and the engine keeps every
+    /// flush whole: after a crash it holds a prefix of its batches that ends at a batch
+    /// boundary, so a batch that carries its own commit record recovers with it or not at all.
+    /// The engine flushes unlogged batches before its next logged write (which must never
+    /// become durable ahead of them), when its memory buffers fill, and at close. The
+    /// default, for engines without a log, is a plain write.
+    fn write_unlogged(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        self.write(ops, false)
+    }
+
+    /// Writes every family's buffered data to its files and waits (a no-op for engines
+    /// without such buffers), so that the next open has no log to replay.
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// A cursor over `range` of `family` as of now, ascending or (with `reverse`) descending.
     fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>>;
 

@@ -239,6 +239,10 @@ pub(crate) struct RocksEngine {
     /// The shared budget this engine draws on, kept alive while the engine lives (the
     /// database's options hold their own references to the cache and manager too).
     _budget: Option<Arc<SharedBudget>>,
+    /// True while batches written without the WAL may sit in memtables: the next logged
+    /// write flushes them first. A mutex, not an atomic, so that a logged write cannot
+    /// slip past a flush in progress.
+    unlogged: Mutex<bool>,
 }
 
 impl RocksEngine {
@@ -313,6 +317,10 @@ impl RocksEngine {
         // All families share one WAL; cap it so that a rarely written family (kstate_meta
         // holds a few records) is flushed instead of pinning every log file forever.
         db_opts.set_max_total_wal_size(64 << 20);
+        // Every flush covers all families up to one sequence number (as Kafka's stores
+        // set it): batches written without the WAL (restores) carry their commit record in
+        // the meta family, and must reach disk together with it or not at all.
+        db_opts.set_atomic_flush(true);
         if let Some(b) = &budget {
             db_opts.set_write_buffer_manager(&b.write_buffers);
         }
@@ -332,7 +340,35 @@ impl RocksEngine {
             db_opts,
             statistics: opts.statistics,
             _budget: budget,
+            unlogged: Mutex::new(false),
         })
+    }
+
+    /// Flushes the memtables of every family (atomically: see `set_atomic_flush`) and waits.
+    fn flush_all(&self) -> Result<()> {
+        let cfs: Vec<&rocksdb::ColumnFamily> = self
+            .registry
+            .names()
+            .iter()
+            .filter_map(|n| self.db.cf_handle(n))
+            .collect();
+        let mut fo = rocksdb::FlushOptions::default();
+        fo.set_wait(true);
+        self.db
+            .flush_cfs_opt(&cfs, &fo)
+            .map_err(|e| map_err(&self.path, e))
+    }
+
+    fn batch(&self, ops: &[BatchOp<'_>]) -> Result<WriteBatch> {
+        let mut batch = WriteBatch::default();
+        for op in ops {
+            match *op {
+                BatchOp::Put(f, k, v) => batch.put_cf(self.cf(f)?, k, v),
+                BatchOp::Delete(f, k) => batch.delete_cf(self.cf(f)?, k),
+                BatchOp::DeleteRange(f, from, to) => batch.delete_range_cf(self.cf(f)?, from, to),
+            }
+        }
+        Ok(batch)
     }
 
     fn cf(&self, family: Family) -> Result<&rocksdb::ColumnFamily> {
@@ -406,12 +442,15 @@ impl Engine for RocksEngine {
     }
 
     fn write(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()> {
-        let mut batch = WriteBatch::default();
-        for op in ops {
-            match *op {
-                BatchOp::Put(f, k, v) => batch.put_cf(self.cf(f)?, k, v),
-                BatchOp::Delete(f, k) => batch.delete_cf(self.cf(f)?, k),
-                BatchOp::DeleteRange(f, from, to) => batch.delete_range_cf(self.cf(f)?, from, to),
+        let batch = self.batch(ops)?;
+        {
+            // A logged batch replayed from the WAL after a crash must not land on a state
+            // missing the unlogged batches written before it: make those durable first.
+            let mut unlogged = self.unlogged.lock_recover();
+            if *unlogged {
+                crate::failpoint::hit("flush-unlogged");
+                self.flush_all()?;
+                *unlogged = false;
             }
         }
         let mut wo = WriteOptions::default();
@@ -419,6 +458,25 @@ impl Engine for RocksEngine {
         self.db
             .write_opt(batch, &wo)
             .map_err(|e| map_err(&self.path, e))
+    }
+
+    fn write_unlogged(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        let batch = self.batch(ops)?;
+        // Set before the write: if the write fails after reaching the memtable, the flush
+        // still happens.
+        *self.unlogged.lock_recover() = true;
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(true);
+        self.db
+            .write_opt(batch, &wo)
+            .map_err(|e| map_err(&self.path, e))
+    }
+
+    fn flush(&self) -> Result<()> {
+        let mut unlogged = self.unlogged.lock_recover();
+        self.flush_all()?;
+        *unlogged = false;
+        Ok(())
     }
 
     fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>> {

@@ -278,6 +278,36 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_commit<'l>(
     })
 }
 
+/// `void restoreBatch(long store, byte[] packed, String[] topics, int[] partitions,
+/// long[] offsets, byte[] metadata)`: restores a packed batch of changelog records
+/// ([`super::codec`]) straight to the engine and commits it with the offsets (as `commit`)
+/// and, when not null, the metadata blob. Refused while the transaction has uncommitted
+/// writes.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_kstate_internal_KstateNative_restoreBatch<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    h: jlong,
+    packed: JByteArray<'l>,
+    topics: JObjectArray<'l>,
+    partitions: JIntArray<'l>,
+    offsets: JLongArray<'l>,
+    metadata: JByteArray<'l>,
+) {
+    guard(&mut env, (), |env| {
+        let packed = bytes(env, &packed, "batch")?;
+        let entries = offsets_of(env, &topics, &partitions, &offsets)?;
+        let metadata = opt_bytes(env, &metadata)?;
+        Ok(ops::restore_batch(
+            h,
+            &packed,
+            &entries,
+            metadata.as_deref(),
+        )?)
+    })
+}
+
 /// The offsets of a `commit` call as (partition, offset or removal) pairs.
 pub(super) fn offsets_of(
     env: &mut JNIEnv<'_>,

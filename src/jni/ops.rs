@@ -215,6 +215,18 @@ pub(crate) fn commit(
     handle::store(number(h))?.commit(offsets, metadata)
 }
 
+/// `restoreBatch`: changelog records (packed, [`codec`]) written straight to the engine and
+/// committed with the offsets and metadata ([`crate::KvStore::restore_batch`]).
+pub(crate) fn restore_batch(
+    h: jlong,
+    packed: &[u8],
+    offsets: &[(TopicPartition, Option<i64>)],
+    metadata: Option<&[u8]>,
+) -> Result<()> {
+    let store = handle::store(number(h))?;
+    store.restore_batch(codec::decode_entries(packed)?, offsets, metadata)
+}
+
 /// `committedOffset`: [`NO_OFFSET`] when none is committed.
 pub(crate) fn committed_offset(h: jlong, topic: String, partition: jint) -> Result<jlong> {
     let tp = TopicPartition::new(topic, partition);

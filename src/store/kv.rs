@@ -574,6 +574,54 @@ impl KvStore {
         result
     }
 
+    /// Restores a batch of changelog records, already committed upstream, and commits them
+    /// at once with `offsets` and `metadata` (as [`KvStore::commit`] does): the fast path
+    /// for Kafka's restore callback. The records go straight to the engine in one batch
+    /// without the write-ahead log: no transaction buffer, no spill, no second write.
+    /// Entries are `(key, raw value or None to delete)` in changelog order (for one key,
+    /// the last wins); all are validated before anything is written.
+    ///
+    /// Committed readers see the batch as soon as this returns. It becomes durable, with
+    /// its commit record, when the engine flushes: before the store's next logged write
+    /// (a [`KvStore::commit`], the close), or earlier when memtables fill. A crash before
+    /// that leaves the store at an earlier commit, whose offset says where to restore
+    /// from: never restored data without its offset, never an offset without its data.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the transaction has uncommitted writes (restoring
+    /// would commit them too: commit or roll them back first), and the validation errors
+    /// of [`KvStore::put_all_raw`]; the store is then unchanged. A failed engine write
+    /// ([`Error::Storage`], [`Error::Io`]) leaves the store broken until it is reopened,
+    /// which recovers the last durable commit.
+    pub fn restore_batch<'a>(
+        &self,
+        entries: impl IntoIterator<Item = (&'a [u8], Option<&'a [u8]>)>,
+        offsets: &[(TopicPartition, Option<i64>)],
+        metadata: Option<&[u8]>,
+    ) -> Result<()> {
+        let entries: Vec<(&[u8], Option<&[u8]>)> = entries.into_iter().collect();
+        for (k, v) in &entries {
+            format::check_key(k)?;
+            if let Some(v) = v {
+                self.check_raw(v)?;
+            }
+        }
+        self.with_live(|live| {
+            let data = live.data;
+            let writes: Vec<crate::txn::RestoredWrite<'_>> = match &live.legacy {
+                None => entries.iter().map(|&(k, v)| (data, k, v)).collect(),
+                // Upgrade mode: a restored key leaves the old family, as a written one does.
+                Some(legacy) => entries
+                    .iter()
+                    .flat_map(|&(k, v)| [(legacy.family, k, None), (data, k, v)])
+                    .collect(),
+            };
+            // An upgrade by swap carries over every key written since its snapshot.
+            self.track(entries.iter().map(|(k, _)| *k));
+            live.core.restore(&writes, offsets, metadata)
+        })
+    }
+
     /// The changelog offset committed for `tp`, if any.
     pub fn committed_offset(&self, tp: &TopicPartition) -> Result<Option<i64>> {
         self.with_core(|c| Ok(c.committed().offsets.get(tp).copied()))

@@ -47,6 +47,9 @@ use buffer::WriteBuffer;
 use merge::{Buffered, Committed, Spilled};
 pub(crate) use merge::{KeyWrite, MergedIter, Source};
 
+/// One restored record: its family, key, and value (`None` deletes).
+pub(crate) type RestoredWrite<'a> = (Family, &'a [u8], Option<&'a [u8]>);
+
 /// Bytes per engine batch when spilling or rolling forward: bounds transient memory.
 pub(crate) const CHUNK_BYTES: usize = 4 << 20;
 
@@ -623,6 +626,67 @@ impl TxnCore {
         }
     }
 
+    /// Writes changelog records that are committed upstream already (a restore) straight to
+    /// their families, with the commit of `offsets` and `metadata` (as for [`TxnCore::commit`])
+    /// in the same engine batch: no buffer, no spill, no second write, and no write-ahead
+    /// log ([`Engine::write_unlogged`]). Committed readers see the batch at once; it becomes
+    /// durable, together with its commit record, at the engine's next flush, so a crash
+    /// leaves the store at this commit or at an earlier one, whose offset tells the caller
+    /// where to restore from. Writes to one key apply in order (the last wins).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the transaction has uncommitted writes (a restore
+    /// would commit them along with the restored records); the store is unchanged. A failed
+    /// engine write leaves the outcome unknown: the transaction is then broken and the
+    /// store must be reopened (recovery finds this batch whole or not at all).
+    pub(crate) fn restore(
+        &self,
+        writes: &[RestoredWrite<'_>],
+        offsets: &[(TopicPartition, Option<i64>)],
+        metadata: Option<&[u8]>,
+    ) -> Result<()> {
+        let mut state = self.writer()?;
+        if state.buffered_entries() > 0 || state.spilled_bytes > 0 {
+            return Err(Error::InvalidArgument(
+                "the store has uncommitted writes: commit or roll them back before restoring \
+                 (a restore commits its records at once)"
+                    .into(),
+            ));
+        }
+        for (family, _, _) in writes {
+            self.check_family(*family)?;
+        }
+        let next = next_state(&state.committed, offsets, metadata)?;
+        let record = next.encode()?;
+        let mut ops: Vec<BatchOp<'_>> = Vec::with_capacity(writes.len() + 2);
+        for (family, key, value) in writes {
+            ops.push(match value {
+                Some(v) => BatchOp::Put(*family, key, v),
+                None => BatchOp::Delete(*family, key),
+            });
+        }
+        ops.push(BatchOp::Put(self.meta, meta::KEY_COMMITTED, &record));
+        if state.area_dirty {
+            ops.push(spill::clear_area(self.spill));
+        }
+        if let Err(e) = self.engine.write_unlogged(&ops) {
+            // The batch may or may not be in the engine: nothing this handle believes about
+            // the committed state can be trusted until recovery looks at it.
+            state.phase = Phase::Broken(format!("a restore batch failed: {e}"));
+            return Err(e);
+        }
+        crate::failpoint::hit("restore-after-write");
+        state.area_dirty = false;
+        state.next_transaction();
+        state.committed = next.clone();
+        let view = Arc::new(CommittedView {
+            snapshot: self.engine.snapshot()?,
+            state: next,
+        });
+        *self.view.write_recover() = view;
+        Ok(())
+    }
+
     /// Writes the commit of `next` (again, if it is in doubt) and completes it. Idempotent.
     fn finish_commit(
         &self,
@@ -730,8 +794,39 @@ impl TxnCore {
                 &meta::encode_status(true),
             )],
             self.config.sync_on_commit,
-        )
+        )?;
+        // A clean close leaves no write-ahead log to replay: the next open is quick (the
+        // flush RocksDB would otherwise leave to recovery happens here, as Kafka's store
+        // flushes on close).
+        self.engine.flush()
     }
+}
+
+/// The commit that follows `committed` with `offsets` (Kafka's map semantics: an empty slice
+/// clears all offsets, a `None` offset clears that partition) and, when given, `metadata`
+/// (otherwise the previous metadata is kept); validated, so that nothing is written for a
+/// commit whose record cannot be encoded.
+fn next_state(
+    committed: &CommittedState,
+    offsets: &[(TopicPartition, Option<i64>)],
+    metadata: Option<&[u8]>,
+) -> Result<CommittedState> {
+    let mut next = committed.clone();
+    next.sequence += 1;
+    if offsets.is_empty() {
+        next.offsets.clear();
+    }
+    for (tp, offset) in offsets {
+        match offset {
+            Some(o) => next.offsets.insert(tp.clone(), *o),
+            None => next.offsets.remove(tp),
+        };
+    }
+    if let Some(m) = metadata {
+        next.metadata = Some(m.to_vec());
+    }
+    next.encode()?;
+    Ok(next)
 }
 
 /// Applies the spilled writes of the transaction a `pending` record names, then completes

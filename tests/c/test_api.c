@@ -842,6 +842,7 @@ static void check_all_on_handle(kstate_kv_t *s, int32_t code) {
     CHECK_ERR(kstate_kv_delete_raw(s, KEY("k"), &v, &f), code);
     CHECK_ERR(kstate_kv_put_all_raw(s, &w, 0), code);
     CHECK_ERR(kstate_kv_commit(s, &o, 1, NULL, 0), code);
+    CHECK_ERR(kstate_kv_restore_batch(s, &w, 0, &o, 1, NULL, 0), code);
     CHECK_ERR(kstate_kv_committed_offset(s, "t", 0, &t, &f), code);
     CHECK_ERR(kstate_kv_committed_metadata(s, &v, &f), code);
     CHECK_ERR(kstate_kv_rollback(s), code);
@@ -855,6 +856,53 @@ static void check_all_on_handle(kstate_kv_t *s, int32_t code) {
     CHECK_ERR(kstate_kv_scan(s, KSTATE_READ_COMMITTED, NULL, 0, NULL, 0, true, &it), code);
     CHECK(it == NULL);
     CHECK_ERR(kstate_kv_close(s), code);
+}
+
+/* The restore fast path: a batch (duplicate key, tombstone) committed at once with its
+ * offset and metadata, seen by committed readers; refused with uncommitted writes and for an
+ * invalid entry, leaving the store as it was. */
+static void test_restore_batch(void) {
+    for (int e = 0; e < 2; e++) {
+        kstate_kv_t *s = open_with(ENGINES[e], KSTATE_FORMAT_TIMESTAMPED);
+        uint8_t v1[9] = {0, 0, 0, 0, 0, 0, 0, 1, '1'};
+        uint8_t v2[9] = {0, 0, 0, 0, 0, 0, 0, 2, '2'};
+        kstate_kv_write_t r[4] = {
+            {(const uint8_t *)"a", 1, v1, 9, 0},
+            {(const uint8_t *)"b", 1, v1, 9, 0},
+            {(const uint8_t *)"a", 1, v2, 9, 0}, /* the last write of a key wins */
+            {(const uint8_t *)"b", 1, NULL, 0, 0},
+        };
+        kstate_offset_t o = {"app-changelog", 2, 41, true};
+        CHECK_OK(kstate_kv_restore_batch(s, r, 4, &o, 1, KEY("pos")));
+        kstate_bytes_t v;
+        int64_t t = 0;
+        bool found = false;
+        CHECK_OK(kstate_kv_get_committed(s, KEY("a"), &v, &t, &found));
+        CHECK(found && t == 2 && v.len == 1 && v.ptr[0] == '2');
+        kstate_bytes_free(&v);
+        CHECK_OK(kstate_kv_get_committed(s, KEY("b"), &v, &t, &found));
+        CHECK(!found);
+        int64_t off = 0;
+        CHECK_OK(kstate_kv_committed_offset(s, "app-changelog", 2, &off, &found));
+        CHECK(found && off == 41);
+        CHECK_OK(kstate_kv_committed_metadata(s, &v, &found));
+        CHECK(found && v.len == 3 && memcmp(v.ptr, "pos", 3) == 0);
+        kstate_bytes_free(&v);
+
+        /* Uncommitted writes: refused, nothing restored. */
+        CHECK_OK(kstate_kv_put(s, KEY("c"), KEY("x"), 1));
+        o.offset = 42;
+        CHECK_ERR(kstate_kv_restore_batch(s, r, 1, &o, 1, NULL, 0), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_OK(kstate_kv_rollback(s));
+        /* An invalid entry: nothing restored. */
+        r[1].value_len = 3;
+        CHECK_ERR(kstate_kv_restore_batch(s, r, 2, &o, 1, NULL, 0), KSTATE_ERR_INVALID_VALUE);
+        CHECK_ERR(kstate_kv_restore_batch(s, NULL, 1, &o, 1, NULL, 0), KSTATE_ERR_INVALID_ARGUMENT);
+        CHECK_OK(kstate_kv_committed_offset(s, "app-changelog", 2, &off, &found));
+        CHECK(found && off == 41);
+        expect_get(s, "b", NULL, 0);
+        CHECK_OK(kstate_kv_close(s));
+    }
 }
 
 static void test_bad_handles(void) {
@@ -1068,6 +1116,7 @@ int main(void) {
     RUN(test_iterators);
     RUN(test_transactions);
     RUN(test_spill);
+    RUN(test_restore_batch);
     RUN(test_bad_handles);
     RUN(test_short_value_loses_no_entry);
     RUN(test_null_out_params);

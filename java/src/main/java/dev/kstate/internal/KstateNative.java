@@ -71,6 +71,9 @@ public final class KstateNative {
 
     static native void commit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
 
+    static native void restoreBatch(long store, byte[] packed, String[] topics, int[] partitions, long[] offsets,
+                                    byte[] metadata);
+
     static native void flush(long store, byte[] metadata);
 
     static native long committedOffset(long store, String topic, int partition);

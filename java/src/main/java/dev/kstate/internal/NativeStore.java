@@ -221,18 +221,44 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
      * @param metadata opaque blob stored with the commit, or null to keep the previous one
      */
     public void commit(Map<TopicPartition, Long> offsets, byte[] metadata) {
-        int n = offsets.size();
-        String[] topics = new String[n];
-        int[] partitions = new int[n];
-        long[] values = new long[n];
-        int i = 0;
-        for (Map.Entry<TopicPartition, Long> e : offsets.entrySet()) {
-            topics[i] = e.getKey().topic();
-            partitions[i] = e.getKey().partition();
-            values[i] = e.getValue() == null ? KstateNative.NO_OFFSET : e.getValue();
-            i++;
+        Offsets o = new Offsets(offsets);
+        KstateNative.commit(handle(), o.topics, o.partitions, o.values, metadata);
+    }
+
+    /**
+     * Restores a packed batch of changelog records (see {@link Packing}) straight to the
+     * engine and commits it with the offsets and metadata, in one native call: no transaction
+     * buffer, no write-ahead log; durable with its offsets at the store's next flush (its next
+     * commit or close at the latest). Refused while the transaction has uncommitted writes.
+     *
+     * @param packed the records, in changelog order
+     * @param offsets changelog offsets, as for {@link #commit}
+     * @param metadata opaque blob stored with the commit, or null to keep the previous one
+     */
+    public void restoreBatch(byte[] packed, Map<TopicPartition, Long> offsets, byte[] metadata) {
+        Offsets o = new Offsets(offsets);
+        KstateNative.restoreBatch(handle(), packed, o.topics, o.partitions, o.values, metadata);
+    }
+
+    /** A map of offsets as the three arrays the natives take. */
+    private static final class Offsets {
+        final String[] topics;
+        final int[] partitions;
+        final long[] values;
+
+        Offsets(Map<TopicPartition, Long> offsets) {
+            int n = offsets.size();
+            topics = new String[n];
+            partitions = new int[n];
+            values = new long[n];
+            int i = 0;
+            for (Map.Entry<TopicPartition, Long> e : offsets.entrySet()) {
+                topics[i] = e.getKey().topic();
+                partitions[i] = e.getKey().partition();
+                values[i] = e.getValue() == null ? KstateNative.NO_OFFSET : e.getValue();
+                i++;
+            }
         }
-        KstateNative.commit(handle(), topics, partitions, values, metadata);
     }
 
     /**

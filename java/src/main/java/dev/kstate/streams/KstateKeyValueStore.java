@@ -242,25 +242,28 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
                 }
                 entries.add(KeyValue.pair(record.key(), record.value()));
             }
-            s.putAllPacked(Packing.packRaw(entries));
-            emptySinceCreation = false;
-            if (restored != null) {
-                position = restored;
-            }
-            // Restored records are committed in the changelog already: commit them at once with
-            // their own changelog offset (one batch is one changelog partition). Otherwise they
-            // would wait in the transaction buffer for the task's next commit, which under
-            // exactly-once never comes for a task that restores and then has nothing to process,
-            // and read-committed queries would answer from before the restore.
+            // Restored records are committed in the changelog already: they are written straight
+            // to the engine and committed at once with their own changelog offset (one batch is
+            // one changelog partition), in one native call that skips the transaction buffer and
+            // the write-ahead log. Committed this way they do not wait for the task's next commit,
+            // which under exactly-once never comes for a task that restores and then has nothing
+            // to process, and read-committed queries see them at once. Kafka restores before it
+            // processes, so the transaction has no uncommitted writes here (the native call
+            // refuses otherwise).
             long last = -1;
             ConsumerRecord<byte[], byte[]> any = null;
             for (ConsumerRecord<byte[], byte[]> record : records) {
                 last = Math.max(last, record.offset());
                 any = record;
             }
-            Position snapshot = position.copy();
-            s.commit(Collections.singletonMap(new TopicPartition(any.topic(), any.partition()), last),
+            Position snapshot = restored != null ? restored.copy() : position.copy();
+            s.restoreBatch(Packing.packRaw(entries),
+                Collections.singletonMap(new TopicPartition(any.topic(), any.partition()), last),
                 PositionCodec.encode(snapshot));
+            emptySinceCreation = false;
+            if (restored != null) {
+                position = restored;
+            }
             committedPosition = snapshot;
         }
 
