@@ -1678,6 +1678,7 @@ struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
  * # Thread safety
  * Safe from any thread; committed readers see all of the batch or none of it.
  */
+KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_restore_batch(struct kstate_kv_t *store,
                                                const struct kstate_kv_write_t *entries,
                                                size_t entries_len,

@@ -859,6 +859,7 @@ pub unsafe extern "C" fn kstate_kv_commit(
 ///
 /// # Thread safety
 /// Safe from any thread; committed readers see all of the batch or none of it.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_restore_batch(
     store: *mut kstate_kv_t,
