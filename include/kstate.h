@@ -1384,7 +1384,8 @@ struct kstate_error_t *kstate_kv_prefix_scan(struct kstate_kv_t *store,
  * `"rocksdb.estimate-num-keys"` (summed over the store's column families),
  * `"rocksdb.block-cache-usage"` / `"rocksdb.block-cache-capacity"` (the store's cache),
  * or kstate's counters `"kstate.commits-in-doubt"`, `"kstate.recovery-rolled-forward"`,
- * `"kstate.spills"` and `"kstate.roll-forwards"`.
+ * `"kstate.spills"`, `"kstate.roll-forwards"` and `"kstate.restore-ingestions"` (large
+ * restores written as one sorted file and ingested, see `kstate_kv_restore_batch`).
  * The memory engine has no RocksDB property.
  *
  * # Arguments
@@ -1645,12 +1646,18 @@ struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
  * transaction buffer, no spill and no second write.
  *
  * Entries are in changelog order, values in the store's own layout as for
- * `kstate_kv_put_all_raw` (NULL deletes); for one key, the last entry wins. Committed
- * readers see the batch when this returns. It becomes durable together with its commit
- * record when the engine flushes: at the store's next commit or close, or earlier when
- * its memory buffers fill. After a crash the store holds this commit or an earlier one,
- * and `kstate_kv_committed_offset` says where to restore from: never restored data
- * without its offset, nor an offset without its data.
+ * `kstate_kv_put_all_raw` (NULL deletes); for one key, the last entry wins. Every later
+ * call on the store (from any thread) sees the batch committed.
+ *
+ * Consecutive batches are gathered in memory, up to the store's `max_uncommitted_bytes`,
+ * and reach the engine together just before the store's next other operation (read,
+ * write, commit, offset query or close) or when the bound is reached. On RocksDB a
+ * gathering of 1 MiB or more (or of `max_uncommitted_bytes`, if lower) is sorted,
+ * written as one file and ingested: no memtable, no flush. A smaller one is written in
+ * one batch without the write-ahead log, durable at the store's next commit or close, or
+ * earlier when its memory buffers fill. After a crash the store holds a completed restore
+ * or an earlier commit, and `kstate_kv_committed_offset` says where to restore from:
+ * never restored data without its offset, nor an offset without its data.
  *
  * # Arguments
  * * `store` - the store; its transaction must have no uncommitted writes.
@@ -1670,6 +1677,8 @@ struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
  *   entry is invalid; nothing was written.
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - the engine write failed; the store refuses
  *   every call until it is closed and reopened, which recovers the last durable commit.
+ *   Writing gathered batches can also fail on the store's next call, which then returns
+ *   this error and leaves the store in the same state.
  *
  * # Safety
  * `entries` as for `kstate_kv_put_all_raw`; `offsets` and `metadata` as for

@@ -331,6 +331,7 @@ fn kills_during_restores_recover_a_whole_commit() {
     let mut model = Model::default();
     let mut rng = Rng::new(0x2E5702E ^ u64::from(std::process::id()));
     let (mut base, mut self_killed, mut advanced, mut lost) = (0i64, 0, 0, 0);
+    let (mut ingestions, mut completed) = (0u64, 0u64);
     let rounds = (kills() / 2).max(20);
     for round in 0..rounds {
         let seed = rng.next_u64();
@@ -341,14 +342,18 @@ fn kills_during_restores_recover_a_whole_commit() {
         let stdout = child.stdout.take().unwrap();
         let reader = std::thread::spawn(move || {
             use std::io::BufRead;
-            std::io::BufReader::new(stdout)
+            let (mut restored, mut ingested) = (None, 0u64);
+            for line in std::io::BufReader::new(stdout)
                 .lines()
                 .map_while(Result::ok)
-                .filter_map(|l| {
-                    l.strip_prefix("restored ")
-                        .and_then(|o| o.parse::<i64>().ok())
-                })
-                .max()
+            {
+                if let Some(o) = line.strip_prefix("restored ") {
+                    restored = restored.max(o.parse::<i64>().ok());
+                } else if let Some(n) = line.strip_prefix("ingestions ") {
+                    ingested = ingested.max(n.parse().unwrap_or(0));
+                }
+            }
+            (restored, ingested)
         });
         std::thread::sleep(Duration::from_millis(20 + rng.below(200)));
         if child.try_wait().unwrap().is_some() {
@@ -366,8 +371,14 @@ fn kills_during_restores_recover_a_whole_commit() {
             }
             panic!("round {round}: worker ended with {status:?} instead of SIGKILL: {err}");
         }
-        let restored = reader.join().unwrap();
+        let (restored, ingested) = reader.join().unwrap();
+        ingestions += ingested;
         let (store, _, offset, _) = reopen_and_check(&path, round, seed, base, &mut model, config);
+        // Recovery completed an ingestion whose intent the killed worker had recorded.
+        completed += store
+            .property("kstate.restore-ingestions")
+            .unwrap()
+            .unwrap();
         advanced += usize::from(offset > base);
         // A batch reported restored but not recovered was lost with the process (it was not
         // flushed yet): the store went back to an earlier whole commit.
@@ -377,8 +388,14 @@ fn kills_during_restores_recover_a_whole_commit() {
     }
     eprintln!(
         "restore kills: {rounds} rounds, {advanced} advanced the committed offset, {lost} lost \
-         unflushed restored batches, {self_killed} workers killed at a crash point, final offset \
-         {base}"
+         unflushed restored batches, {self_killed} workers killed at a crash point, \
+         {ingestions} restores ingested as files, {completed} ingestions completed by \
+         recovery, final offset {base}"
+    );
+    assert!(ingestions > 0, "no restore was large enough to be ingested");
+    assert!(
+        completed > 0,
+        "no kill landed between an ingestion's intent and its commit"
     );
     assert!(
         advanced > rounds / 5,

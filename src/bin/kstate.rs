@@ -275,8 +275,11 @@ fn crash_worker(
                 &[(workload::changelog_partition(), Some(offset))],
                 None,
             )?;
-            // For the parent: restored (visible, not yet durable) up to this offset.
+            // For the parent: restored (visible, not yet durable) up to this offset, and
+            // how many gathered restores were ingested as files so far.
             println!("restored {offset}");
+            let ingested = store.property("kstate.restore-ingestions")?.unwrap_or(0);
+            println!("ingestions {ingested}");
         }
         if restore_percent > 0 {
             view.apply(&op);

@@ -200,6 +200,40 @@ pub(crate) trait Engine: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether the engine can ingest sorted files ([`Engine::stage_file`],
+    /// [`Engine::ingest_file`]); large restores use them.
+    fn can_ingest(&self) -> bool {
+        false
+    }
+
+    /// Writes `entries` of `family` (keys strictly ascending; `None` deletes) to a sorted
+    /// file called `name` in the engine's directory, durably, replacing any file of that
+    /// name.
+    fn stage_file(
+        &self,
+        _family: Family,
+        _name: &str,
+        _entries: &[(&[u8], Option<&[u8]>)],
+    ) -> Result<()> {
+        Err(Error::Internal("this engine cannot ingest files".into()))
+    }
+
+    /// Whether the staged file `name` is still waiting to be ingested.
+    fn is_staged(&self, _name: &str) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Adds the staged file `name` to `family` atomically, its entries newer than every
+    /// earlier write; the staged file is consumed.
+    fn ingest_file(&self, _family: Family, _name: &str) -> Result<()> {
+        Err(Error::Internal("this engine cannot ingest files".into()))
+    }
+
+    /// Deletes every staged file (left by a restore killed before it recorded its intent).
+    fn clear_staged(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// A cursor over `range` of `family` as of now, ascending or (with `reverse`) descending.
     fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>>;
 

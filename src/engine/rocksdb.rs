@@ -344,6 +344,15 @@ impl RocksEngine {
         })
     }
 
+    /// Where the staged file `name` lives: the database directory (RocksDB ignores files
+    /// whose names it did not make, and ingestion then only links the file).
+    fn staged_path(&self, name: &str) -> Result<PathBuf> {
+        if !is_staged_name(name) {
+            return Err(Error::Internal(format!("{name} is not a staged file name")));
+        }
+        Ok(self.path.join(name))
+    }
+
     /// Flushes the memtables of every family (atomically: see `set_atomic_flush`) and waits.
     fn flush_all(&self) -> Result<()> {
         let cfs: Vec<&rocksdb::ColumnFamily> = self
@@ -412,6 +421,13 @@ fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> O
     o
 }
 
+/// Names of files staged for ingestion: `kstate-restore-<n>.sst`.
+fn is_staged_name(name: &str) -> bool {
+    name.strip_prefix("kstate-restore-")
+        .and_then(|rest| rest.strip_suffix(".sst"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Maps a RocksDB error to kstate's, recognising the lock-file conflict RocksDB reports
 /// when another handle in this process has the database open.
 pub(crate) fn map_err(path: &Path, e: rocksdb::Error) -> Error {
@@ -476,6 +492,68 @@ impl Engine for RocksEngine {
         let mut unlogged = self.unlogged.lock_recover();
         self.flush_all()?;
         *unlogged = false;
+        Ok(())
+    }
+
+    fn can_ingest(&self) -> bool {
+        true
+    }
+
+    fn stage_file(
+        &self,
+        family: Family,
+        name: &str,
+        entries: &[(&[u8], Option<&[u8]>)],
+    ) -> Result<()> {
+        self.cf(family)?;
+        let path = self.staged_path(name)?;
+        let mut writer = rocksdb::SstFileWriter::create(&self.db_opts);
+        let err = |e: rocksdb::Error| map_err(&path, e);
+        writer.open(&path).map_err(err)?;
+        for (key, value) in entries {
+            match value {
+                Some(v) => writer.put(key, v),
+                None => writer.delete(key),
+            }
+            .map_err(err)?;
+        }
+        // `finish` syncs the file; the directory entry is synced here, so that a recorded
+        // intent never names a file a power cut could lose.
+        writer.finish().map_err(err)?;
+        std::fs::File::open(&self.path)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|source| Error::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    fn is_staged(&self, name: &str) -> Result<bool> {
+        Ok(self.staged_path(name)?.is_file())
+    }
+
+    fn ingest_file(&self, family: Family, name: &str) -> Result<()> {
+        let path = self.staged_path(name)?;
+        let mut opts = rocksdb::IngestExternalFileOptions::default();
+        // The file is linked into the database and its staged name removed: no copy.
+        opts.set_move_files(true);
+        self.db
+            .ingest_external_file_cf_opts(self.cf(family)?, &opts, vec![&path])
+            .map_err(|e| map_err(&self.path, e))
+    }
+
+    fn clear_staged(&self) -> Result<()> {
+        let io = |source| Error::Io {
+            path: self.path.clone(),
+            source,
+        };
+        for entry in std::fs::read_dir(&self.path).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let name = entry.file_name();
+            if name.to_str().is_some_and(is_staged_name) {
+                std::fs::remove_file(entry.path()).map_err(io)?;
+            }
+        }
         Ok(())
     }
 

@@ -148,7 +148,7 @@ impl Segmented {
             chunk_bytes: crate::txn::CHUNK_BYTES,
         };
         let (core, recovery) = TxnCore::recover(opened.engine, config)?;
-        let stream_time = core.committed().stream_time.unwrap_or(NO_TIMESTAMP);
+        let stream_time = core.committed()?.stream_time.unwrap_or(NO_TIMESTAMP);
         Ok(Segmented {
             core: RwLock::new(Some(Live {
                 core,
@@ -247,7 +247,7 @@ impl Segmented {
                 self.with_core(|c| c.get(Isolation::ReadUncommitted, self.data, &key))
             }
             Isolation::ReadCommitted => self.with_core(|c| {
-                let view = c.committed_view();
+                let view = c.committed_view()?;
                 if time < self.retention.earliest_visible(committed_time(&view)) {
                     return Ok(None);
                 }
@@ -277,7 +277,7 @@ impl Segmented {
                     }
                 }
                 Isolation::ReadCommitted => {
-                    let view = c.committed_view();
+                    let view = c.committed_view()?;
                     match plan(committed_time(&view)) {
                         Some(p) => {
                             let it = c.iter_view(&view, self.data, &walk_range(&p), reverse)?;
@@ -306,7 +306,9 @@ impl Segmented {
             Isolation::ReadUncommitted => {
                 self.with_core(|_| Ok(self.writer.lock_recover().stream_time))
             }
-            Isolation::ReadCommitted => self.with_core(|c| Ok(committed_time(&c.committed_view()))),
+            Isolation::ReadCommitted => {
+                self.with_core(|c| Ok(committed_time(c.committed_view()?.as_ref())))
+            }
         }
     }
 
@@ -347,25 +349,25 @@ impl Segmented {
         let mut w = self.writer.lock_recover();
         self.with_core(|c| {
             c.rollback()?;
-            w.stream_time = c.committed().stream_time.unwrap_or(NO_TIMESTAMP);
+            w.stream_time = c.committed()?.stream_time.unwrap_or(NO_TIMESTAMP);
             Ok(())
         })
     }
 
     pub(crate) fn committed_offset(&self, tp: &TopicPartition) -> Result<Option<i64>> {
-        self.with_core(|c| Ok(c.committed().offsets.get(tp).copied()))
+        self.with_core(|c| Ok(c.committed()?.offsets.get(tp).copied()))
     }
 
     pub(crate) fn committed_offsets(&self) -> Result<Vec<(TopicPartition, i64)>> {
-        self.with_core(|c| Ok(c.committed().offsets.into_iter().collect()))
+        self.with_core(|c| Ok(c.committed()?.offsets.into_iter().collect()))
     }
 
     pub(crate) fn committed_metadata(&self) -> Result<Option<Vec<u8>>> {
-        self.with_core(|c| Ok(c.committed().metadata))
+        self.with_core(|c| Ok(c.committed()?.metadata))
     }
 
     pub(crate) fn commit_sequence(&self) -> Result<u64> {
-        self.with_core(|c| Ok(c.committed().sequence))
+        self.with_core(|c| Ok(c.committed()?.sequence))
     }
 
     pub(crate) fn uncommitted_bytes(&self) -> Result<u64> {
@@ -385,6 +387,7 @@ impl Segmented {
             "kstate.recovery-rolled-forward" => Ok(Some(u64::from(self.recovery.rolled_forward))),
             "kstate.spills" => Ok(Some(c.counters().0)),
             "kstate.roll-forwards" => Ok(Some(c.counters().1)),
+            "kstate.restore-ingestions" => Ok(Some(c.counters().2)),
             _ => c.engine().property(name),
         })
     }

@@ -242,10 +242,11 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
                 }
                 entries.add(KeyValue.pair(record.key(), record.value()));
             }
-            // Restored records are committed in the changelog already: they are written straight
-            // to the engine and committed at once with their own changelog offset (one batch is
-            // one changelog partition), in one native call that skips the transaction buffer and
-            // the write-ahead log. Committed this way they do not wait for the task's next commit,
+            // Restored records are committed in the changelog already: they are committed at once
+            // with their own changelog offset (one batch is one changelog partition), in one native
+            // call that skips the transaction buffer and the write-ahead log (the native side
+            // gathers consecutive batches and ingests large restores as one sorted file, before the
+            // store's next operation). Committed this way they do not wait for the task's next commit,
             // which under exactly-once never comes for a task that restores and then has nothing
             // to process, and read-committed queries see them at once. Kafka restores before it
             // processes, so the transaction has no uncommitted writes here (the native call
