@@ -31,6 +31,7 @@
 //! not, replaces in one pointer swap.
 
 mod buffer;
+mod gather;
 mod merge;
 pub(crate) mod spill;
 
@@ -45,6 +46,7 @@ use crate::{Error, Result};
 
 pub(crate) use buffer::Write;
 use buffer::WriteBuffer;
+use gather::Gathering;
 use merge::{Buffered, Committed, Spilled};
 pub(crate) use merge::{KeyWrite, MergedIter, Source};
 
@@ -131,21 +133,10 @@ enum Phase {
     Broken(String),
 }
 
-/// Restore batches of one family gathered for one ingestion (see [`TxnCore::restore`]).
-struct RestoreGathering {
-    family: Family,
-    /// The records in changelog order.
-    entries: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    /// Approximate memory held.
-    bytes: u64,
-    /// The commit that completes the gathered batches.
-    next: CommittedState,
-}
-
 struct TxnState {
     phase: Phase,
     /// Restore batches acknowledged but not yet written (see [`TxnCore::restore`]).
-    restore: Option<RestoreGathering>,
+    restore: Option<Gathering>,
     /// Buffered writes per family (indexed by family).
     buffers: Vec<WriteBuffer>,
     /// Bytes moved to the spill family by the current transaction.
@@ -721,25 +712,17 @@ impl TxnCore {
         let one_family = family.filter(|f| writes.iter().all(|w| w.0 == *f));
         match one_family {
             Some(family) if self.engine.can_ingest() => {
-                if state.restore.as_ref().is_some_and(|r| r.family != family) {
+                if state.restore.as_ref().is_some_and(|r| r.family() != family) {
                     self.complete_restore_locked(&mut state)?;
                 }
                 let base = state.restore.as_ref().map_or(&state.committed, |r| &r.next);
                 let next = next_state(base, offsets, metadata)?;
-                let gathered = state.restore.get_or_insert_with(|| RestoreGathering {
-                    family,
-                    entries: Vec::new(),
-                    bytes: 0,
-                    next: CommittedState::default(),
-                });
+                let gathered = state.restore.get_or_insert_with(|| Gathering::new(family));
                 for (_, key, value) in writes {
-                    gathered.bytes += (key.len() + value.map_or(0, <[u8]>::len) + 16) as u64;
-                    gathered
-                        .entries
-                        .push((key.to_vec(), value.map(<[u8]>::to_vec)));
+                    gathered.push(key, *value);
                 }
                 gathered.next = next;
-                let full = gathered.bytes >= self.config.max_uncommitted_bytes;
+                let full = gathered.bytes() >= self.config.max_uncommitted_bytes;
                 self.restore_pending.store(true, AtomicOrdering::Release);
                 if full {
                     self.complete_restore_locked(&mut state)?;
@@ -777,25 +760,16 @@ impl TxnCore {
     }
 
     fn complete_restore_locked(&self, state: &mut TxnState) -> Result<()> {
-        let Some(gathered) = state.restore.take() else {
+        let Some(mut gathered) = state.restore.take() else {
             return Ok(());
         };
         self.restore_pending.store(false, AtomicOrdering::Release);
-        let RestoreGathering {
-            family,
-            mut entries,
-            bytes,
-            next,
-        } = gathered;
-        // Stable: the writes of one key stay in changelog order, and the last one is kept.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut last: Vec<(&[u8], Option<&[u8]>)> = Vec::with_capacity(entries.len());
-        for (key, value) in &entries {
-            match last.last_mut() {
-                Some(prev) if prev.0 == key.as_slice() => *prev = (key, value.as_deref()),
-                _ => last.push((key, value.as_deref())),
-            }
-        }
+        let (family, bytes, next) = (
+            gathered.family(),
+            gathered.bytes(),
+            std::mem::take(&mut gathered.next),
+        );
+        let last = gathered.sorted_last();
         if bytes < self.config.max_uncommitted_bytes.min(INGEST_MIN_BYTES) {
             let record = next.encode()?;
             let ops = last
