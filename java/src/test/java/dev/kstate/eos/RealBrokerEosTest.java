@@ -3,11 +3,9 @@ package dev.kstate.eos;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
-import dev.kstate.broker.KafkaBroker;
 import dev.kstate.eos.EosRig.App;
 import dev.kstate.eos.EosRig.Input;
 import dev.kstate.eos.EosRig.Restore;
-import dev.kstate.streams.TestSupport;
 import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,8 +14,6 @@ import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.junit.AfterClass;
-import org.junit.BeforeClass;
 import org.junit.Test;
 
 /**
@@ -26,41 +22,9 @@ import org.junit.Test;
  * against a model of its input. One broker serves every test of the class; each test has its
  * own application id and topics.
  */
-public class RealBrokerEosTest {
+public class RealBrokerEosTest extends BrokerSuite {
     static final int KILLS = Integer.getInteger("kstate.eos.kills", 24);
     static final int PARTITIONS = 4;
-    private static KafkaBroker broker;
-    private static File base;
-    /** Set when a test fails: the state, logs and broker directory are then kept for diagnosis. */
-    private static volatile boolean failed;
-
-    @org.junit.Rule
-    public final org.junit.rules.TestWatcher keepOnFailure = new org.junit.rules.TestWatcher() {
-        @Override
-        protected void failed(Throwable e, org.junit.runner.Description d) {
-            failed = true;
-            System.out.println("kept for diagnosis: " + base);
-        }
-    };
-
-    @BeforeClass
-    public static void startBroker() throws Exception {
-        base = TestSupport.tempDir("eos");
-        broker = KafkaBroker.start(new File(base, "broker"));
-    }
-
-    @AfterClass
-    public static void stopBroker() {
-        if (failed) {
-            System.setProperty("kstate.eos.keep", "true");
-        }
-        if (broker != null) {
-            broker.close();
-        }
-        if (!Boolean.getBoolean("kstate.eos.keep")) {
-            TestSupport.deleteTree(base);
-        }
-    }
 
     /** Each test has its own topics (prefix {@code appId.}) and model. */
     private static Input input(String appId, long seed, int keys) throws Exception {

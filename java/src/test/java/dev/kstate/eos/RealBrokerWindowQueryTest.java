@@ -4,9 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNotEquals;
 import static org.junit.Assert.assertTrue;
 
-import dev.kstate.broker.KafkaBroker;
 import dev.kstate.streams.KstateStores;
-import dev.kstate.streams.TestSupport;
 import java.io.File;
 import java.time.Duration;
 import java.time.Instant;
@@ -73,8 +71,6 @@ import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
 import org.apache.kafka.streams.state.WindowStore;
-import org.junit.AfterClass;
-import org.junit.BeforeClass;
 import org.junit.Test;
 
 /**
@@ -95,7 +91,7 @@ import org.junit.Test;
  * stream thread inside {@code process()}, so the queries then run while records processed after
  * the last commit are in the stores, uncommitted.
  */
-public class RealBrokerWindowQueryTest {
+public class RealBrokerWindowQueryTest extends BrokerSuite {
     static final int PARTITIONS = 4;
     static final int KEYS = 40;
     static final int RECORDS = Integer.getInteger("kstate.eos.iq.records", 3_000);
@@ -119,37 +115,6 @@ public class RealBrokerWindowQueryTest {
     /** Level {@code null}: the composite store as returned, or an IQv2 request without a level. */
     static final IsolationLevel[] LEVELS = {null, IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED};
 
-    private static KafkaBroker broker;
-    private static File base;
-    private static volatile boolean failed;
-
-    @org.junit.Rule
-    public final org.junit.rules.TestWatcher keepOnFailure = new org.junit.rules.TestWatcher() {
-        @Override
-        protected void failed(Throwable e, org.junit.runner.Description d) {
-            failed = true;
-            System.out.println("kept for diagnosis: " + base);
-        }
-    };
-
-    @BeforeClass
-    public static void startBroker() throws Exception {
-        base = TestSupport.tempDir("wiq");
-        broker = KafkaBroker.start(new File(base, "broker"));
-    }
-
-    @AfterClass
-    public static void stopBroker() {
-        if (failed) {
-            System.setProperty("kstate.eos.keep", "true");
-        }
-        if (broker != null) {
-            broker.close();
-        }
-        if (!Boolean.getBoolean("kstate.eos.keep")) {
-            TestSupport.deleteTree(base);
-        }
-    }
 
     // ----- the application ----------------------------------------------------------------------
 
