@@ -78,15 +78,7 @@ impl<V: Clone> OrdCursor<V> {
     /// the last key `<= target` (descending), within the cursor's original range.
     pub(crate) fn seek(&mut self, target: &[u8]) {
         self.ready.clear();
-        self.remaining = self.bounds.clone();
-        let bound = Bound::Included(target.to_vec());
-        if self.reverse {
-            if self.bounds.contains(target) || below_upper(&self.bounds.upper, target) {
-                self.remaining.upper = bound;
-            }
-        } else if self.bounds.contains(target) || above_lower(&self.bounds.lower, target) {
-            self.remaining.lower = bound;
-        }
+        self.remaining = seek_range(&self.bounds, self.reverse, target);
         self.exhausted = self.remaining.is_empty();
     }
 
@@ -97,6 +89,22 @@ impl<V: Clone> OrdCursor<V> {
         }
         self.ready.pop_front()
     }
+}
+
+/// What remains of a cursor's `bounds` after a seek to `target`: the next entry is the
+/// first key `>= target` (ascending) or the last key `<= target` (descending), never
+/// outside `bounds`.
+pub(super) fn seek_range(bounds: &KeyRange, reverse: bool, target: &[u8]) -> KeyRange {
+    let mut remaining = bounds.clone();
+    let bound = Bound::Included(target.to_vec());
+    if reverse {
+        if bounds.contains(target) || below_upper(&bounds.upper, target) {
+            remaining.upper = bound;
+        }
+    } else if bounds.contains(target) || above_lower(&bounds.lower, target) {
+        remaining.lower = bound;
+    }
+    remaining
 }
 
 /// True when `key` is strictly inside the `upper` bound (so `<= key` is tighter).

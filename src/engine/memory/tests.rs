@@ -1,0 +1,409 @@
+//! The memory engine against a `BTreeMap` model: batches of puts, deletes and range
+//! deletes, snapshots taken and dropped at random (each checked against the model of its
+//! instant until it is dropped), point reads, cursors in both directions with seeks, the
+//! trees' shape after every batch, and every node freed once nothing can reach it.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::tree::{self, LIVE_NODES};
+use super::*;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn live_nodes() -> isize {
+    LIVE_NODES.with(|n| n.get())
+}
+
+impl MemoryEngine {
+    /// Checks every live tree's shape, and that the live trees plus the retired queue
+    /// account for every node this thread allocated since `baseline`.
+    fn check(&self, baseline: isize) -> std::result::Result<(), String> {
+        let live = self.shared.live.read_recover();
+        let mut nodes = 0;
+        for t in live.iter() {
+            // SAFETY: the read lock keeps the writer out.
+            unsafe { tree::check(t) }?;
+            // SAFETY: as above.
+            nodes += unsafe { tree::node_count(t) };
+        }
+        let (_, retired, spare) = self.shared.reclaim.lock_recover().counts();
+        let allocated = live_nodes() - baseline;
+        if allocated != (nodes + retired + spare) as isize {
+            return Err(format!(
+                "{allocated} nodes allocated, {nodes} live, {retired} retired, {spare} spare"
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn scan(iter: &mut dyn EngineIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+    std::iter::from_fn(|| iter.next_entry().unwrap()).collect()
+}
+
+fn model_scan(m: &Model, range: &KeyRange, reverse: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    if range.is_empty() {
+        return vec![];
+    }
+    let it = m
+        .range::<[u8], _>(range.as_slices())
+        .map(|(k, v)| (k.clone(), v.clone()));
+    if reverse {
+        it.rev().collect()
+    } else {
+        it.collect()
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Puts of keys `start..start + n` (step `step`) with values of `size` bytes.
+    PutRun {
+        start: u32,
+        n: u32,
+        step: u32,
+        size: usize,
+    },
+    /// Scattered puts and deletes of single keys in one batch.
+    Mixed(Vec<(u32, Option<usize>)>),
+    DeleteRange(u32, u32),
+    Snapshot,
+    DropSnapshot(usize),
+    Scan {
+        from: Option<u32>,
+        to: Option<u32>,
+        reverse: bool,
+        seek: Option<u32>,
+    },
+}
+
+/// Keys of varied length sharing prefixes, ordered as `i` for the fixed-width part.
+fn key(i: u32) -> Vec<u8> {
+    let mut k = format!("k{:06}", i / 3).into_bytes();
+    match i % 3 {
+        0 => {}
+        1 => k.push(0),
+        _ => k.extend_from_slice(b"\xffsuffix-longer-than-eight"),
+    }
+    k
+}
+
+fn value(i: u32, size: usize) -> Vec<u8> {
+    (0..size).map(|j| (i as usize + j) as u8).collect()
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0u32..6000, 1u32..600, 1u32..4, prop_oneof![0usize..40, 100usize..300, Just(5000usize)])
+            .prop_map(|(start, n, step, size)| Op::PutRun { start, n, step, size }),
+        3 => prop::collection::vec((0u32..6000, prop::option::of(0usize..200)), 1..60).prop_map(Op::Mixed),
+        1 => (0u32..6000, 0u32..3000).prop_map(|(a, n)| Op::DeleteRange(a, a + n)),
+        1 => Just(Op::Snapshot),
+        1 => (0usize..4).prop_map(Op::DropSnapshot),
+        2 => (prop::option::of(0u32..6000), prop::option::of(0u32..6000), any::<bool>(), prop::option::of(0u32..6000))
+            .prop_map(|(from, to, reverse, seek)| Op::Scan { from, to, reverse, seek }),
+    ]
+}
+
+fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
+    let baseline = live_nodes();
+    {
+        let e = MemoryEngine::new(&["other", "data"]).unwrap();
+        let (other, f) = (
+            e.registry().require("other").unwrap(),
+            e.registry().require("data").unwrap(),
+        );
+        let mut model = Model::new();
+        let mut snaps: Vec<(Arc<dyn Snapshot>, Model)> = vec![];
+        for op in ops {
+            match op {
+                Op::PutRun {
+                    start,
+                    n,
+                    step,
+                    size,
+                } => {
+                    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
+                        .map(|j| start + j * step)
+                        .map(|i| (key(i), value(i, size)))
+                        .collect();
+                    let mut batch: Vec<BatchOp<'_>> =
+                        entries.iter().map(|(k, v)| BatchOp::Put(f, k, v)).collect();
+                    batch.push(BatchOp::Put(other, b"x", b"y"));
+                    e.write(&batch, false).unwrap();
+                    model.extend(entries);
+                }
+                Op::Mixed(writes) => {
+                    let entries: Vec<(Vec<u8>, Option<Vec<u8>>)> = writes
+                        .iter()
+                        .map(|(i, w)| (key(*i), w.map(|s| value(*i, s))))
+                        .collect();
+                    let batch: Vec<BatchOp<'_>> = entries
+                        .iter()
+                        .map(|(k, v)| match v {
+                            Some(v) => BatchOp::Put(f, k, v),
+                            None => BatchOp::Delete(f, k),
+                        })
+                        .collect();
+                    e.write(&batch, false).unwrap();
+                    for (k, v) in entries {
+                        match v {
+                            Some(v) => model.insert(k, v),
+                            None => model.remove(&k),
+                        };
+                    }
+                }
+                Op::DeleteRange(a, b) => {
+                    let (from, to) = (key(a), key(b));
+                    e.write(&[BatchOp::DeleteRange(f, &from, &to)], false)
+                        .unwrap();
+                    if from < to {
+                        let doomed: Vec<Vec<u8>> =
+                            model.range(from..to).map(|(k, _)| k.clone()).collect();
+                        for k in doomed {
+                            model.remove(&k);
+                        }
+                    }
+                }
+                Op::Snapshot => snaps.push((e.snapshot().unwrap(), model.clone())),
+                Op::DropSnapshot(i) => {
+                    if !snaps.is_empty() {
+                        snaps.remove(i % snaps.len());
+                    }
+                }
+                Op::Scan {
+                    from,
+                    to,
+                    reverse,
+                    seek,
+                } => {
+                    let range =
+                        KeyRange::inclusive(from.map(key).as_deref(), to.map(key).as_deref());
+                    let mut it = e.iter(f, &range, reverse).unwrap();
+                    // A write after the cursor was made is not seen by it.
+                    e.write(&[BatchOp::Put(f, &key(1), b"late")], false)
+                        .unwrap();
+                    let mut want = model_scan(&model, &range, reverse);
+                    if let Some(s) = seek {
+                        let target = key(s);
+                        it.seek(&target).unwrap();
+                        let remaining = crate::engine::cursor::seek_range(&range, reverse, &target);
+                        want = model_scan(&model, &remaining, reverse);
+                    }
+                    prop_assert_eq!(scan(it.as_mut()), want);
+                    model.insert(key(1), b"late".to_vec());
+                }
+            }
+            e.check(baseline).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(e.approximate_count(f).unwrap(), model.len() as u64);
+            for probe in [0u32, 1, 2, 3, 999, 2998, 5999, 6000] {
+                prop_assert_eq!(
+                    e.get(f, &key(probe)).unwrap(),
+                    model.get(&key(probe)).cloned()
+                );
+            }
+            for (snap, m) in &snaps {
+                for probe in [0u32, 1, 2, 1500, 4000] {
+                    prop_assert_eq!(
+                        snap.get(f, &key(probe)).unwrap(),
+                        m.get(&key(probe)).cloned()
+                    );
+                }
+            }
+        }
+        // Every snapshot still shows its instant, in full, in both directions.
+        for (snap, m) in &snaps {
+            let mut fwd = snap.iter(f, &KeyRange::all(), false).unwrap();
+            prop_assert_eq!(scan(fwd.as_mut()), model_scan(m, &KeyRange::all(), false));
+            let mut rev = snap.iter(f, &KeyRange::all(), true).unwrap();
+            prop_assert_eq!(scan(rev.as_mut()), model_scan(m, &KeyRange::all(), true));
+        }
+        drop(snaps);
+        // With no snapshot left, nothing stays retired.
+        prop_assert_eq!(e.shared.reclaim.lock_recover().counts().0, 0);
+        prop_assert_eq!(e.shared.reclaim.lock_recover().counts().1, 0);
+        e.check(baseline).map_err(TestCaseError::fail)?;
+    }
+    prop_assert_eq!(live_nodes(), baseline, "every node freed with the engine");
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn engine_matches_a_model_with_snapshots(ops in prop::collection::vec(op(), 1..40)) {
+        run(ops)?;
+    }
+}
+
+#[test]
+fn batches_ranges_and_snapshots() {
+    let e = MemoryEngine::new(&["a", "b"]).unwrap();
+    let (fa, fb) = (
+        e.registry().require("a").unwrap(),
+        e.registry().require("b").unwrap(),
+    );
+    e.write(
+        &[
+            BatchOp::Put(fa, b"a", b"1"),
+            BatchOp::Put(fa, b"b", b"2"),
+            BatchOp::Put(fa, b"c", b""),
+            BatchOp::Put(fb, b"a", b"m"),
+        ],
+        false,
+    )
+    .unwrap();
+    let snap = e.snapshot().unwrap();
+    let mut it = e.iter(fa, &KeyRange::all(), true).unwrap();
+    e.write(&[BatchOp::DeleteRange(fa, b"a", b"c")], false)
+        .unwrap();
+    let seen: Vec<Vec<u8>> = scan(it.as_mut()).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(seen, vec![b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]);
+    assert_eq!(e.approximate_count(fa).unwrap(), 1);
+    assert_eq!(e.get(fa, b"c").unwrap(), Some(vec![]));
+    assert_eq!(e.get(fb, b"a").unwrap(), Some(b"m".to_vec()));
+    assert_eq!(
+        snap.get(fa, b"a").unwrap(),
+        Some(b"1".to_vec()),
+        "snapshot is pinned"
+    );
+    assert!(e
+        .write(&[BatchOp::Put(Family(9), b"x", b"y")], false)
+        .is_err());
+    // A refused batch changes nothing, even when its bad op comes last.
+    assert!(e
+        .write(
+            &[
+                BatchOp::Put(fa, b"z", b"1"),
+                BatchOp::Delete(Family(9), b"x")
+            ],
+            false
+        )
+        .is_err());
+    assert_eq!(e.get(fa, b"z").unwrap(), None);
+}
+
+/// Without snapshots the trees are updated in place: a batch that overwrites existing keys
+/// allocates no node; with a snapshot alive the same batch copies, and dropping the
+/// snapshot frees the originals.
+#[test]
+fn copies_only_while_a_snapshot_can_see() {
+    let baseline = live_nodes();
+    let e = MemoryEngine::new(&["d"]).unwrap();
+    let f = e.registry().require("d").unwrap();
+    let keys: Vec<Vec<u8>> = (0..20_000u32)
+        .map(|i| format!("k{i:011}").into_bytes())
+        .collect();
+    for chunk in keys.chunks(1000) {
+        let ops: Vec<BatchOp<'_>> = chunk
+            .iter()
+            .map(|k| BatchOp::Put(f, k, &[1u8; 108]))
+            .collect();
+        e.write(&ops, false).unwrap();
+    }
+    let depth = {
+        let live = e.shared.live.read_recover();
+        // SAFETY: the read lock keeps the writer out.
+        unsafe { tree::depth(&live[f.index()]) }
+    };
+    assert!(depth >= 3, "20,000 entries make a tree of depth {depth}");
+    let heap = {
+        let live = e.shared.live.read_recover();
+        // SAFETY: the read lock keeps the writer out.
+        unsafe { tree::heap_bytes(&live[f.index()]) }
+    };
+    let data = keys.len() * (12 + 108);
+    assert!(
+        heap < 3 * data,
+        "{heap} heap bytes for {data} bytes of entries"
+    );
+    let before = live_nodes();
+    let overwrite: Vec<BatchOp<'_>> = keys
+        .iter()
+        .step_by(7)
+        .map(|k| BatchOp::Put(f, k, &[2u8; 108]))
+        .collect();
+    e.write(&overwrite, false).unwrap();
+    assert_eq!(live_nodes(), before, "in place: no node allocated");
+
+    let snap = e.snapshot().unwrap();
+    e.write(&overwrite, false).unwrap();
+    let (_, retired, spare) = e.shared.reclaim.lock_recover().counts();
+    assert!(retired > 0, "originals retired while the snapshot lives");
+    assert_eq!(spare, 0);
+    assert_eq!(live_nodes(), before + retired as isize);
+    assert_eq!(snap.get(f, &keys[0]).unwrap(), Some(vec![2u8; 108]));
+    drop(snap);
+    assert_eq!(
+        e.shared.reclaim.lock_recover().counts(),
+        (0, 0, retired),
+        "originals kept as spares"
+    );
+    // The next copy-on-write reuses them: no new node while spares last.
+    let snap = e.snapshot().unwrap();
+    let few: Vec<BatchOp<'_>> = overwrite.iter().copied().take(50).collect();
+    e.write(&few, false).unwrap();
+    assert_eq!(
+        live_nodes(),
+        before + retired as isize,
+        "copies made in spare nodes"
+    );
+    drop(snap);
+    e.check(baseline).unwrap();
+    drop(e);
+    assert_eq!(live_nodes(), baseline);
+}
+
+/// Readers on other threads hold snapshots and cursors while the writer rewrites, splits
+/// and empties the tree: each sees exactly the state of its instant.
+#[test]
+fn snapshots_on_other_threads_stay_fixed() {
+    let e = Arc::new(MemoryEngine::new(&["d"]).unwrap());
+    let f = e.registry().require("d").unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (e, stop) = (Arc::clone(&e), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut checked = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let snap = e.snapshot().unwrap();
+                    // Every batch writes one generation to all keys of a range: a snapshot
+                    // holds a single generation throughout.
+                    let all = scan(snap.iter(f, &KeyRange::all(), false).unwrap().as_mut());
+                    if let Some((_, first)) = all.first() {
+                        assert!(all.iter().all(|(_, v)| v == first), "torn snapshot");
+                    }
+                    std::thread::yield_now();
+                    let again = scan(snap.iter(f, &KeyRange::all(), true).unwrap().as_mut());
+                    assert_eq!(again.len(), all.len());
+                    checked += 1;
+                }
+                checked
+            })
+        })
+        .collect();
+    let keys: Vec<Vec<u8>> = (0..3000u32)
+        .map(|i| format!("k{i:06}").into_bytes())
+        .collect();
+    for generation in 0..300u32 {
+        let value = generation
+            .to_be_bytes()
+            .repeat(1 + (generation % 5) as usize);
+        let n = if generation % 10 == 9 {
+            0
+        } else {
+            500 + (generation as usize * 37) % 2500
+        };
+        let mut ops: Vec<BatchOp<'_>> = vec![BatchOp::DeleteRange(f, b"", b"\xff")];
+        ops.extend(keys[..n].iter().map(|k| BatchOp::Put(f, k, &value)));
+        e.write(&ops, false).unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+}
