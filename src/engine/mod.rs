@@ -194,6 +194,31 @@ pub(crate) trait Engine: Send + Sync + 'static {
         self.write(ops, false)
     }
 
+    /// True when a live snapshot makes this engine's writes copy what they change (the
+    /// memory engine, whose snapshots are versions of its trees), so that a caller able to
+    /// guarantee its latest snapshot will not be read again should write through
+    /// [`Engine::write_unshared`] and let the engine update in place.
+    fn copies_under_snapshots(&self) -> bool {
+        false
+    }
+
+    /// [`Engine::write`] (without the write-ahead log, like [`Engine::write_unlogged`], when
+    /// `unlogged`), for a caller that guarantees nobody will read through `unused`, a
+    /// snapshot of this engine, again: the engine need not preserve what it shows.
+    fn write_unshared(
+        &self,
+        ops: &[BatchOp<'_>],
+        sync: bool,
+        unlogged: bool,
+        _unused: &Arc<dyn Snapshot>,
+    ) -> Result<()> {
+        if unlogged {
+            self.write_unlogged(ops)
+        } else {
+            self.write(ops, sync)
+        }
+    }
+
     /// Writes every family's buffered data to its files and waits (a no-op for engines
     /// without such buffers), so that the next open has no log to replay.
     fn flush(&self) -> Result<()> {

@@ -36,7 +36,7 @@ mod merge;
 pub(crate) mod spill;
 
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockWriteGuard};
 
 use crate::engine::{BatchOp, Engine, Family, KeyRange, OrdCursor, Snapshot};
 use crate::format::meta::{self, CommittedState, PendingCommit, PendingIngest, RangeDelete};
@@ -60,6 +60,15 @@ pub(crate) const CHUNK_BYTES: usize = 4 << 20;
 /// lower) go to the engine as a batch: a file ingestion has a fixed cost (a synced intent,
 /// a manifest update) that only pays off for larger restores.
 const INGEST_MIN_BYTES: u64 = 1 << 20;
+
+/// Largest commit batch (in writes) that an engine whose snapshots make writes copy (the
+/// memory engine) applies while committed readers cannot take the current view: a reader
+/// asking for it meanwhile waits for this in-memory apply, at most a few milliseconds.
+/// Larger batches are written beside a pinned view, and readers never wait.
+const IN_PLACE_MAX_OPS: usize = 4096;
+
+/// The view slot, held by a commit that publishes its view in it.
+type HeldView<'a> = RwLockWriteGuard<'a, Arc<CommittedView>>;
 
 /// Which writes a read observes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -785,7 +794,7 @@ impl TxnCore {
             Ok(()) => {
                 self.ingestions
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                self.publish(state, next)?;
+                self.publish_restored(state, None, next)?;
                 Ok(())
             }
             Err(e) => {
@@ -844,26 +853,71 @@ impl TxnCore {
         if state.area_dirty {
             ops.push(spill::clear_area(self.spill));
         }
-        if let Err(e) = self.engine.write_unlogged(&ops) {
-            // The batch may or may not be in the engine: nothing this handle believes about
-            // the committed state can be trusted until recovery looks at it.
-            state.phase = Phase::Broken(format!("a restore batch failed: {e}"));
-            return Err(e);
-        }
+        let held = match self.write_batch(&ops, true) {
+            Ok(held) => held,
+            Err(e) => {
+                // The batch may or may not be in the engine: nothing this handle believes
+                // about the committed state can be trusted until recovery looks at it.
+                state.phase = Phase::Broken(format!("a restore batch failed: {e}"));
+                return Err(e);
+            }
+        };
         crate::failpoint::hit("restore-after-write");
-        self.publish(state, next)
+        self.publish_restored(state, held, next)
     }
 
-    /// Makes `next`, just written with restored data, the committed state readers see.
-    fn publish(&self, state: &mut TxnState, next: CommittedState) -> Result<()> {
+    /// Makes `next`, just written with restored data, the committed state readers see (in
+    /// the view slot the write held, if any).
+    fn publish_restored(
+        &self,
+        state: &mut TxnState,
+        held: Option<HeldView<'_>>,
+        next: CommittedState,
+    ) -> Result<()> {
         state.area_dirty = false;
         state.next_transaction();
         state.committed = next.clone();
+        self.publish_view(held, next)
+    }
+
+    /// Writes the batch of a commit or restore (`unlogged`: without the write-ahead log).
+    ///
+    /// An engine whose snapshots make writes copy gets a small batch while the view slot
+    /// is held, so that no reader can take the current view meanwhile; when nobody holds
+    /// that view either, it is never read again and the engine may update in place. The
+    /// held slot is returned for the next view.
+    fn write_batch(&self, ops: &[BatchOp<'_>], unlogged: bool) -> Result<Option<HeldView<'_>>> {
+        let sync = self.config.sync_on_commit;
+        if !self.engine.copies_under_snapshots() || ops.len() > IN_PLACE_MAX_OPS {
+            if unlogged {
+                self.engine.write_unlogged(ops)?;
+            } else {
+                self.engine.write(ops, sync)?;
+            }
+            return Ok(None);
+        }
+        let slot = self.view.write_recover();
+        if Arc::strong_count(&slot) == 1 {
+            self.engine
+                .write_unshared(ops, sync, unlogged, &slot.snapshot)?;
+        } else if unlogged {
+            self.engine.write_unlogged(ops)?;
+        } else {
+            self.engine.write(ops, sync)?;
+        }
+        Ok(Some(slot))
+    }
+
+    /// Publishes the view of a completed commit, in the slot a commit held if any.
+    fn publish_view(&self, held: Option<HeldView<'_>>, state: CommittedState) -> Result<()> {
         let view = Arc::new(CommittedView {
             snapshot: self.engine.snapshot()?,
-            state: next,
+            state,
         });
-        *self.view.write_recover() = view;
+        match held {
+            Some(mut slot) => *slot = view,
+            None => *self.view.write_recover() = view,
+        }
         Ok(())
     }
 
@@ -876,6 +930,7 @@ impl TxnCore {
         deletes: &[Deletion],
     ) -> Result<()> {
         let record = next.encode()?;
+        let mut held = None;
         if spilled {
             let pending = PendingCommit {
                 txn: state.txn,
@@ -928,19 +983,14 @@ impl TxnCore {
             if state.area_dirty {
                 ops.push(spill::clear_area(self.spill));
             }
-            self.engine.write(&ops, self.config.sync_on_commit)?;
+            held = self.write_batch(&ops, false)?;
         }
         // The commit is durable (as far as the engine's sync setting goes): publish it.
         state.area_dirty = false;
         state.next_transaction();
         state.committed = next.clone();
         state.phase = Phase::Open;
-        let view = Arc::new(CommittedView {
-            snapshot: self.engine.snapshot()?,
-            state: next.clone(),
-        });
-        *self.view.write_recover() = view;
-        Ok(())
+        self.publish_view(held, next.clone())
     }
 
     /// Discards every uncommitted write. A commit in doubt is finished first (it is no

@@ -6,13 +6,21 @@
 //! Nodes are freed by epoch ([`reclaim`]), not by reference counts: with no snapshot alive
 //! a batch updates the trees in place; with one, it copies each node it changes once and
 //! the copies' originals are freed when the last snapshot that can see them is dropped.
+//!
+//! Snapshots pin lazily. A snapshot taken after the last write reads the live trees (under
+//! the read lock) for as long as no write comes; the next write pins it first, so that it
+//! keeps showing its instant, unless its owner declared through
+//! [`Engine::write_unshared`] that nobody will read it again. The transaction layer
+//! publishes such a snapshot with every commit: when no reader holds the previous commit's
+//! view, the next commit updates the trees in place instead of copying what it changes.
 
 mod iter;
 mod packed;
 mod reclaim;
 mod tree;
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use super::{BatchOp, Engine, EngineIter, Family, KeyRange, Registry, Snapshot};
 use crate::sync::{MutexExt, RwLockExt};
@@ -23,9 +31,20 @@ use tree::{NodePtr, Tree, Writer};
 /// The trees and their epochs, shared by the engine and every snapshot of it: the last
 /// of them to go frees the nodes.
 struct Shared {
-    /// The live tree of each family (indexed by family).
-    live: RwLock<Vec<Tree>>,
+    live: RwLock<Live>,
     reclaim: Mutex<Reclaim>,
+}
+
+/// The live trees and the snapshots that still read them.
+struct Live {
+    /// The live tree of each family (indexed by family).
+    trees: Vec<Tree>,
+    /// Counts writes: a lazy snapshot reads the live trees while this is the one it was
+    /// taken at.
+    generation: u64,
+    /// Snapshots taken since the last write, not pinned: the next write pins those still
+    /// alive and not released.
+    lazies: Vec<Weak<Lazy>>,
 }
 
 // SAFETY: the node addresses in `live` and in the retired queue are only dereferenced
@@ -41,7 +60,7 @@ impl Drop for Shared {
         // The engine and every snapshot are gone (they hold this `Shared`): nothing can
         // reach a node any more.
         let live = self.live.get_mut().unwrap_or_else(|p| p.into_inner());
-        for tree in live.iter_mut() {
+        for tree in live.trees.iter_mut() {
             // SAFETY: no reader, writer or snapshot remains (see above).
             unsafe { tree.free_all() };
         }
@@ -73,23 +92,95 @@ impl MemoryEngine {
         Ok(MemoryEngine {
             registry,
             shared: Arc::new(Shared {
-                live: RwLock::new(trees),
+                live: RwLock::new(Live {
+                    trees,
+                    generation: 0,
+                    lazies: Vec::new(),
+                }),
                 reclaim: Mutex::new(Reclaim::default()),
             }),
         })
     }
 
     fn pin(&self) -> Arc<Pinned> {
-        // The read lock keeps the writer out while the roots are copied and the epoch is
-        // pinned: the snapshot reaches exactly the nodes live at this instant.
-        let live = self.shared.live.read_recover();
-        let epoch = self.shared.reclaim.lock_recover().pin();
-        Arc::new(Pinned {
-            shared: Arc::clone(&self.shared),
-            trees: live.clone(),
-            epoch,
-        })
+        pin(&self.shared, &self.shared.live.read_recover())
     }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>], unused: Option<&Arc<dyn Snapshot>>) -> Result<()> {
+        // Validate first so that a bad batch changes nothing, as RocksDB's would.
+        for op in ops {
+            let (BatchOp::Put(f, ..) | BatchOp::Delete(f, _) | BatchOp::DeleteRange(f, ..)) = op;
+            if f.index() >= self.registry.len() {
+                return Err(Error::Internal(format!(
+                    "memory family {} is not open",
+                    f.index()
+                )));
+            }
+            match op {
+                BatchOp::Put(_, k, v) => {
+                    check_len(k.len())?;
+                    check_len(v.len())?;
+                }
+                BatchOp::Delete(_, k) => check_len(k.len())?,
+                BatchOp::DeleteRange(..) => {}
+            }
+        }
+        let mut live = self.shared.live.write_recover();
+        // Snapshots of the state about to change keep it: pinned now (one pin for all),
+        // except the one the caller will not read again.
+        let unused = unused.map(|u| Arc::as_ptr(u).cast::<u8>());
+        let mut pinned: Option<Arc<Pinned>> = None;
+        for lazy in std::mem::take(&mut live.lazies) {
+            let Some(lazy) = lazy.upgrade() else { continue };
+            if unused == Some(Arc::as_ptr(&lazy).cast::<u8>()) {
+                lazy.released.store(true, Ordering::Release);
+                continue;
+            }
+            let pin = pinned.get_or_insert_with(|| pin(&self.shared, &live));
+            let _ = lazy.pinned.set(Arc::clone(pin));
+        }
+        live.generation += 1;
+        let mut w = {
+            let mut reclaim = self.shared.reclaim.lock_recover();
+            let (epoch, newest_pin) = reclaim.writer_epochs();
+            Writer::new(epoch, newest_pin, reclaim.take_spare())
+        };
+        for op in ops {
+            let trees = &mut live.trees;
+            // SAFETY (all three): the write lock makes this thread the trees' only user;
+            // no snapshot can be pinned meanwhile (pinning takes the read lock), so `w`
+            // knows every pin; lazy snapshots of the old state were pinned above or are
+            // never read again (the caller's word).
+            match *op {
+                BatchOp::Put(f, k, v) => unsafe { trees[f.index()].insert(&mut w, k, v) },
+                BatchOp::Delete(f, k) => {
+                    unsafe { trees[f.index()].remove(&mut w, k) };
+                }
+                BatchOp::DeleteRange(f, from, to) => {
+                    unsafe { trees[f.index()].remove_range(&mut w, from, to) };
+                }
+            }
+        }
+        // Retired under the write lock, so in the epoch the writer ran in.
+        let excess = self
+            .shared
+            .reclaim
+            .lock_recover()
+            .finish_write(w.retired, w.spare);
+        drop(live);
+        free_all(excess);
+        Ok(())
+    }
+}
+
+/// Pins the live trees as they are (the caller holds the live lock, so no writer runs).
+fn pin(shared: &Arc<Shared>, live: &Live) -> Arc<Pinned> {
+    let epoch = shared.reclaim.lock_recover().pin();
+    Arc::new(Pinned {
+        shared: Arc::clone(shared),
+        trees: live.trees.clone(),
+        epoch,
+    })
 }
 
 fn tree_of(trees: &[Tree], family: Family) -> Result<&Tree> {
@@ -115,7 +206,7 @@ impl Engine for MemoryEngine {
 
     fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let live = self.shared.live.read_recover();
-        let tree = tree_of(&live, family)?;
+        let tree = tree_of(&live.trees, family)?;
         // SAFETY: the read lock keeps the writer out: the live tree's nodes stay valid and
         // unchanged while it is held, which outlives this view.
         let view = unsafe { tree.view() };
@@ -123,55 +214,21 @@ impl Engine for MemoryEngine {
     }
 
     fn write(&self, ops: &[BatchOp<'_>], _sync: bool) -> Result<()> {
-        // Validate first so that a bad batch changes nothing, as RocksDB's would.
-        for op in ops {
-            let (BatchOp::Put(f, ..) | BatchOp::Delete(f, _) | BatchOp::DeleteRange(f, ..)) = op;
-            if f.index() >= self.registry.len() {
-                return Err(Error::Internal(format!(
-                    "memory family {} is not open",
-                    f.index()
-                )));
-            }
-            match op {
-                BatchOp::Put(_, k, v) => {
-                    check_len(k.len())?;
-                    check_len(v.len())?;
-                }
-                BatchOp::Delete(_, k) => check_len(k.len())?,
-                BatchOp::DeleteRange(..) => {}
-            }
-        }
-        let mut live = self.shared.live.write_recover();
-        let mut w = {
-            let mut reclaim = self.shared.reclaim.lock_recover();
-            let (epoch, newest_pin) = reclaim.writer_epochs();
-            Writer::new(epoch, newest_pin, reclaim.take_spare())
-        };
-        {
-            for op in ops {
-                // SAFETY (all three): the write lock makes this thread the trees' only
-                // user; no snapshot can be pinned meanwhile (pinning takes the read
-                // lock), so `w` knows every pin.
-                match *op {
-                    BatchOp::Put(f, k, v) => unsafe { live[f.index()].insert(&mut w, k, v) },
-                    BatchOp::Delete(f, k) => {
-                        unsafe { live[f.index()].remove(&mut w, k) };
-                    }
-                    BatchOp::DeleteRange(f, from, to) => {
-                        unsafe { live[f.index()].remove_range(&mut w, from, to) };
-                    }
-                }
-            }
-        }
-        // Retired under the write lock, so in the epoch the writer ran in.
-        let excess = self
-            .shared
-            .reclaim
-            .lock_recover()
-            .finish_write(w.retired, w.spare);
-        drop(live);
-        free_all(excess);
-        Ok(())
+        self.write_batch(ops, None)
+    }
+
+    fn copies_under_snapshots(&self) -> bool {
+        true
+    }
+
+    fn write_unshared(
+        &self,
+        ops: &[BatchOp<'_>],
+        _sync: bool,
+        _unlogged: bool,
+        unused: &Arc<dyn Snapshot>,
+    ) -> Result<()> {
+        self.write_batch(ops, Some(unused))
     }
 
     fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>> {
@@ -186,11 +243,20 @@ impl Engine for MemoryEngine {
     }
 
     fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
-        Ok(Arc::new(MemorySnapshot(self.pin())))
+        let mut live = self.shared.live.write_recover();
+        let lazy = Arc::new(Lazy {
+            shared: Arc::clone(&self.shared),
+            generation: live.generation,
+            pinned: OnceLock::new(),
+            released: AtomicBool::new(false),
+        });
+        live.lazies.retain(|l| l.strong_count() > 0);
+        live.lazies.push(Arc::downgrade(&lazy));
+        Ok(lazy)
     }
 
     fn approximate_count(&self, family: Family) -> Result<u64> {
-        Ok(tree_of(&self.shared.live.read_recover(), family)?.len())
+        Ok(tree_of(&self.shared.live.read_recover().trees, family)?.len())
     }
 
     fn compact(&self, _family: Family) -> Result<()> {
@@ -229,18 +295,59 @@ impl Drop for Pinned {
     }
 }
 
-/// The engine as it was; cloning the handle into cursors is O(1).
-struct MemorySnapshot(Arc<Pinned>);
+/// The engine as it was at a generation, pinned on demand: by the first cursor made from
+/// it, or by the next write, which would otherwise change what it shows.
+struct Lazy {
+    shared: Arc<Shared>,
+    generation: u64,
+    pinned: OnceLock<Arc<Pinned>>,
+    /// Its owner promised never to read it again (see [`Engine::write_unshared`]).
+    released: AtomicBool,
+}
 
-impl Snapshot for MemorySnapshot {
+impl Lazy {
+    fn lost() -> Error {
+        Error::Internal("a memory snapshot was read after its owner released it".into())
+    }
+
+    /// The pinned trees, pinning them now if no write came since the snapshot was taken.
+    fn pinned(&self) -> Result<Arc<Pinned>> {
+        if let Some(p) = self.pinned.get() {
+            return Ok(Arc::clone(p));
+        }
+        let live = self.shared.live.read_recover();
+        if live.generation == self.generation {
+            return Ok(Arc::clone(
+                self.pinned.get_or_init(|| pin(&self.shared, &live)),
+            ));
+        }
+        // A write came: it pinned this snapshot first (under the lock now held) unless
+        // the snapshot was released.
+        self.pinned.get().cloned().ok_or_else(Self::lost)
+    }
+}
+
+impl Snapshot for Lazy {
     fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.0.view(family)?.get(key).map(<[u8]>::to_vec))
+        if let Some(p) = self.pinned.get() {
+            return Ok(p.view(family)?.get(key).map(<[u8]>::to_vec));
+        }
+        let live = self.shared.live.read_recover();
+        if live.generation == self.generation {
+            let tree = tree_of(&live.trees, family)?;
+            // SAFETY: the read lock keeps the writer out while the view is used.
+            return Ok(unsafe { tree.view() }.get(key).map(<[u8]>::to_vec));
+        }
+        drop(live);
+        let p = self.pinned.get().ok_or_else(Self::lost)?;
+        Ok(p.view(family)?.get(key).map(<[u8]>::to_vec))
     }
 
     fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>> {
-        self.0.view(family)?;
+        let pinned = self.pinned()?;
+        pinned.view(family)?;
         Ok(Box::new(iter::MemoryIter::new(
-            Arc::clone(&self.0),
+            pinned,
             family,
             range.clone(),
             reverse,

@@ -22,7 +22,7 @@ impl MemoryEngine {
     fn check(&self, baseline: isize) -> std::result::Result<(), String> {
         let live = self.shared.live.read_recover();
         let mut nodes = 0;
-        for t in live.iter() {
+        for t in live.trees.iter() {
             // SAFETY: the read lock keeps the writer out.
             unsafe { tree::check(t) }?;
             // SAFETY: as above.
@@ -71,6 +71,9 @@ enum Op {
     DeleteRange(u32, u32),
     Snapshot,
     DropSnapshot(usize),
+    /// A batch of puts written with a promise never to read snapshot `i` again (which is
+    /// then dropped from the checks).
+    ReleaseAndWrite(usize, u32),
     Scan {
         from: Option<u32>,
         to: Option<u32>,
@@ -102,6 +105,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u32..6000, 0u32..3000).prop_map(|(a, n)| Op::DeleteRange(a, a + n)),
         1 => Just(Op::Snapshot),
         1 => (0usize..4).prop_map(Op::DropSnapshot),
+        1 => (0usize..4, 0u32..6000).prop_map(|(i, k)| Op::ReleaseAndWrite(i, k)),
         2 => (prop::option::of(0u32..6000), prop::option::of(0u32..6000), any::<bool>(), prop::option::of(0u32..6000))
             .prop_map(|(from, to, reverse, seek)| Op::Scan { from, to, reverse, seek }),
     ]
@@ -168,6 +172,24 @@ fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
                     }
                 }
                 Op::Snapshot => snaps.push((e.snapshot().unwrap(), model.clone())),
+                Op::ReleaseAndWrite(i, start) => {
+                    let entries: Vec<(Vec<u8>, Vec<u8>)> = (start..start + 40)
+                        .map(|i| (key(i), value(i, 20)))
+                        .collect();
+                    let batch: Vec<BatchOp<'_>> =
+                        entries.iter().map(|(k, v)| BatchOp::Put(f, k, v)).collect();
+                    match snaps.len() {
+                        0 => {
+                            let fresh = e.snapshot().unwrap();
+                            e.write_unshared(&batch, false, false, &fresh).unwrap();
+                        }
+                        n => {
+                            let (released, _) = snaps.remove(i % n);
+                            e.write_unshared(&batch, false, true, &released).unwrap();
+                        }
+                    }
+                    model.extend(entries);
+                }
                 Op::DropSnapshot(i) => {
                     if !snaps.is_empty() {
                         snaps.remove(i % snaps.len());
@@ -307,13 +329,13 @@ fn copies_only_while_a_snapshot_can_see() {
     let depth = {
         let live = e.shared.live.read_recover();
         // SAFETY: the read lock keeps the writer out.
-        unsafe { tree::depth(&live[f.index()]) }
+        unsafe { tree::depth(&live.trees[f.index()]) }
     };
     assert!(depth >= 3, "20,000 entries make a tree of depth {depth}");
     let heap = {
         let live = e.shared.live.read_recover();
         // SAFETY: the read lock keeps the writer out.
-        unsafe { tree::heap_bytes(&live[f.index()]) }
+        unsafe { tree::heap_bytes(&live.trees[f.index()]) }
     };
     let data = keys.len() * (12 + 108);
     assert!(
@@ -406,4 +428,84 @@ fn snapshots_on_other_threads_stay_fixed() {
     for r in readers {
         assert!(r.join().unwrap() > 0);
     }
+}
+
+/// A snapshot reads the live trees until a write comes, which pins it first: it keeps its
+/// instant, and only then do writes copy.
+#[test]
+fn snapshots_pin_at_the_next_write() {
+    let baseline = live_nodes();
+    let e = MemoryEngine::new(&["d"]).unwrap();
+    let f = e.registry().require("d").unwrap();
+    let keys: Vec<Vec<u8>> = (0..5000u32)
+        .map(|i| format!("k{i:011}").into_bytes())
+        .collect();
+    let load: Vec<BatchOp<'_>> = keys.iter().map(|k| BatchOp::Put(f, k, b"v0")).collect();
+    e.write(&load, false).unwrap();
+    let snap = e.snapshot().unwrap();
+    assert_eq!(
+        e.shared.reclaim.lock_recover().counts().0,
+        0,
+        "not pinned yet"
+    );
+    assert_eq!(snap.get(f, &keys[7]).unwrap(), Some(b"v0".to_vec()));
+    let before = live_nodes();
+    e.write(&[BatchOp::Put(f, &keys[7], b"v1")], false).unwrap();
+    assert_eq!(
+        e.shared.reclaim.lock_recover().counts().0,
+        1,
+        "pinned by the write"
+    );
+    assert!(
+        live_nodes() > before,
+        "the write copied the path it changed"
+    );
+    assert_eq!(snap.get(f, &keys[7]).unwrap(), Some(b"v0".to_vec()));
+    assert_eq!(e.get(f, &keys[7]).unwrap(), Some(b"v1".to_vec()));
+    drop(snap);
+    e.check(baseline).unwrap();
+}
+
+/// A snapshot its owner releases is not pinned: the write updates in place; a snapshot
+/// somebody else holds is pinned by the same write and keeps its instant.
+#[test]
+fn released_snapshots_let_writes_update_in_place() {
+    let e = MemoryEngine::new(&["d"]).unwrap();
+    let f = e.registry().require("d").unwrap();
+    let keys: Vec<Vec<u8>> = (0..5000u32)
+        .map(|i| format!("k{i:011}").into_bytes())
+        .collect();
+    let load: Vec<BatchOp<'_>> = keys.iter().map(|k| BatchOp::Put(f, k, b"v0")).collect();
+    e.write(&load, false).unwrap();
+    let view = e.snapshot().unwrap();
+    let before = live_nodes();
+    let change: Vec<BatchOp<'_>> = keys
+        .iter()
+        .step_by(3)
+        .map(|k| BatchOp::Put(f, k, b"v1"))
+        .collect();
+    e.write_unshared(&change, false, false, &view).unwrap();
+    assert_eq!(live_nodes(), before, "in place");
+    assert_eq!(
+        e.shared.reclaim.lock_recover().counts().0,
+        0,
+        "nothing pinned"
+    );
+    assert!(
+        view.get(f, &keys[0]).is_err(),
+        "a released snapshot read by mistake fails, never lies"
+    );
+    let view = e.snapshot().unwrap();
+    let reader = e.snapshot().unwrap();
+    let change: Vec<BatchOp<'_>> = keys
+        .iter()
+        .step_by(3)
+        .map(|k| BatchOp::Put(f, k, b"v2"))
+        .collect();
+    e.write_unshared(&change, false, false, &view).unwrap();
+    assert!(live_nodes() > before, "copied for the other snapshot");
+    assert_eq!(reader.get(f, &keys[0]).unwrap(), Some(b"v1".to_vec()));
+    let all = scan(reader.iter(f, &KeyRange::all(), false).unwrap().as_mut());
+    assert_eq!(all.len(), keys.len());
+    assert_eq!(e.get(f, &keys[0]).unwrap(), Some(b"v2".to_vec()));
 }
