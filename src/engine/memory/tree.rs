@@ -591,8 +591,7 @@ impl Tree {
             return true;
         }
         // A root with a single child is replaced by that child (the tree gets shallower).
-        loop {
-            let Some(r) = self.root else { break };
+        while let Some(r) = self.root {
             // SAFETY: a live node, held exclusively.
             let only_child = match &unsafe { node(r) }.body {
                 Body::Inner(inner) if inner.children.len() == 1 => inner.children[0],
