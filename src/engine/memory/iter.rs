@@ -1,87 +1,111 @@
-//! Cursors over a pinned snapshot of one family, fetching entries in chunks: each refill
-//! walks down from the root to where the last chunk ended, so the cursor holds no address
-//! into the tree between calls, only its pin.
+//! Cursors over a pinned snapshot of one family. A cursor keeps its position in the
+//! pinned tree (the path from the root to its leaf): its pin keeps every node of that tree
+//! allocated and unchanged, so stepping costs no search and no buffering.
 
-use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use super::super::cursor::seek_range;
-use super::tree::Walk;
+use super::tree::Position;
 use super::Pinned;
 use crate::engine::{EngineIter, Family, KeyRange};
 use crate::Result;
 
-/// Entries fetched per refill; large enough to amortise the O(log n) descent.
-const CHUNK: usize = 128;
-
 /// A cursor over `bounds` of one family of a pinned snapshot.
 pub(super) struct MemoryIter {
+    /// Declared before `pinned` for clarity only: the position has no destructor; the
+    /// pin is what keeps its addresses valid.
+    position: Position,
     pinned: Arc<Pinned>,
     family: Family,
     /// The range the cursor was created with: seeks stay inside it.
     bounds: KeyRange,
-    remaining: KeyRange,
+    /// Where the cursor stops: the upper bound ascending, the lower one descending.
+    end: Bound<Vec<u8>>,
     reverse: bool,
-    ready: VecDeque<(Vec<u8>, Vec<u8>)>,
     exhausted: bool,
 }
 
+// SAFETY: the position's addresses point into the tree `pinned` pins, whose nodes are
+// read-only and allocated for as long as the pin lives (it lives in this value); `Pinned`
+// itself is `Send`. Nothing else in the cursor is tied to a thread.
+unsafe impl Send for MemoryIter {}
+
 impl MemoryIter {
-    /// A cursor over `range` of `family` as `pinned` holds it.
+    /// A cursor over `range` of `family` as `pinned` holds it (`family` must exist).
     pub(super) fn new(pinned: Arc<Pinned>, family: Family, range: KeyRange, reverse: bool) -> Self {
-        let exhausted = range.is_empty();
-        MemoryIter {
+        let mut it = MemoryIter {
+            position: Position::default(),
             pinned,
             family,
             bounds: range.clone(),
-            remaining: range,
+            end: Bound::Unbounded,
             reverse,
-            ready: VecDeque::new(),
-            exhausted,
-        }
+            exhausted: false,
+        };
+        it.position_at(&range);
+        it
     }
 
-    fn refill(&mut self) -> Result<()> {
-        if self.exhausted {
-            return Ok(());
-        }
-        let view = self.pinned.view(self.family)?;
-        let (lower, upper) = self.remaining.as_slices();
-        let ready = &mut self.ready;
-        let walk = view.walk(lower, upper, self.reverse, CHUNK, &mut |k, v| {
-            ready.push_back((k.to_vec(), v.to_vec()))
-        });
-        if walk == Walk::Done {
+    /// Positions the cursor at the start of `remaining`.
+    fn position_at(&mut self, remaining: &KeyRange) {
+        self.exhausted = remaining.is_empty();
+        let Some(tree) = self.pinned.tree(self.family) else {
             self.exhausted = true;
-        }
-        if let Some((last, _)) = self.ready.back() {
-            let resume = Bound::Excluded(last.clone());
+            return;
+        };
+        let (lower, upper) = remaining.as_slices();
+        // SAFETY: `pinned` pins the tree for as long as this cursor (and its position)
+        // lives.
+        unsafe {
             if self.reverse {
-                self.remaining.upper = resume;
+                self.position.seek_backward(tree, upper);
             } else {
-                self.remaining.lower = resume;
-            }
-            if self.remaining.is_empty() {
-                self.exhausted = true;
+                self.position.seek_forward(tree, lower);
             }
         }
-        Ok(())
+        self.end = if self.reverse {
+            remaining.lower.clone()
+        } else {
+            remaining.upper.clone()
+        };
     }
 }
 
 impl EngineIter for MemoryIter {
     fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        if self.ready.is_empty() {
-            self.refill()?;
+        if self.exhausted {
+            return Ok(None);
         }
-        Ok(self.ready.pop_front())
+        // SAFETY: the position was set by `position_at` over the tree `pinned` pins.
+        let entry = unsafe {
+            if self.reverse {
+                self.position.next_backward()
+            } else {
+                self.position.next_forward()
+            }
+        };
+        let Some((key, value)) = entry else {
+            self.exhausted = true;
+            return Ok(None);
+        };
+        let past_end = match (&self.end, self.reverse) {
+            (Bound::Unbounded, _) => false,
+            (Bound::Included(e), false) => key > e.as_slice(),
+            (Bound::Excluded(e), false) => key >= e.as_slice(),
+            (Bound::Included(e), true) => key < e.as_slice(),
+            (Bound::Excluded(e), true) => key <= e.as_slice(),
+        };
+        if past_end {
+            self.exhausted = true;
+            return Ok(None);
+        }
+        Ok(Some((key.to_vec(), value.to_vec())))
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.ready.clear();
-        self.remaining = seek_range(&self.bounds, self.reverse, target);
-        self.exhausted = self.remaining.is_empty();
+        let remaining = seek_range(&self.bounds, self.reverse, target);
+        self.position_at(&remaining);
         Ok(())
     }
 }

@@ -280,6 +280,11 @@ unsafe impl Send for Pinned {}
 unsafe impl Sync for Pinned {}
 
 impl Pinned {
+    /// The pinned tree of `family`, if the engine has it.
+    fn tree(&self, family: Family) -> Option<&Tree> {
+        self.trees.get(family.index())
+    }
+
     fn view(&self, family: Family) -> Result<tree::View<'_>> {
         let tree = tree_of(&self.trees, family)?;
         // SAFETY: the pin keeps every node reachable from this root allocated and

@@ -949,3 +949,160 @@ pub(super) unsafe fn depth(tree: &Tree) -> usize {
     }
     d
 }
+
+/// A position in a tree, for a cursor: the path from the root, each inner node with the
+/// index of the child the path goes through, the leaf with the index of the next entry
+/// (ascending) or one past it (descending). It holds node addresses, so its owner must
+/// keep every node of the tree valid and unchanged while it is used (a pin does).
+#[derive(Default)]
+pub(super) struct Position {
+    path: Vec<(NodePtr, usize)>,
+}
+
+impl Position {
+    /// Moves before the first entry `>= lower` (`> lower` when excluded) of `tree`.
+    ///
+    /// # Safety
+    /// As for [`Tree::view`], for as long as the position is used.
+    pub(super) unsafe fn seek_forward(&mut self, tree: &Tree, lower: Bound<&[u8]>) {
+        self.path.clear();
+        let mut next = tree.root;
+        while let Some(p) = next {
+            // SAFETY: valid while pinned (caller).
+            match &unsafe { node(p) }.body {
+                Body::Inner(inner) => {
+                    let c = match lower {
+                        Bound::Unbounded => 0,
+                        Bound::Included(k) | Bound::Excluded(k) => inner.keys.count_le(k),
+                    };
+                    self.path.push((p, c));
+                    next = Some(inner.children[c]);
+                }
+                Body::Leaf(leaf) => {
+                    let i = match lower {
+                        Bound::Unbounded => 0,
+                        Bound::Included(k) => leaf.count_lt(k),
+                        Bound::Excluded(k) => leaf.count_le(k),
+                    };
+                    self.path.push((p, i));
+                    next = None;
+                }
+            }
+        }
+    }
+
+    /// Moves after the last entry `<= upper` (`< upper` when excluded) of `tree`.
+    ///
+    /// # Safety
+    /// As for [`Position::seek_forward`].
+    pub(super) unsafe fn seek_backward(&mut self, tree: &Tree, upper: Bound<&[u8]>) {
+        self.path.clear();
+        let mut next = tree.root;
+        while let Some(p) = next {
+            // SAFETY: valid while pinned (caller).
+            match &unsafe { node(p) }.body {
+                Body::Inner(inner) => {
+                    let c = match upper {
+                        Bound::Unbounded => inner.children.len() - 1,
+                        Bound::Included(k) | Bound::Excluded(k) => inner.keys.count_le(k),
+                    };
+                    self.path.push((p, c));
+                    next = Some(inner.children[c]);
+                }
+                Body::Leaf(leaf) => {
+                    let i = match upper {
+                        Bound::Unbounded => leaf.len(),
+                        Bound::Included(k) => leaf.count_le(k),
+                        Bound::Excluded(k) => leaf.count_lt(k),
+                    };
+                    self.path.push((p, i));
+                    next = None;
+                }
+            }
+        }
+    }
+
+    /// The next entry ascending, or `None` past the last.
+    ///
+    /// # Safety
+    /// As for [`Position::seek_forward`]; the position was last moved by it or by this.
+    pub(super) unsafe fn next_forward<'a>(&mut self) -> Option<(&'a [u8], &'a [u8])> {
+        loop {
+            let &mut (p, ref mut i) = self.path.last_mut()?;
+            // SAFETY: valid while pinned (caller).
+            let n = unsafe { node(p) };
+            match &n.body {
+                Body::Leaf(leaf) if *i < leaf.len() => {
+                    *i += 1;
+                    return Some((leaf.key(*i - 1), leaf.value(*i - 1)));
+                }
+                Body::Leaf(_) => {
+                    self.path.pop();
+                }
+                Body::Inner(inner) if *i + 1 < inner.children.len() => {
+                    // Into the next child, down its left edge.
+                    *i += 1;
+                    let mut down = inner.children[*i];
+                    loop {
+                        // SAFETY: valid while pinned (caller).
+                        match &unsafe { node(down) }.body {
+                            Body::Inner(d) => {
+                                self.path.push((down, 0));
+                                down = d.children[0];
+                            }
+                            Body::Leaf(_) => {
+                                self.path.push((down, 0));
+                                break;
+                            }
+                        }
+                    }
+                }
+                Body::Inner(_) => {
+                    self.path.pop();
+                }
+            }
+        }
+    }
+
+    /// The next entry descending, or `None` before the first.
+    ///
+    /// # Safety
+    /// As for [`Position::seek_backward`]; the position was last moved by it or by this.
+    pub(super) unsafe fn next_backward<'a>(&mut self) -> Option<(&'a [u8], &'a [u8])> {
+        loop {
+            let &mut (p, ref mut i) = self.path.last_mut()?;
+            // SAFETY: valid while pinned (caller).
+            let n = unsafe { node(p) };
+            match &n.body {
+                Body::Leaf(leaf) if *i > 0 => {
+                    *i -= 1;
+                    return Some((leaf.key(*i), leaf.value(*i)));
+                }
+                Body::Leaf(_) => {
+                    self.path.pop();
+                }
+                Body::Inner(inner) if *i > 0 => {
+                    // Into the previous child, down its right edge.
+                    *i -= 1;
+                    let mut down = inner.children[*i];
+                    loop {
+                        // SAFETY: valid while pinned (caller).
+                        match &unsafe { node(down) }.body {
+                            Body::Inner(d) => {
+                                self.path.push((down, d.children.len() - 1));
+                                down = d.children[d.children.len() - 1];
+                            }
+                            Body::Leaf(l) => {
+                                self.path.push((down, l.len()));
+                                break;
+                            }
+                        }
+                    }
+                }
+                Body::Inner(_) => {
+                    self.path.pop();
+                }
+            }
+        }
+    }
+}
