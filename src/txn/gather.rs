@@ -12,9 +12,11 @@ struct Entry {
     /// The first 16 key bytes, big-endian, zero-padded: orders like the key itself
     /// whenever two prefixes differ (a zero pad only ever sorts a shorter key first).
     prefix: u128,
-    /// Offset of the key in the arena; the value follows it. Increases with changelog
-    /// order, so it also orders the writes of one key.
+    /// Offset of the key in the arena; the value follows it.
     at: usize,
+    /// Changelog order: orders the writes of one key. `at` cannot, because a record with an
+    /// empty key and no value takes no arena bytes, so two records can share an offset.
+    seq: usize,
     key_len: usize,
     /// `None` deletes.
     value_len: Option<usize>,
@@ -53,6 +55,7 @@ impl Gathering {
         self.entries.push(Entry {
             prefix: u128::from_be_bytes(prefix),
             at: self.arena.len(),
+            seq: self.entries.len(),
             key_len: key.len(),
             value_len: value.map(<[u8]>::len),
         });
@@ -78,7 +81,7 @@ impl Gathering {
             a.prefix
                 .cmp(&b.prefix)
                 .then_with(|| self.key(a).cmp(self.key(b)))
-                .then(a.at.cmp(&b.at))
+                .then(a.seq.cmp(&b.seq))
         });
         let mut out: Vec<(&[u8], Option<&[u8]>)> = Vec::with_capacity(entries.len());
         for e in &entries {
@@ -133,5 +136,29 @@ mod tests {
             let want: Vec<(Vec<u8>, Option<Vec<u8>>)> = model.into_iter().collect();
             prop_assert_eq!(got, want);
         }
+    }
+    /// Records that take no arena bytes (empty key, no value) share their arena offset with
+    /// the record after them: here a thousand deletes of the empty key and its final write
+    /// all sit at offset 0, and only the changelog order says which one wins.
+    #[test]
+    fn records_without_bytes_keep_their_changelog_order() {
+        let registry = crate::engine::Registry::new(&[], &["data"]).unwrap();
+        let mut g = Gathering::new(registry.require("data").unwrap());
+        // Other keys, in no order, before and after: the sort has to move the run around.
+        let mut x = 7u32;
+        let mut other = |g: &mut Gathering| {
+            for _ in 0..500 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                g.push(&[1, (x >> 24) as u8], Some(b"v"));
+            }
+        };
+        other(&mut g);
+        for _ in 0..1000 {
+            g.push(b"", None);
+        }
+        g.push(b"", Some(b"last"));
+        other(&mut g);
+        let got = g.sorted_last();
+        assert_eq!(got[0], (&b""[..], Some(&b"last"[..])));
     }
 }
