@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use imbl::OrdMap;
 
-use super::KeyRange;
+use super::{KeyFilter, KeyRange, Verdict};
 
 /// Entries fetched per refill; large enough to amortise the O(log n) re-seek.
 const CHUNK: usize = 128;
@@ -38,29 +38,24 @@ impl<V: Clone> OrdCursor<V> {
         }
     }
 
-    fn refill(&mut self) {
+    /// Reads ahead up to [`CHUNK`] entries that `keep` takes, stopping after one it takes
+    /// last; skipped entries are passed over without cloning, and the scan resumes after
+    /// the last entry it looked at.
+    fn refill(&mut self, keep: &KeyFilter) {
         if self.exhausted {
             return;
         }
         let bounds = self.remaining.as_slices();
-        let chunk: Vec<(Arc<[u8]>, V)> = if self.reverse {
-            self.map
-                .range::<_, [u8]>(bounds)
-                .rev()
-                .take(CHUNK)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
+        let range = self.map.range::<_, [u8]>(bounds);
+        let (last, ended) = if self.reverse {
+            take_kept(range.rev(), keep, &mut self.ready)
         } else {
-            self.map
-                .range::<_, [u8]>(bounds)
-                .take(CHUNK)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
+            take_kept(range, keep, &mut self.ready)
         };
-        if chunk.len() < CHUNK {
+        if ended {
             self.exhausted = true;
         }
-        if let Some((last, _)) = chunk.last() {
+        if let Some(last) = last {
             let resume = Bound::Excluded(last.to_vec());
             if self.reverse {
                 self.remaining.upper = resume;
@@ -71,7 +66,6 @@ impl<V: Clone> OrdCursor<V> {
                 self.exhausted = true;
             }
         }
-        self.ready.extend(chunk);
     }
 
     /// Repositions the cursor: the next entry is the first key `>= target` (ascending) or
@@ -82,13 +76,53 @@ impl<V: Clone> OrdCursor<V> {
         self.exhausted = self.remaining.is_empty();
     }
 
-    /// The next entry, or `None` at the end.
+    /// The next entry, or `None` at the end (the store reads through
+    /// [`OrdCursor::next_entry_where`]).
+    #[cfg(test)]
     pub(crate) fn next_entry(&mut self) -> Option<(Arc<[u8]>, V)> {
-        if self.ready.is_empty() {
-            self.refill();
-        }
-        self.ready.pop_front()
+        self.next_entry_where(&|_| Verdict::Take)
     }
+
+    /// The next entry whose key `keep` accepts (see [`KeyFilter`]), or `None` at the end.
+    pub(crate) fn next_entry_where(&mut self, keep: &KeyFilter) -> Option<(Arc<[u8]>, V)> {
+        loop {
+            if self.ready.is_empty() {
+                self.refill(keep);
+                if self.ready.is_empty() {
+                    return None;
+                }
+            }
+            // Entries read ahead before a filter was applied are checked here.
+            let entry = self.ready.pop_front()?;
+            if keep(&entry.0).taken() {
+                return Some(entry);
+            }
+        }
+    }
+}
+
+/// Appends to `ready` the entries of `scan` that `keep` takes, up to [`CHUNK`] of them and
+/// up to the first one it takes last. Returns the last key looked at (taken or not: the
+/// scan resumes after it) and whether `scan` ended.
+fn take_kept<'a, V: Clone + 'a>(
+    scan: impl Iterator<Item = (&'a Arc<[u8]>, &'a V)>,
+    keep: &KeyFilter,
+    ready: &mut VecDeque<(Arc<[u8]>, V)>,
+) -> (Option<Arc<[u8]>>, bool) {
+    let mut last: Option<&Arc<[u8]>> = None;
+    let mut taken = 0;
+    for (k, v) in scan {
+        last = Some(k);
+        let verdict = keep(k);
+        if verdict.taken() {
+            ready.push_back((k.clone(), v.clone()));
+            taken += 1;
+            if taken == CHUNK || verdict == Verdict::TakeLast {
+                return (last.cloned(), false);
+            }
+        }
+    }
+    (last.cloned(), true)
 }
 
 /// What remains of a cursor's `bounds` after a seek to `target`: the next entry is the
@@ -145,6 +179,38 @@ mod tests {
         assert_eq!(got, (10..=700).collect::<Vec<_>>());
         let got: Vec<u32> = std::iter::from_fn(|| rev.next_entry().map(|(_, v)| v)).collect();
         assert_eq!(got, (10..=700).rev().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn filtered_reads_skip_without_reading_ahead_past_a_last_take() {
+        let map: OrdMap<Arc<[u8]>, u32> = (0..1000).map(|i| (key(i), i)).collect();
+        let keep = |k: &[u8]| {
+            let i = u32::from_be_bytes([k[0], k[1], k[2], k[3]]);
+            if i % 2 == 1 {
+                Verdict::Skip
+            } else if i == 300 || i == 700 {
+                Verdict::TakeLast
+            } else {
+                Verdict::Take
+            }
+        };
+        for reverse in [false, true] {
+            let mut c = OrdCursor::new(map.clone(), KeyRange::all(), reverse);
+            let mut got = vec![];
+            while let Some((_, v)) = c.next_entry_where(&keep) {
+                got.push(v);
+                // Nothing skipped was read ahead, and nothing past a last take.
+                assert!(c.ready.iter().all(|(_, v)| v % 2 == 0), "{reverse}");
+                if v == 300 || v == 700 {
+                    assert!(c.ready.is_empty(), "read ahead past {v} ({reverse})");
+                }
+            }
+            let mut want: Vec<u32> = (0..1000).filter(|i| i % 2 == 0).collect();
+            if reverse {
+                want.reverse();
+            }
+            assert_eq!(got, want, "the scan resumes after a last take ({reverse})");
+        }
     }
 
     #[test]

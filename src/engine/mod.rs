@@ -15,6 +15,8 @@ pub(crate) mod memory;
 pub(crate) mod rocksdb;
 
 mod cursor;
+#[cfg(test)]
+mod filter_tests;
 mod range;
 
 pub(crate) use cursor::OrdCursor;
@@ -145,11 +147,48 @@ pub(crate) enum BatchOp<'a> {
     DeleteRange(Family, &'a [u8], &'a [u8]),
 }
 
+/// What a [`KeyFilter`] says of a stored key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The reader would pass over the entry without effect: skip it without copying it.
+    Skip,
+    /// The reader wants the entry.
+    Take,
+    /// The reader wants the entry and will then seek elsewhere: a cursor that reads ahead
+    /// stops after it, since what follows would be read for nothing.
+    TakeLast,
+}
+
+impl Verdict {
+    /// False for [`Verdict::Skip`].
+    pub(crate) fn taken(self) -> bool {
+        self != Verdict::Skip
+    }
+}
+
+/// A filter on stored keys: a cursor applying it skips the entries it rejects before
+/// copying their key or value. It must depend on the key alone: cursors may apply it to
+/// entries they read ahead, and a merged view applies it to each layer, so a key it rejects
+/// is rejected in every layer (with its tombstones and the writes they shadow).
+pub(crate) type KeyFilter = dyn Fn(&[u8]) -> Verdict + Send + Sync;
+
 /// An owning cursor over committed entries of one family, fixed to the state the engine (or
 /// the snapshot it was made from) had when the cursor was created.
 pub(crate) trait EngineIter: Send {
     /// The next entry in the cursor's direction, or `None` at the end.
     fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
+
+    /// The next entry whose key `keep` accepts (see [`KeyFilter`]). Engines override it to
+    /// skip rejected entries without copying them: a segment walk over a time range
+    /// rejects most of what it reads.
+    fn next_entry_where(&mut self, keep: &KeyFilter) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            match self.next_entry()? {
+                Some((k, _)) if !keep(&k).taken() => continue,
+                other => return Ok(other),
+            }
+        }
+    }
 
     /// Repositions the cursor, within the range it was created with and on the same
     /// pinned state: the next entry is the first key `>= target` (ascending) or the last

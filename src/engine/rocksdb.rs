@@ -13,7 +13,7 @@ use rocksdb::{
     WriteBatch, WriteBufferManager, WriteOptions, DB,
 };
 
-use super::{BatchOp, Engine, EngineIter, Family, KeyRange, Registry, Snapshot};
+use super::{BatchOp, Engine, EngineIter, Family, KeyFilter, KeyRange, Registry, Snapshot};
 use crate::sync::MutexExt;
 use crate::{Error, Result};
 
@@ -22,7 +22,10 @@ use crate::{Error, Result};
 pub struct RocksOptions {
     /// LRU block cache size in bytes (Kafka: 50 MiB). Each store (engine) has its own cache
     /// of this size, shared by its column families, unless [`RocksOptions::bounded_memory`]
-    /// is set, which replaces it.
+    /// is set, which replaces it. Window and session stores read it per live segment, as
+    /// Kafka's stores (a RocksDB instance and cache per segment): their one cache holds
+    /// this size times the segments live at their retention and segment interval, at most
+    /// three.
     pub block_cache_bytes: usize,
     /// Memtable size per column family in bytes (Kafka: 16 MiB).
     pub write_buffer_bytes: usize,
@@ -741,10 +744,12 @@ impl RocksIter {
 // at once; `EngineIter::next_entry` takes `&mut self`, so access is exclusive.
 unsafe impl Send for RocksIter {}
 
-impl EngineIter for RocksIter {
-    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+impl RocksIter {
+    /// Moves to the next entry in the cursor's direction (the first one after creation, or
+    /// the one a seek positioned on); false at the end, which also ends the cursor.
+    fn step(&mut self) -> Result<bool> {
         if self.done {
-            return Ok(None);
+            return Ok(false);
         }
         if !self.started {
             self.started = true;
@@ -760,14 +765,41 @@ impl EngineIter for RocksIter {
         } else {
             self.raw.next();
         }
+        if self.raw.valid() {
+            return Ok(true);
+        }
+        self.done = true;
+        self.raw.status().map_err(|e| map_err(&self.path, e))?;
+        Ok(false)
+    }
+
+    /// The entry the cursor is on, copied.
+    fn current(&self) -> Result<(Vec<u8>, Vec<u8>)> {
         match (self.raw.key(), self.raw.value()) {
-            (Some(k), Some(v)) => Ok(Some((k.to_vec(), v.to_vec()))),
-            _ => {
-                self.done = true;
-                self.raw.status().map_err(|e| map_err(&self.path, e))?;
-                Ok(None)
+            (Some(k), Some(v)) => Ok((k.to_vec(), v.to_vec())),
+            _ => Err(Error::Internal(
+                "a valid RocksDB iterator has no entry".into(),
+            )),
+        }
+    }
+}
+
+impl EngineIter for RocksIter {
+    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if !self.step()? {
+            return Ok(None);
+        }
+        self.current().map(Some)
+    }
+
+    fn next_entry_where(&mut self, keep: &KeyFilter) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        while self.step()? {
+            // The key is read in place: a rejected entry is never copied.
+            if self.raw.key().is_some_and(|k| keep(k).taken()) {
+                return self.current().map(Some);
             }
         }
+        Ok(None)
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {

@@ -28,7 +28,7 @@ use super::iter::{KvIter, Registry};
 use super::lock::StoreLock;
 use super::open::Opened;
 use super::StoreOptions;
-use crate::engine::{Family, KeyRange};
+use crate::engine::{Family, KeyFilter, KeyRange, Verdict};
 use crate::format::meta::ValueFormat;
 use crate::format::segmented::{self as layout, segment_id, segment_prefix};
 use crate::format::{self, value, TopicPartition};
@@ -114,6 +114,7 @@ impl Drop for Segmented {
 }
 
 /// What a query reads, once the stream time of its isolation level is known.
+#[derive(Clone)]
 pub(crate) struct Plan {
     /// Segments `[lo, hi]`.
     pub seg_lo: i64,
@@ -463,7 +464,7 @@ impl crate::txn::Source for Empty {
 /// `(kafka key, value)`.
 struct SegmentWalk {
     inner: MergedIter,
-    plan: Plan,
+    plan: Arc<Plan>,
     schema: Schema,
     reverse: bool,
     /// The segment whose range the cursor is in (`None` before the first seek).
@@ -477,8 +478,11 @@ impl SegmentWalk {
         // Kafka's RocksDBStore.range returns nothing when from > to.
         let empty = matches!((&plan.bin_from, &plan.bin_to), (Some(f), Some(t)) if f > t)
             || plan.seg_lo > plan.seg_hi;
+        let plan = Arc::new(plan);
+        let skip = Arc::clone(&plan);
+        let keep: Arc<KeyFilter> = Arc::new(move |stored: &[u8]| verdict(&skip, schema, stored));
         SegmentWalk {
-            inner,
+            inner: inner.with_filter(keep),
             plan,
             schema,
             reverse,
@@ -505,23 +509,6 @@ impl SegmentWalk {
             },
             None => self.inner.seek(&segment_prefix(s)),
         }
-    }
-
-    fn passes(&self, kafka_key: &[u8]) -> Result<bool> {
-        let p = &self.plan;
-        let (key, time_ok) = match self.schema {
-            Schema::Window => {
-                let (key, start, _) = layout::parse_window_key(kafka_key)?;
-                (key, start >= p.time_from && start <= p.time_to)
-            }
-            Schema::Session => {
-                let (key, start, end) = layout::parse_session_key(kafka_key)?;
-                (key, end >= p.time_from && start <= p.time_to)
-            }
-        };
-        Ok(time_ok
-            && p.key_from.as_deref().map_or(true, |f| key >= f)
-            && p.key_to.as_deref().map_or(true, |t| key <= t))
     }
 
     fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
@@ -583,10 +570,56 @@ impl SegmentWalk {
                     }
                 }
             }
-            if self.passes(kafka_key)? {
-                return Ok(Some((kafka_key.to_vec(), v)));
+            if passes(&self.plan, self.schema, kafka_key)? {
+                // The Kafka key is the stored key without its prefix: shifted in place.
+                let mut key = stored;
+                key.drain(..layout::SEGMENT_PREFIX);
+                return Ok(Some((key, v)));
             }
         }
+    }
+}
+
+/// Kafka's `hasNextCondition`: the entry's record key and time are inside the plan's bounds.
+fn passes(p: &Plan, schema: Schema, kafka_key: &[u8]) -> Result<bool> {
+    let (key, time_ok) = match schema {
+        Schema::Window => {
+            let (key, start, _) = layout::parse_window_key(kafka_key)?;
+            (key, start >= p.time_from && start <= p.time_to)
+        }
+        Schema::Session => {
+            let (key, start, end) = layout::parse_session_key(kafka_key)?;
+            (key, end >= p.time_from && start <= p.time_to)
+        }
+    };
+    Ok(time_ok
+        && p.key_from.as_deref().map_or(true, |f| key >= f)
+        && p.key_to.as_deref().map_or(true, |t| key <= t))
+}
+
+/// The walk's [`KeyFilter`], a function of the key alone (whatever the walk read before):
+/// * [`Verdict::Skip`] for an entry the walk passes over without any effect: inside the
+///   planned segments and inside the byte range within its segment (so it neither ends the
+///   walk nor moves it to another segment's range), and failing [`passes`]. The engine and
+///   the merge skip it before copying it, which is what makes a time query (which reads
+///   whole segments, as Kafka's does) cheap per entry it does not return;
+/// * [`Verdict::TakeLast`] for an entry outside the segments or the byte range: the walk
+///   ends or seeks after it, so reading ahead past it would be wasted;
+/// * [`Verdict::Take`] otherwise, and for entries it cannot parse (the walk reports them).
+fn verdict(p: &Plan, schema: Schema, stored: &[u8]) -> Verdict {
+    let Ok((s, kafka_key)) = layout::split_stored(stored) else {
+        return Verdict::Take;
+    };
+    if s < p.seg_lo
+        || s > p.seg_hi
+        || p.bin_from.as_deref().is_some_and(|f| kafka_key < f)
+        || p.bin_to.as_deref().is_some_and(|t| kafka_key > t)
+    {
+        return Verdict::TakeLast;
+    }
+    match passes(p, schema, kafka_key) {
+        Ok(false) => Verdict::Skip,
+        Ok(true) | Err(_) => Verdict::Take,
     }
 }
 

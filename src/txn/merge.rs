@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::buffer::Write;
-use crate::engine::{EngineIter, OrdCursor};
+use crate::engine::{EngineIter, KeyFilter, OrdCursor};
 use crate::Result;
 
 /// A key with its write: a value, or `None` for a tombstone.
@@ -14,6 +14,17 @@ pub(crate) type KeyWrite = (Vec<u8>, Option<Vec<u8>>);
 /// tombstones.
 pub(crate) trait Source: Send {
     fn next_write(&mut self) -> Result<Option<KeyWrite>>;
+
+    /// The next write whose key `keep` accepts (see [`KeyFilter`]); layers that can pass
+    /// over rejected entries without copying them override it.
+    fn next_write_where(&mut self, keep: &KeyFilter) -> Result<Option<KeyWrite>> {
+        loop {
+            match self.next_write()? {
+                Some((k, _)) if !keep(&k).taken() => continue,
+                other => return Ok(other),
+            }
+        }
+    }
 
     /// Repositions the layer (see [`crate::engine::EngineIter::seek`]); `target` is a user
     /// key.
@@ -28,6 +39,10 @@ impl Source for Committed {
         Ok(self.0.next_entry()?.map(|(k, v)| (k, Some(v))))
     }
 
+    fn next_write_where(&mut self, keep: &KeyFilter) -> Result<Option<KeyWrite>> {
+        Ok(self.0.next_entry_where(keep)?.map(|(k, v)| (k, Some(v))))
+    }
+
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         self.0.seek(target)
     }
@@ -38,9 +53,13 @@ pub(crate) struct Buffered(pub OrdCursor<Write>);
 
 impl Source for Buffered {
     fn next_write(&mut self) -> Result<Option<KeyWrite>> {
+        self.next_write_where(&|_| crate::engine::Verdict::Take)
+    }
+
+    fn next_write_where(&mut self, keep: &KeyFilter) -> Result<Option<KeyWrite>> {
         Ok(self
             .0
-            .next_entry()
+            .next_entry_where(keep)
             .map(|(k, w): (Arc<[u8]>, Write)| (k.to_vec(), w.map(|v| v.to_vec()))))
     }
 
@@ -124,9 +143,12 @@ struct Layer {
 }
 
 impl Layer {
-    fn prime(&mut self) -> Result<()> {
+    fn prime(&mut self, filter: Option<&KeyFilter>) -> Result<()> {
         if !self.primed {
-            self.head = self.source.next_write()?;
+            self.head = match filter {
+                Some(keep) => self.source.next_write_where(keep)?,
+                None => self.source.next_write()?,
+            };
             self.primed = true;
         }
         Ok(())
@@ -146,6 +168,8 @@ impl Layer {
 pub(crate) struct MergedIter {
     layers: Vec<Layer>,
     reverse: bool,
+    /// Only keys it accepts are read (see [`MergedIter::with_filter`]).
+    filter: Option<Arc<KeyFilter>>,
 }
 
 impl MergedIter {
@@ -161,7 +185,22 @@ impl MergedIter {
                 })
                 .collect(),
             reverse,
+            filter: None,
         }
+    }
+
+    /// The same view restricted to the keys `keep` accepts (see [`KeyFilter`]): each layer
+    /// passes over the rejected ones without copying them, and a rejected key is rejected
+    /// in every layer, so filtering the layers equals filtering the merged view.
+    pub(crate) fn with_filter(mut self, keep: Arc<KeyFilter>) -> Self {
+        for layer in &mut self.layers {
+            // A head already read is dropped if rejected: the layer moves on past it.
+            if layer.key().is_some_and(|k| !keep(k).taken()) {
+                layer.take();
+            }
+        }
+        self.filter = Some(keep);
+        self
     }
 
     /// Repositions every layer: the next entry is the first live key `>= target`
@@ -177,20 +216,27 @@ impl MergedIter {
 
     /// The next live entry of the merged view.
     pub(crate) fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let filter = self.filter.as_deref();
         if let [only] = self.layers.as_mut_slice() {
-            // One layer (committed reads, or a writer with nothing uncommitted): entries
-            // pass straight through, copied once by the engine.
-            loop {
-                match only.source.next_write()? {
-                    None => return Ok(None),
-                    Some((k, Some(v))) => return Ok(Some((k, v))),
-                    Some((_, None)) => continue,
+            if !only.primed {
+                // One layer (committed reads, or a writer with nothing uncommitted): entries
+                // pass straight through, copied once by the engine.
+                loop {
+                    let write = match filter {
+                        Some(keep) => only.source.next_write_where(keep)?,
+                        None => only.source.next_write()?,
+                    };
+                    match write {
+                        None => return Ok(None),
+                        Some((k, Some(v))) => return Ok(Some((k, v))),
+                        Some((_, None)) => continue,
+                    }
                 }
             }
         }
         loop {
             for layer in &mut self.layers {
-                layer.prime()?;
+                layer.prime(filter)?;
             }
             // The layer whose head comes first in our direction; ties go to the earlier
             // (higher-priority) layer.
@@ -267,6 +313,86 @@ mod tests {
             out.push((String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap()));
         }
         out
+    }
+
+    /// Layers over keys 0..200 of a pseudo-random mix of values and tombstones: a buffer
+    /// (an `OrdCursor`), a plain source, and committed data in the memory engine.
+    fn layers(seed: u64, reverse: bool) -> Vec<Box<dyn Source>> {
+        use crate::engine::memory::MemoryEngine;
+        use crate::engine::{BatchOp, Engine, KeyRange};
+        let mut x = seed;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as u32
+        };
+        let mut buffer: imbl::OrdMap<Arc<[u8]>, Write> = imbl::OrdMap::new();
+        let mut middle = vec![];
+        let engine = MemoryEngine::new(&["f"]).unwrap();
+        let family = engine.registry().require("f").unwrap();
+        let mut committed = vec![];
+        for i in 0..200u32 {
+            let k = i.to_be_bytes().to_vec();
+            let v = format!("v{i}-{}", next() % 10).into_bytes();
+            match next() % 4 {
+                0 => {
+                    buffer.insert(
+                        Arc::from(&k[..]),
+                        (next() % 3 != 0).then(|| Arc::from(&v[..])),
+                    );
+                }
+                1 => middle.push((k.clone(), (next() % 3 != 0).then(|| v.clone()))),
+                _ => {}
+            }
+            if next() % 2 == 0 {
+                committed.push((k, v));
+            }
+        }
+        let ops: Vec<BatchOp<'_>> = committed
+            .iter()
+            .map(|(k, v)| BatchOp::Put(family, k, v))
+            .collect();
+        engine.write(&ops, false).unwrap();
+        if reverse {
+            middle.reverse();
+        }
+        vec![
+            Box::new(Buffered(OrdCursor::new(buffer, KeyRange::all(), reverse))),
+            Box::new(Fixed(middle.into_iter())),
+            Box::new(Committed(
+                engine.iter(family, &KeyRange::all(), reverse).unwrap(),
+            )),
+        ]
+    }
+
+    #[test]
+    fn a_filter_on_every_layer_equals_filtering_the_merged_view() {
+        use crate::engine::{KeyFilter, Verdict};
+        let keep: Arc<KeyFilter> = Arc::new(|k: &[u8]| match k[3] % 5 {
+            0 | 1 => Verdict::Skip,
+            2 => Verdict::TakeLast,
+            _ => Verdict::Take,
+        });
+        for seed in 0..20 {
+            for reverse in [false, true] {
+                let mut plain = MergedIter::new(layers(seed, reverse), reverse);
+                let mut want = vec![];
+                while let Some((k, v)) = plain.next_entry().unwrap() {
+                    if keep(&k).taken() {
+                        want.push((k, v));
+                    }
+                }
+                let mut filtered =
+                    MergedIter::new(layers(seed, reverse), reverse).with_filter(Arc::clone(&keep));
+                let mut got = vec![];
+                while let Some(e) = filtered.next_entry().unwrap() {
+                    got.push(e);
+                }
+                assert!(!want.is_empty());
+                assert_eq!(got, want, "seed {seed} reverse {reverse}");
+            }
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::super::cursor::seek_range;
 use super::tree::Position;
 use super::Pinned;
-use crate::engine::{EngineIter, Family, KeyRange};
+use crate::engine::{EngineIter, Family, KeyFilter, KeyRange};
 use crate::Result;
 
 /// A cursor over `bounds` of one family of a pinned snapshot.
@@ -74,33 +74,43 @@ impl MemoryIter {
 
 impl EngineIter for MemoryIter {
     fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        if self.exhausted {
-            return Ok(None);
-        }
-        // SAFETY: the position was set by `position_at` over the tree `pinned` pins.
-        let entry = unsafe {
-            if self.reverse {
-                self.position.next_backward()
-            } else {
-                self.position.next_forward()
+        self.next_entry_where(&|_| crate::engine::Verdict::Take)
+    }
+
+    fn next_entry_where(&mut self, keep: &KeyFilter) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            if self.exhausted {
+                return Ok(None);
             }
-        };
-        let Some((key, value)) = entry else {
-            self.exhausted = true;
-            return Ok(None);
-        };
-        let past_end = match (&self.end, self.reverse) {
-            (Bound::Unbounded, _) => false,
-            (Bound::Included(e), false) => key > e.as_slice(),
-            (Bound::Excluded(e), false) => key >= e.as_slice(),
-            (Bound::Included(e), true) => key < e.as_slice(),
-            (Bound::Excluded(e), true) => key <= e.as_slice(),
-        };
-        if past_end {
-            self.exhausted = true;
-            return Ok(None);
+            // SAFETY: the position was set by `position_at` over the tree `pinned` pins.
+            let entry = unsafe {
+                if self.reverse {
+                    self.position.next_backward()
+                } else {
+                    self.position.next_forward()
+                }
+            };
+            let Some((key, value)) = entry else {
+                self.exhausted = true;
+                return Ok(None);
+            };
+            let past_end = match (&self.end, self.reverse) {
+                (Bound::Unbounded, _) => false,
+                (Bound::Included(e), false) => key > e.as_slice(),
+                (Bound::Excluded(e), false) => key >= e.as_slice(),
+                (Bound::Included(e), true) => key < e.as_slice(),
+                (Bound::Excluded(e), true) => key <= e.as_slice(),
+            };
+            if past_end {
+                self.exhausted = true;
+                return Ok(None);
+            }
+            // The key is read in place in the pinned tree: a skipped entry is never copied.
+            // (The cursor reads nothing ahead, so a last take needs no special case.)
+            if keep(key).taken() {
+                return Ok(Some((key.to_vec(), value.to_vec())));
+            }
         }
-        Ok(Some((key.to_vec(), value.to_vec())))
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
