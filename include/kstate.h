@@ -615,8 +615,10 @@ typedef struct kstate_window_options_t {
      */
     uint64_t max_uncommitted_bytes;
     /**
-     * RocksDB block cache size in bytes. Default 50 MiB. Ignored by the memory engine
-     * and when `rocksdb_bounded_memory_bytes` is set.
+     * RocksDB block cache size in bytes per live segment (the store's one cache holds it
+     * times the segments live at its retention and segment interval, at most 3, as Kafka's
+     * stores have a cache per segment). Default 50 MiB. Ignored by the memory engine and
+     * when `rocksdb_bounded_memory_bytes` is set.
      */
     size_t rocksdb_block_cache_bytes;
     /**

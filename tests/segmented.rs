@@ -143,3 +143,56 @@ fn the_commit_reclaims_expired_segments_on_disk() {
     );
     store.close().unwrap();
 }
+
+/// Kafka's segmented stores open a RocksDB instance with its own 50 MiB cache per live
+/// segment; kstate's one instance gets the same budget: `block_cache_bytes` per segment
+/// live at the retention and segment interval, at most three.
+#[test]
+fn the_block_cache_is_sized_per_live_segment_up_to_three() {
+    let dir = tempfile::tempdir().unwrap();
+    const MIB: u64 = 1 << 20;
+    let capacity = |p: Option<u64>| p.expect("the cache capacity");
+    let window = |name: &str, options: WindowOptions| {
+        let w = WindowStore::open(dir.path().join(name), &options).unwrap();
+        let c = capacity(w.property("rocksdb.block-cache-capacity").unwrap());
+        w.close().unwrap();
+        c
+    };
+    // Kafka's default interval (retention / 2): three segments.
+    assert_eq!(
+        window("w1", WindowOptions::new(7_200_000, 60_000, false)),
+        150 * MIB
+    );
+    // Retention one minute, interval one minute (Kafka's floor): two segments.
+    assert_eq!(
+        window("w2", WindowOptions::new(60_000, 1_000, false)),
+        100 * MIB
+    );
+    // No retention: the one current segment.
+    assert_eq!(window("w3", WindowOptions::new(0, 0, false)), 50 * MIB);
+    // A custom small interval (Kafka would keep 25 segments): capped at three.
+    assert_eq!(
+        window(
+            "w4",
+            WindowOptions::new(1_440_000, 1_000, false).with_segment_interval(60_000)
+        ),
+        150 * MIB
+    );
+    // The option is per segment: 8 MiB each.
+    let mut small = WindowOptions::new(7_200_000, 60_000, false);
+    small.store.rocksdb.block_cache_bytes = 8 << 20;
+    assert_eq!(window("w5", small), 24 * MIB);
+    let s = SessionStore::open(dir.path().join("s"), &SessionOptions::new(600_000)).unwrap();
+    assert_eq!(
+        capacity(s.property("rocksdb.block-cache-capacity").unwrap()),
+        150 * MIB
+    );
+    s.close().unwrap();
+    // A key-value store keeps one cache of the configured size.
+    let kv = KvStore::open(dir.path().join("kv"), &StoreOptions::default()).unwrap();
+    assert_eq!(
+        capacity(kv.property("rocksdb.block-cache-capacity").unwrap()),
+        50 * MIB
+    );
+    kv.close().unwrap();
+}

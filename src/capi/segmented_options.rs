@@ -56,8 +56,10 @@ pub struct kstate_window_options_t {
     /// Bytes of uncommitted writes kept in memory before they spill to disk; > 0.
     /// Default 64 MiB.
     pub max_uncommitted_bytes: u64,
-    /// RocksDB block cache size in bytes. Default 50 MiB. Ignored by the memory engine
-    /// and when `rocksdb_bounded_memory_bytes` is set.
+    /// RocksDB block cache size in bytes per live segment (the store's one cache holds it
+    /// times the segments live at its retention and segment interval, at most 3, as Kafka's
+    /// stores have a cache per segment). Default 50 MiB. Ignored by the memory engine and
+    /// when `rocksdb_bounded_memory_bytes` is set.
     pub rocksdb_block_cache_bytes: usize,
     /// RocksDB memtable size per column family in bytes; > 0. Default 16 MiB.
     pub rocksdb_write_buffer_bytes: usize,

@@ -75,6 +75,35 @@ impl Retention {
     }
 }
 
+/// The most segments whose cache budget a segmented store's one cache gets (see
+/// [`cache_options`]).
+pub(crate) const MAX_CACHED_SEGMENTS: usize = 3;
+
+/// The options a segmented store opens RocksDB with. Kafka opens a RocksDB instance per
+/// segment, each with its own block cache of `block_cache_bytes` (50 MiB by default), so
+/// that a window store's reads have the cache of every live segment; kstate keeps every
+/// segment in one instance, whose one cache gets the same budget: `block_cache_bytes` per
+/// segment Kafka keeps live at `retention` and `segment_interval`
+/// (`ceil(retention / segment_interval) + 1`), at most [`MAX_CACHED_SEGMENTS`] (Kafka's
+/// count at its default segment interval, so that a store with a custom small interval
+/// does not multiply its cache). A shared budget (`bounded_memory`) is left as it is.
+pub(crate) fn cache_options(
+    store: &StoreOptions,
+    retention: i64,
+    segment_interval: i64,
+) -> StoreOptions {
+    let mut out = store.clone();
+    if out.rocksdb.bounded_memory.is_none() {
+        let interval = segment_interval.max(1);
+        let spanned = retention.max(0) / interval + i64::from(retention.max(0) % interval != 0);
+        let segments = usize::try_from(spanned.saturating_add(1))
+            .unwrap_or(MAX_CACHED_SEGMENTS)
+            .min(MAX_CACHED_SEGMENTS);
+        out.rocksdb.block_cache_bytes = out.rocksdb.block_cache_bytes.saturating_mul(segments);
+    }
+    out
+}
+
 /// The writer's retention state; guarded by one mutex taken before the transaction.
 struct WriterTime {
     /// Observed stream time including uncommitted writes.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::iter::KvIter;
 use super::open::{open_memory_kind, open_rocksdb_kind};
-use super::segmented::{Plan, Retention, Schema, Segmented};
+use super::segmented::{cache_options, Plan, Retention, Schema, Segmented};
 use super::window::default_segment_interval;
 use super::StoreOptions;
 use crate::engine::EngineKind;
@@ -173,7 +173,14 @@ impl SessionStore {
         let path = path.as_ref();
         let store = options.plain_store();
         let (opened, kind) = match store.engine {
-            EngineKind::RocksDb => open_rocksdb_kind(path, &store, options.kind(), SESSION_FAMILY)?,
+            EngineKind::RocksDb => {
+                let kind = options.kind();
+                let StoreKind::Session { segment_interval } = kind else {
+                    return Err(Error::Internal("a session store of another kind".into()));
+                };
+                let store = cache_options(&store, options.retention_period, segment_interval);
+                open_rocksdb_kind(path, &store, kind, SESSION_FAMILY)?
+            }
             EngineKind::Memory => {
                 if path.as_os_str().is_empty() {
                     return Err(Error::InvalidArgument("the store path is empty".into()));

@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * <tr><th>key</th><th>meaning</th><th>default</th></tr>
  * <tr><td>{@value #MAX_UNCOMMITTED_BYTES_CONFIG}</td><td>uncommitted bytes kept in memory before spilling to disk</td><td>64 MiB</td></tr>
  * <tr><td>{@value #SYNC_ON_COMMIT_CONFIG}</td><td>fsync the WAL on every commit</td><td>false</td></tr>
- * <tr><td>{@value #BLOCK_CACHE_BYTES_CONFIG}</td><td>RocksDB block cache per store</td><td>50 MiB</td></tr>
+ * <tr><td>{@value #BLOCK_CACHE_BYTES_CONFIG}</td><td>RocksDB block cache per store (window and session stores: per live segment, at most 3, as Kafka's per-segment caches)</td><td>50 MiB</td></tr>
  * <tr><td>{@value #WRITE_BUFFER_BYTES_CONFIG}</td><td>RocksDB memtable size</td><td>16 MiB</td></tr>
  * <tr><td>{@value #WRITE_BUFFER_COUNT_CONFIG}</td><td>RocksDB memtables per column family before writes stall</td><td>3</td></tr>
  * <tr><td>{@value #BLOOM_FILTER_CONFIG}</td><td>bloom filters (10 bits per key) in RocksDB SST files</td><td>true</td></tr>
@@ -415,7 +415,9 @@ public final class KstateStoreOptions {
         }
 
         /**
-         * @param bytes RocksDB block cache size (positive)
+         * @param bytes RocksDB block cache size (positive); a window or session store's cache
+         *     holds this per segment live at its retention (at most 3), as Kafka's stores have
+         *     a cache per segment
          * @return this
          */
         public Builder blockCacheBytes(long bytes) {
