@@ -130,6 +130,17 @@ public final class NativeWindowStore extends NativeSegmentedStore {
         return new Window(Arrays.copyOf(storeKey, n), b.getLong(n), b.getInt(n + 8));
     }
 
+    /**
+     * The window start of a Kafka window store key, read in place (what a
+     * {@code fetch(key, from, to)} iterator returns, without copying the record key out).
+     *
+     * @param storeKey a Kafka window store key ({@code key ‖ BE long start ‖ BE int seqnum})
+     * @return its window start
+     */
+    public static long windowStart(byte[] storeKey) {
+        return ByteBuffer.wrap(storeKey).getLong(storeKey.length - 12);
+    }
+
     @Override
     void nativeClose(long h) {
         KstateNative.windowClose(h);

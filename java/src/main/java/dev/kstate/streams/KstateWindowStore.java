@@ -328,7 +328,7 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
         @Override
         public KeyValue<Long, byte[]> next() {
             KeyValue<Bytes, byte[]> kv = inner.next();
-            return KeyValue.pair(NativeWindowStore.window(kv.key.get()).start, kv.value);
+            return KeyValue.pair(NativeWindowStore.windowStart(kv.key.get()), kv.value);
         }
 
         @Override
@@ -336,7 +336,7 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
             if (!inner.hasNext()) {
                 throw new NoSuchElementException();
             }
-            return NativeWindowStore.window(inner.peekNextKey().get()).start;
+            return NativeWindowStore.windowStart(inner.peekNextKey().get());
         }
 
         @Override
