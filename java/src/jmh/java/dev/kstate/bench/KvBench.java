@@ -45,7 +45,7 @@ public class KvBench {
     private Bytes[] absent;
     private byte[][] values;
     private int n;
-    private long next;
+    private final BenchStore.Picker picker = new BenchStore.Picker();
     private long offset;
     private final List<KeyValue<Bytes, ValueAndTimestamp<byte[]>>> batch = new ArrayList<>(1000);
 
@@ -70,10 +70,9 @@ public class KvBench {
         TestSupport.deleteTree(dir);
     }
 
-    /** A pseudo-random index in [0, n): a cheap LCG, so that key choice costs next to nothing. */
+    /** A pseudo-random key index in [0, n). */
     private int pick() {
-        next = next * 6364136223846793005L + 1442695040888963407L;
-        return (int) ((next >>> 33) % n);
+        return picker.pick(n);
     }
 
     /** One put of an existing key; every 1,000th put also commits (as a commit interval would). */

@@ -14,7 +14,8 @@ import java.util.Map;
  * Prints the kstate/Kafka ratio table of a JMH run (its CSV results, with {@link CpuProfiler}'s
  * secondary results): per operation, wall time and process CPU time of each kstate engine
  * divided by those of the Kafka store it replaces (kstate RocksDB against Kafka's RocksDB store
- * without and with transactional state stores; kstate memory against Kafka's in-memory store).
+ * without and with transactional state stores; kstate memory against Kafka's in-memory store),
+ * for every benchmark of the run (key-value, window, session, restore, open, retention).
  * Below 1.0 kstate is faster.
  */
 public final class RatioTable {
@@ -47,7 +48,8 @@ public final class RatioTable {
                 metric = bench.substring(colon + 1);
                 bench = bench.substring(0, colon);
             }
-            String op = bench.substring(bench.lastIndexOf('.') + 1);
+            // rows are per benchmark (class and method), so that two classes' methods of one name never merge
+            String op = bench;
             double score = Double.parseDouble(f.get(scoreCol));
             scores.computeIfAbsent(op, k -> new LinkedHashMap<>()).computeIfAbsent(metric, k -> new LinkedHashMap<>())
                 .put(f.get(variantCol), score);
@@ -63,6 +65,7 @@ public final class RatioTable {
         System.out.println();
         System.out.println("| operation | kstate | Kafka | kstate wall | Kafka wall | wall ratio | kstate CPU | Kafka CPU | CPU ratio |");
         System.out.println("|---|---|---|---|---|---|---|---|---|");
+        Map<String, String> labels = labels(scores.keySet());
         for (Map.Entry<String, Map<String, Map<String, Double>>> e : scores.entrySet()) {
             Map<String, Double> wall = e.getValue().getOrDefault("wall", new LinkedHashMap<>());
             Map<String, Double> cpu = e.getValue().getOrDefault("cpu.process", new LinkedHashMap<>());
@@ -72,7 +75,7 @@ public final class RatioTable {
                     continue;
                 }
                 System.out.println(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | **%.2f** | %s | %s | **%s** |",
-                    e.getKey(), pair[0], pair[1], fmt(wall.get(pair[0]), unit), fmt(wall.get(pair[1]), unit),
+                    labels.get(e.getKey()), pair[0], pair[1], fmt(wall.get(pair[0]), unit), fmt(wall.get(pair[1]), unit),
                     wall.get(pair[0]) / wall.get(pair[1]),
                     fmt(cpu.get(pair[0]), unit), fmt(cpu.get(pair[1]), unit),
                     cpu.containsKey(pair[0]) && cpu.containsKey(pair[1])
@@ -82,6 +85,32 @@ public final class RatioTable {
         System.out.println();
         System.out.println("Ratios are kstate / Kafka (below 1.0 kstate is faster). CPU = process CPU time per operation "
             + "(every thread: RocksDB background work, GC and JIT included).");
+    }
+
+    /**
+     * @param benchmarks fully qualified benchmark methods
+     * @return each one's row label: the method name, or {@code Class.method} when two classes
+     *     have a method of that name
+     */
+    static Map<String, String> labels(Iterable<String> benchmarks) {
+        Map<String, Integer> uses = new LinkedHashMap<>();
+        for (String b : benchmarks) {
+            uses.merge(method(b), 1, Integer::sum);
+        }
+        Map<String, String> out = new LinkedHashMap<>();
+        for (String b : benchmarks) {
+            String m = method(b);
+            if (uses.get(m) > 1) {
+                String cls = b.substring(0, b.lastIndexOf('.'));
+                m = cls.substring(cls.lastIndexOf('.') + 1) + "." + m;
+            }
+            out.put(b, m);
+        }
+        return out;
+    }
+
+    private static String method(String benchmark) {
+        return benchmark.substring(benchmark.lastIndexOf('.') + 1);
     }
 
     private static String fmt(Double v, String unit) {
