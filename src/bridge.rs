@@ -71,6 +71,22 @@ impl KvIterHandle {
     /// key) for a short timestamped value; [`Error::IteratorClosed`] once the iterator or
     /// its store was closed; [`Error::Storage`] and friends from the engine.
     pub fn next_batch(&self, max_entries: usize, max_bytes: usize) -> Result<Vec<RawEntry>> {
+        let mut batch = Vec::new();
+        self.next_batch_each(max_entries, max_bytes, |entry| batch.push(entry))?;
+        Ok(batch)
+    }
+
+    /// [`KvIterHandle::next_batch`], handing each entry to `take` as soon as it is read and
+    /// checked instead of collecting them: a surface that copies the entries into a buffer
+    /// of its own (JNI's packed batches) frees each one before the next is read, so that
+    /// the allocator reuses the same few chunks rather than piling up a batch of them.
+    /// Same rules and errors; returns the number of entries taken (0: exhausted).
+    pub fn next_batch_each(
+        &self,
+        max_entries: usize,
+        max_bytes: usize,
+        mut take: impl FnMut(RawEntry),
+    ) -> Result<usize> {
         if max_entries == 0 {
             return Err(Error::InvalidArgument(
                 "max_entries must be positive".into(),
@@ -80,9 +96,9 @@ impl KvIterHandle {
         if let Some(e) = state.deferred.take() {
             return Err(e);
         }
-        let mut batch = Vec::new();
+        let mut taken = 0usize;
         let mut bytes = 0usize;
-        while batch.len() < max_entries && (batch.is_empty() || bytes < max_bytes) {
+        while taken < max_entries && (taken == 0 || bytes < max_bytes) {
             let entry = match state.iter.next_raw() {
                 Ok(Some(entry)) => self.check(entry),
                 Ok(None) => break,
@@ -91,16 +107,17 @@ impl KvIterHandle {
             match entry {
                 Ok(entry) => {
                     bytes = bytes.saturating_add(entry.0.len() + entry.1.len());
-                    batch.push(entry);
+                    taken += 1;
+                    take(entry);
                 }
-                Err(e) if batch.is_empty() => return Err(e),
+                Err(e) if taken == 0 => return Err(e),
                 Err(e) => {
                     state.deferred = Some(e);
                     break;
                 }
             }
         }
-        Ok(batch)
+        Ok(taken)
     }
 
     /// Checks that an entry's value is readable in the store's layout.

@@ -186,18 +186,39 @@ pub(crate) fn scan(
 /// exhausted. Non-positive bounds count as 1. The batch rules (checked timestamped values,
 /// no entry lost to an error) are [`bridge::KvIterHandle::next_batch`]'s.
 pub(crate) fn next(it: jlong, max_entries: jint, max_bytes: jint) -> Result<Option<Vec<u8>>> {
-    let iter = handle::iter(number(it))?;
+    pack(&*handle::iter(number(it))?, max_entries, max_bytes)
+}
+
+/// The next batch of `iter` packed ([`codec`] entries), `None` once exhausted; what every
+/// iterator's `next` native returns. Each entry is encoded as soon as it is read (and then
+/// freed), and the buffer is sized from the first entry, so a batch costs one buffer, not
+/// a list of entries and then a buffer.
+pub(crate) fn pack(
+    iter: &bridge::KvIterHandle,
+    max_entries: jint,
+    max_bytes: jint,
+) -> Result<Option<Vec<u8>>> {
     let max_entries = usize::try_from(max_entries.max(1)).unwrap_or(1);
     let max_bytes = usize::try_from(max_bytes.max(1)).unwrap_or(1);
-    let batch = iter.next_batch(max_entries, max_bytes)?;
-    if batch.is_empty() {
-        return Ok(None);
+    let mut packed: Vec<u8> = Vec::new();
+    let mut failed = None;
+    let taken = iter.next_batch_each(max_entries, max_bytes, |(k, v)| {
+        let size = k.len() + v.len() + 8;
+        if packed.is_empty() {
+            packed.reserve(
+                size.saturating_mul(max_entries)
+                    .min(max_bytes.saturating_add(size)),
+            );
+        }
+        // Only a key or value over 2 GiB fails, which no store accepts.
+        if let Err(e) = codec::encode_entry(&mut packed, &k, Some(&v)) {
+            failed.get_or_insert(e);
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
     }
-    let mut packed = Vec::with_capacity(batch.iter().map(|(k, v)| k.len() + v.len() + 8).sum());
-    for (k, v) in &batch {
-        codec::encode_entry(&mut packed, k, Some(v))?;
-    }
-    Ok(Some(packed))
+    Ok((taken > 0).then_some(packed))
 }
 
 /// `closeIterator`: releases the iterator; the handle is retired.

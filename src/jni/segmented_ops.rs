@@ -6,8 +6,8 @@
 use jni::sys::{jint, jlong};
 
 use super::codec;
-use super::ops::{isolation, jhandle, number, saturating_jlong, OpenArgs, NO_OFFSET};
-use crate::bridge::{self, KvIterHandle, SessionIterHandle, Transactional, WindowIterHandle};
+use super::ops::{isolation, jhandle, number, pack, saturating_jlong, OpenArgs, NO_OFFSET};
+use crate::bridge::{self, SessionIterHandle, Transactional, WindowIterHandle};
 use crate::handle::{Handled, HANDLES};
 use crate::store::{SessionOptions, SessionQuery, WindowOptions, WindowQuery};
 use crate::{Error, Result, SessionStore, TopicPartition, WindowStore};
@@ -204,21 +204,6 @@ pub(crate) fn session_query(
         s.query(isolation(committed), &query, reverse)
     })
     .map(jhandle)
-}
-
-/// Packs the next batch of `iter` ([`codec`] entries), `None` once exhausted.
-fn pack(iter: &KvIterHandle, max_entries: jint, max_bytes: jint) -> Result<Option<Vec<u8>>> {
-    let max_entries = usize::try_from(max_entries.max(1)).unwrap_or(1);
-    let max_bytes = usize::try_from(max_bytes.max(1)).unwrap_or(1);
-    let batch = iter.next_batch(max_entries, max_bytes)?;
-    if batch.is_empty() {
-        return Ok(None);
-    }
-    let mut packed = Vec::with_capacity(batch.iter().map(|(k, v)| k.len() + v.len() + 8).sum());
-    for (k, v) in &batch {
-        codec::encode_entry(&mut packed, k, Some(v))?;
-    }
-    Ok(Some(packed))
 }
 
 /// `windowNext`: entries keyed by Kafka window store keys, packed.
