@@ -622,7 +622,8 @@ typedef struct kstate_window_options_t {
      */
     size_t rocksdb_block_cache_bytes;
     /**
-     * RocksDB memtable size per column family in bytes; > 0. Default 16 MiB.
+     * RocksDB memtable size per column family in bytes; > 0. Default 16 MiB. The data
+     * family gets it per live segment, as the block cache (at most 3 times).
      */
     size_t rocksdb_write_buffer_bytes;
     /**

@@ -146,7 +146,8 @@ fn the_commit_reclaims_expired_segments_on_disk() {
 
 /// Kafka's segmented stores open a RocksDB instance with its own 50 MiB cache per live
 /// segment; kstate's one instance gets the same budget: `block_cache_bytes` per segment
-/// live at the retention and segment interval, at most three.
+/// live at the retention and segment interval, at most three (the data family's memtable
+/// likewise, see `the_data_memtable_is_sized_per_live_segment`).
 #[test]
 fn the_block_cache_is_sized_per_live_segment_up_to_three() {
     let dir = tempfile::tempdir().unwrap();
@@ -194,5 +195,54 @@ fn the_block_cache_is_sized_per_live_segment_up_to_three() {
         capacity(kv.property("rocksdb.block-cache-capacity").unwrap()),
         50 * MIB
     );
+    kv.close().unwrap();
+}
+
+/// As the cache, the data family's memtable holds `write_buffer_bytes` per live segment (at
+/// most three): 2 MiB per segment lets a window store buffer about 4 MiB of writes in one
+/// memtable without a flush, where a key-value store with the same options switches
+/// memtables at 2 MiB.
+#[test]
+fn the_data_memtable_is_sized_per_live_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = StoreOptions::default();
+    store.rocksdb.write_buffer_bytes = 2 << 20;
+    let w = WindowStore::open(
+        dir.path().join("w"),
+        &WindowOptions::new(7_200_000, 60_000, false).with_store(store.clone()),
+    )
+    .unwrap();
+    let kv = KvStore::open(dir.path().join("kv"), &store).unwrap();
+    let prop = |p: kstate::Result<Option<u64>>| p.unwrap().unwrap_or(0);
+    // The creation's header, flushed when the new store was published.
+    let files_at_open = prop(w.property("rocksdb.num-files-at-level0"));
+    let value = [7u8; 120];
+    for i in 0..24_000u32 {
+        let key = format!("key-{:08}", i);
+        w.put(key.as_bytes(), Some(&value), 0, i64::from(i % 60) * 60_000)
+            .unwrap();
+        kv.put(key.as_bytes(), &value, 0).unwrap();
+        if i % 1000 == 999 {
+            w.commit(&[(tp(), Some(i64::from(i)))], None).unwrap();
+            kv.commit(&[(tp(), Some(i64::from(i)))], None).unwrap();
+        }
+    }
+    let active = prop(w.property("rocksdb.cur-size-active-mem-table"));
+    assert!(
+        active > 3 << 20,
+        "the window store's memtable holds {active} bytes"
+    );
+    assert_eq!(prop(w.property("rocksdb.num-immutable-mem-table")), 0);
+    assert_eq!(
+        prop(w.property("rocksdb.num-files-at-level0")),
+        files_at_open,
+        "no flush"
+    );
+    let kv_active = prop(kv.property("rocksdb.cur-size-active-mem-table"));
+    assert!(
+        kv_active < 3 << 20,
+        "the key-value store's memtable holds {kv_active} bytes"
+    );
+    w.close().unwrap();
     kv.close().unwrap();
 }

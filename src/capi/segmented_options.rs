@@ -61,7 +61,8 @@ pub struct kstate_window_options_t {
     /// stores have a cache per segment). Default 50 MiB. Ignored by the memory engine and
     /// when `rocksdb_bounded_memory_bytes` is set.
     pub rocksdb_block_cache_bytes: usize,
-    /// RocksDB memtable size per column family in bytes; > 0. Default 16 MiB.
+    /// RocksDB memtable size per column family in bytes; > 0. Default 16 MiB. The data
+    /// family gets it per live segment, as the block cache (at most 3 times).
     pub rocksdb_write_buffer_bytes: usize,
     /// RocksDB memtables per column family before writes stall; >= 1. Default 3.
     pub rocksdb_max_write_buffers: i32,

@@ -27,7 +27,9 @@ pub struct RocksOptions {
     /// this size times the segments live at their retention and segment interval, at most
     /// three.
     pub block_cache_bytes: usize,
-    /// Memtable size per column family in bytes (Kafka: 16 MiB).
+    /// Memtable size per column family in bytes (Kafka: 16 MiB). The data family of a
+    /// window or session store gets it per live segment, as the block cache (at most three
+    /// times).
     pub write_buffer_bytes: usize,
     /// Memtables per column family before writes stall (Kafka: 3).
     pub max_write_buffers: i32,
@@ -252,8 +254,20 @@ impl RocksEngine {
     /// Opens (creating if needed) the database at `path` with the column families it
     /// already has plus those in `wanted`.
     pub(crate) fn open(path: &Path, wanted: &[&str], opts: &RocksOptions) -> Result<RocksEngine> {
+        Self::open_sized(path, wanted, opts, &[])
+    }
+
+    /// [`RocksEngine::open`], with the memtable size of the families named in `memtables`
+    /// set apart from `opts.write_buffer_bytes` (a segmented store's data family, see
+    /// [`crate::store::segmented`]).
+    pub(crate) fn open_sized(
+        path: &Path,
+        wanted: &[&str],
+        opts: &RocksOptions,
+        memtables: &[(&str, usize)],
+    ) -> Result<RocksEngine> {
         std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
-        Self::open_with(path, wanted, opts, false)
+        Self::open_with(path, wanted, opts, memtables, false)
     }
 
     /// Opens an existing database read-only, with all its column families. Takes no lock,
@@ -271,7 +285,7 @@ impl RocksEngine {
         // it apart from a store that is really damaged (which fails every time).
         let mut attempt = 0;
         loop {
-            match Self::open_with(path, &[], opts, true) {
+            match Self::open_with(path, &[], opts, &[], true) {
                 Err(Error::Storage(_) | Error::Corruption(_) | Error::Io { .. }) if attempt < 4 => {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(25 * attempt));
@@ -285,6 +299,7 @@ impl RocksEngine {
         path: &Path,
         wanted: &[&str],
         opts: &RocksOptions,
+        memtables: &[(&str, usize)],
         read_only: bool,
     ) -> Result<RocksEngine> {
         let existing = match probe(path)? {
@@ -301,10 +316,13 @@ impl RocksEngine {
             None => Cache::new_lru_cache(opts.block_cache_bytes),
         };
         let cf_opts = column_family_options(opts, &cache, budget.is_some());
-        let descriptors = registry
-            .names()
-            .iter()
-            .map(|n| ColumnFamilyDescriptor::new(n, cf_opts.clone()));
+        let descriptors = registry.names().iter().map(|n| {
+            let mut o = cf_opts.clone();
+            if let Some((_, bytes)) = memtables.iter().find(|(f, _)| *f == n.as_str()) {
+                o.set_write_buffer_size(*bytes);
+            }
+            ColumnFamilyDescriptor::new(n, o)
+        });
         let mut db_opts = cf_opts.clone();
         db_opts.create_if_missing(true);
         db_opts.create_missing_column_families(true);

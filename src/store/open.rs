@@ -23,6 +23,7 @@ use crate::engine::memory::MemoryEngine;
 use crate::engine::rocksdb::{probe, Probe, RocksEngine};
 use crate::engine::{has_entries, names, BatchOp, Engine, Family};
 use crate::format::meta::{self, CommittedState, StoreHeader, StoreKind, ValueFormat};
+use crate::store::segmented::SegmentBudget;
 use crate::store::StoreOptions;
 use crate::{Error, Result};
 
@@ -355,7 +356,7 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
 
 /// Opens (creating it if the path is vacant) the RocksDB store of a window or session
 /// store: `kind` (with the segment interval a new store gets) and its one data family
-/// `data`. An existing store keeps the segment interval it was created with (it is part of
+/// `data`, with the memory of `budget`. An existing store keeps the segment interval it was created with (it is part of
 /// its key layout), which the returned kind carries.
 ///
 /// # Errors
@@ -364,10 +365,12 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
 /// of databases and are not adopted); otherwise as for key-value stores.
 pub(crate) fn open_rocksdb_kind(
     path: &Path,
-    options: &StoreOptions,
+    budget: &SegmentBudget,
     kind: StoreKind,
     data: &str,
 ) -> Result<(Opened, StoreKind)> {
+    let options = &budget.store;
+    let memtables = [(data, budget.data_write_buffer)];
     if path.as_os_str().is_empty() {
         return Err(Error::InvalidArgument("the store path is empty".into()));
     }
@@ -380,7 +383,7 @@ pub(crate) fn open_rocksdb_kind(
     let wanted = [names::META, names::SPILL, data];
     let existing = match probe(path)? {
         Probe::Vacant => {
-            let engine = RocksEngine::open(&staging, &wanted, &options.rocksdb)?;
+            let engine = RocksEngine::open_sized(&staging, &wanted, &options.rocksdb, &memtables)?;
             let meta = engine.registry().require(names::META)?;
             engine.write(
                 &[BatchOp::Put(
@@ -405,7 +408,7 @@ pub(crate) fn open_rocksdb_kind(
             )));
         }
     }
-    let engine = RocksEngine::open(path, &wanted, &options.rocksdb)?;
+    let engine = RocksEngine::open_sized(path, &wanted, &options.rocksdb, &memtables)?;
     let meta = engine.registry().require(names::META)?;
     let header = match engine.get(meta, meta::KEY_HEADER)? {
         Some(raw) => StoreHeader::decode(&raw)?,

@@ -75,33 +75,49 @@ impl Retention {
     }
 }
 
-/// The most segments whose cache budget a segmented store's one cache gets (see
-/// [`cache_options`]).
-pub(crate) const MAX_CACHED_SEGMENTS: usize = 3;
+/// The most segments whose memory budget a segmented store gets (see [`segment_budget`]).
+pub(crate) const MAX_BUDGETED_SEGMENTS: usize = 3;
 
-/// The options a segmented store opens RocksDB with. Kafka opens a RocksDB instance per
-/// segment, each with its own block cache of `block_cache_bytes` (50 MiB by default), so
-/// that a window store's reads have the cache of every live segment; kstate keeps every
-/// segment in one instance, whose one cache gets the same budget: `block_cache_bytes` per
-/// segment Kafka keeps live at `retention` and `segment_interval`
-/// (`ceil(retention / segment_interval) + 1`), at most [`MAX_CACHED_SEGMENTS`] (Kafka's
-/// count at its default segment interval, so that a store with a custom small interval
-/// does not multiply its cache). A shared budget (`bounded_memory`) is left as it is.
-pub(crate) fn cache_options(
+/// How a segmented store opens RocksDB: the options, and the memtable size of its data
+/// family.
+pub(crate) struct SegmentBudget {
+    /// The store's options, with the block cache of every live segment.
+    pub store: StoreOptions,
+    /// Memtable size of the data family (the other families keep the configured size).
+    pub data_write_buffer: usize,
+}
+
+/// Kafka opens a RocksDB instance per segment, each with its own block cache of
+/// `block_cache_bytes` (50 MiB by default) and memtables of `write_buffer_bytes` (16 MiB),
+/// so that a window store reads and writes with the memory of every live segment. kstate
+/// keeps every segment in one instance, which gets the same budget: the block cache and the
+/// data family's memtable are sized per segment Kafka keeps live at `retention` and
+/// `segment_interval` (`ceil(retention / segment_interval) + 1`), at most
+/// [`MAX_BUDGETED_SEGMENTS`] (Kafka's count at its default segment interval, so that a store
+/// with a custom small interval does not multiply its memory). The metadata and spill
+/// families keep the configured memtable size; a shared budget (`bounded_memory`) is left
+/// as it is.
+pub(crate) fn segment_budget(
     store: &StoreOptions,
     retention: i64,
     segment_interval: i64,
-) -> StoreOptions {
+) -> SegmentBudget {
     let mut out = store.clone();
+    let mut data_write_buffer = store.rocksdb.write_buffer_bytes;
     if out.rocksdb.bounded_memory.is_none() {
         let interval = segment_interval.max(1);
-        let spanned = retention.max(0) / interval + i64::from(retention.max(0) % interval != 0);
+        let retention = retention.max(0);
+        let spanned = retention / interval + i64::from(retention % interval != 0);
         let segments = usize::try_from(spanned.saturating_add(1))
-            .unwrap_or(MAX_CACHED_SEGMENTS)
-            .min(MAX_CACHED_SEGMENTS);
+            .unwrap_or(MAX_BUDGETED_SEGMENTS)
+            .min(MAX_BUDGETED_SEGMENTS);
         out.rocksdb.block_cache_bytes = out.rocksdb.block_cache_bytes.saturating_mul(segments);
+        data_write_buffer = data_write_buffer.saturating_mul(segments);
     }
-    out
+    SegmentBudget {
+        store: out,
+        data_write_buffer,
+    }
 }
 
 /// The writer's retention state; guarded by one mutex taken before the transaction.

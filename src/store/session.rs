@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::iter::KvIter;
 use super::open::{open_memory_kind, open_rocksdb_kind};
-use super::segmented::{cache_options, Plan, Retention, Schema, Segmented};
+use super::segmented::{segment_budget, Plan, Retention, Schema, Segmented};
 use super::window::default_segment_interval;
 use super::StoreOptions;
 use crate::engine::EngineKind;
@@ -178,8 +178,8 @@ impl SessionStore {
                 let StoreKind::Session { segment_interval } = kind else {
                     return Err(Error::Internal("a session store of another kind".into()));
                 };
-                let store = cache_options(&store, options.retention_period, segment_interval);
-                open_rocksdb_kind(path, &store, kind, SESSION_FAMILY)?
+                let budget = segment_budget(&store, options.retention_period, segment_interval);
+                open_rocksdb_kind(path, &budget, kind, SESSION_FAMILY)?
             }
             EngineKind::Memory => {
                 if path.as_os_str().is_empty() {

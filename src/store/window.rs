@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::iter::KvIter;
 use super::open::{open_memory_kind, open_rocksdb_kind};
-use super::segmented::{cache_options, Plan, Retention, Schema, Segmented};
+use super::segmented::{segment_budget, Plan, Retention, Schema, Segmented};
 use super::StoreOptions;
 use crate::engine::EngineKind;
 use crate::format::meta::{StoreKind, ValueFormat};
@@ -224,9 +224,9 @@ impl WindowStore {
                 let StoreKind::Window { segment_interval } = kind else {
                     return Err(Error::Internal("a window store of another kind".into()));
                 };
-                let store =
-                    cache_options(&options.store, options.retention_period, segment_interval);
-                open_rocksdb_kind(path, &store, kind, WINDOW_FAMILY)?
+                let budget =
+                    segment_budget(&options.store, options.retention_period, segment_interval);
+                open_rocksdb_kind(path, &budget, kind, WINDOW_FAMILY)?
             }
             EngineKind::Memory => {
                 if path.as_os_str().is_empty() {

@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * <tr><td>{@value #MAX_UNCOMMITTED_BYTES_CONFIG}</td><td>uncommitted bytes kept in memory before spilling to disk</td><td>64 MiB</td></tr>
  * <tr><td>{@value #SYNC_ON_COMMIT_CONFIG}</td><td>fsync the WAL on every commit</td><td>false</td></tr>
  * <tr><td>{@value #BLOCK_CACHE_BYTES_CONFIG}</td><td>RocksDB block cache per store (window and session stores: per live segment, at most 3, as Kafka's per-segment caches)</td><td>50 MiB</td></tr>
- * <tr><td>{@value #WRITE_BUFFER_BYTES_CONFIG}</td><td>RocksDB memtable size</td><td>16 MiB</td></tr>
+ * <tr><td>{@value #WRITE_BUFFER_BYTES_CONFIG}</td><td>RocksDB memtable size (the data of window and session stores: per live segment, at most 3)</td><td>16 MiB</td></tr>
  * <tr><td>{@value #WRITE_BUFFER_COUNT_CONFIG}</td><td>RocksDB memtables per column family before writes stall</td><td>3</td></tr>
  * <tr><td>{@value #BLOOM_FILTER_CONFIG}</td><td>bloom filters (10 bits per key) in RocksDB SST files</td><td>true</td></tr>
  * <tr><td>{@value #STATISTICS_CONFIG}</td><td>RocksDB statistics (the bytes-written/read-total metrics)</td><td>true when metrics.recording.level is DEBUG or TRACE</td></tr>
@@ -429,7 +429,9 @@ public final class KstateStoreOptions {
         }
 
         /**
-         * @param bytes RocksDB write buffer (memtable) size (positive)
+         * @param bytes RocksDB write buffer (memtable) size (positive); a window or session
+         *     store's data memtable holds this per segment live at its retention (at most 3),
+         *     as Kafka's stores have memtables per segment
          * @return this
          */
         public Builder writeBufferBytes(long bytes) {
