@@ -138,6 +138,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         }
         NativeStore.RocksTuning tuning = options.resolvedRocksTuning(configs);
         boolean statistics = options.resolvedStatistics(configs);
+        long openStart = System.nanoTime();
         NativeStore opened = NativeStore.open(name(), path, engine, options.valueFormat.nativeNumber,
             options.resolvedMaxUncommittedBytes(configs), options.resolvedSyncOnCommit(configs), tuning);
         try {
@@ -157,8 +158,8 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(),
                 options.engine == KstateStoreOptions.Engine.ROCKSDB, statistics, () -> store);
         }
-        LOG.info("kstate store {} (task {}): opened {}{}, {} values; committed position {}",
-            name(), context.taskId(), origin, path == null ? "" : " at " + path,
+        LOG.info("kstate store {} (task {}): opened {}{} in {} ms, {} values; committed position {}",
+            name(), context.taskId(), origin, path == null ? "" : " at " + path, (System.nanoTime() - openStart) / 1_000_000,
             options.valueFormat.name().toLowerCase(java.util.Locale.ROOT), committedPosition);
         warnIfExactlyOnceWithoutTransactionalStores(context.applicationId(), configs);
         context.register(root, new RestoreCallback());

@@ -1,6 +1,7 @@
 package dev.kstate.eos;
 
 import dev.kstate.broker.KafkaBroker;
+import dev.kstate.streams.CapturedLogs;
 import dev.kstate.streams.TestSupport;
 import java.io.BufferedReader;
 import java.io.File;
@@ -237,7 +238,8 @@ public final class EosRig {
         File ctl = new File(logDir, "ctl-" + name + "-" + System.nanoTime());
         Files.createDirectories(ctl.toPath());
         List<String> cmd = TestSupport.childJvm("-Xms64m",
-            "-Xmx" + System.getProperty("kstate.eos.child.heap", "384m"), "-XX:+UseSerialGC");
+            "-Xmx" + System.getProperty("kstate.eos.child.heap", "384m"), "-XX:+UseSerialGC",
+            "-D" + CapturedLogs.STDERR + "=" + Boolean.getBoolean(CapturedLogs.STDERR));
         cmd.add(EosApp.class.getName());
         cmd.add("bootstrap=" + broker.bootstrap());
         cmd.add("app=" + appId);

@@ -126,7 +126,9 @@ public final class RestartRace {
                 log.accept(variant + ": read_committed outputs against the model: " + res.eos);
             }
         }
-        dev.kstate.streams.TestSupport.deleteTree(state);
+        if (!Boolean.getBoolean("kstate.race.keep")) {
+            dev.kstate.streams.TestSupport.deleteTree(state);
+        }
         return res;
     }
 
@@ -153,7 +155,11 @@ public final class RestartRace {
                 results.put(v, race(broker, base, v, keys, kills, 42, System.out::println));
             }
         } finally {
-            dev.kstate.streams.TestSupport.deleteTree(base);
+            if (Boolean.getBoolean("kstate.race.keep")) {
+                System.out.println("kept (logs of every run): " + base);
+            } else {
+                dev.kstate.streams.TestSupport.deleteTree(base);
+            }
         }
         System.out.printf("%nRestart race: %,d keys, %d kills per variant, 4 partitions, exactly_once_v2, commit.interval.ms=100 "
             + "(%,d s in all)%n%n", keys, kills, (System.nanoTime() - t0) / 1_000_000_000L);

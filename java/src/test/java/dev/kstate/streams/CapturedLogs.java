@@ -19,7 +19,25 @@ import org.slf4j.helpers.SubstituteLogger;
  * dropped, as slf4j-nop did.
  */
 public final class CapturedLogs {
+    /**
+     * System property: {@code true} also prints every INFO-or-higher event of every logger
+     * (Kafka's too) to standard error, with its time, for timelines of child JVMs (the restart
+     * race's {@code -PkeepLogs}).
+     */
+    public static final String STDERR = "kstate.test.log.stderr";
     private static final Queue<SubstituteLoggingEvent> EVENTS = new ConcurrentLinkedQueue<>();
+    private static final Queue<SubstituteLoggingEvent> PRINTED = new ConcurrentLinkedQueue<SubstituteLoggingEvent>() {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public boolean offer(SubstituteLoggingEvent e) {
+            if (e.getLevel().toInt() >= Level.INFO.toInt()) {
+                String msg = MessageFormatter.arrayFormat(e.getMessage(), e.getArgumentArray()).getMessage();
+                System.err.printf("%tT.%<tL %s %s %s%n", e.getTimeStamp(), e.getLevel(), e.getThreadName(), msg);
+            }
+            return true;
+        }
+    };
 
     private CapturedLogs() {
     }
@@ -56,10 +74,14 @@ public final class CapturedLogs {
     public static final class Factory implements ILoggerFactory {
         @Override
         public Logger getLogger(String name) {
+            boolean print = Boolean.getBoolean(STDERR);
             if (name.startsWith("dev.kstate")) {
+                if (print) {
+                    return new EventRecodingLogger(new SubstituteLogger(name, PRINTED, false), PRINTED);
+                }
                 return new EventRecodingLogger(new SubstituteLogger(name, EVENTS, false), EVENTS);
             }
-            return NOPLogger.NOP_LOGGER;
+            return print ? new EventRecodingLogger(new SubstituteLogger(name, PRINTED, false), PRINTED) : NOPLogger.NOP_LOGGER;
         }
     }
 }
