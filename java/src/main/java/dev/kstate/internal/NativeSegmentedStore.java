@@ -152,6 +152,19 @@ public abstract class NativeSegmentedStore implements AutoCloseable, NativePrope
         return nativeStreamTime(handle(), committed);
     }
 
+    /**
+     * Closes the open iterators and keeps the store open (before it is parked).
+     *
+     * @return the number of iterators closed
+     */
+    public int closeIterators() {
+        List<NativeSegmentIterator> open = new ArrayList<>(iterators);
+        for (NativeSegmentIterator it : open) {
+            it.close();
+        }
+        return open.size();
+    }
+
     /** Closes the open iterators, then the store (uncommitted writes are discarded). Idempotent. */
     @Override
     public void close() {
@@ -159,10 +172,7 @@ public abstract class NativeSegmentedStore implements AutoCloseable, NativePrope
         if (h == 0) {
             return;
         }
-        List<NativeSegmentIterator> open = new ArrayList<>(iterators);
-        for (NativeSegmentIterator it : open) {
-            it.close();
-        }
+        closeIterators();
         nativeClose(h);
     }
 }

@@ -38,6 +38,8 @@ public final class NativeSessionStore extends NativeSegmentedStore {
                                           boolean syncOnCommit, NativeStore.RocksTuning rocksdb, long retentionMs,
                                           long segmentIntervalMs) {
         KstateNative.ensureLoaded();
+        // a store parked at this directory holds its lock: close it first
+        ParkedStores.release(path);
         long h = KstateNative.sessionOpen(path, engine, maxUncommittedBytes, syncOnCommit, rocksdb.blockCacheBytes,
             rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter, rocksdb.statistics,
             rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs, segmentIntervalMs);

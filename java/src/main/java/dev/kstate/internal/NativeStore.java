@@ -80,6 +80,8 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
     public static NativeStore open(String name, String path, int engine, int valueFormat,
                                    long maxUncommittedBytes, boolean syncOnCommit, RocksTuning rocksdb) {
         KstateNative.ensureLoaded();
+        // a store parked at this directory holds its lock: close it first
+        ParkedStores.release(path);
         long h = KstateNative.open(path, engine, valueFormat, maxUncommittedBytes, syncOnCommit,
             rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
             rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes);
@@ -114,6 +116,30 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
             this.statistics = statistics;
             this.boundedMemoryBytes = boundedMemoryBytes;
             this.boundedMemtableBytes = boundedMemtableBytes;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (!(o instanceof RocksTuning)) {
+                return false;
+            }
+            RocksTuning t = (RocksTuning) o;
+            return blockCacheBytes == t.blockCacheBytes && writeBufferBytes == t.writeBufferBytes
+                && maxWriteBuffers == t.maxWriteBuffers && bloomFilter == t.bloomFilter && statistics == t.statistics
+                && boundedMemoryBytes == t.boundedMemoryBytes && boundedMemtableBytes == t.boundedMemtableBytes;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(blockCacheBytes, writeBufferBytes, maxWriteBuffers, bloomFilter, statistics,
+                boundedMemoryBytes, boundedMemtableBytes);
+        }
+
+        @Override
+        public String toString() {
+            return "RocksTuning{blockCache=" + blockCacheBytes + ", writeBuffer=" + writeBufferBytes + ", maxWriteBuffers="
+                + maxWriteBuffers + ", bloom=" + bloomFilter + ", statistics=" + statistics + ", boundedMemory="
+                + boundedMemoryBytes + ", boundedMemtable=" + boundedMemtableBytes + "}";
         }
     }
 
@@ -318,6 +344,19 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
         return KstateNative.upgradeBySwap(handle(), progress);
     }
 
+    /**
+     * Closes the open iterators and keeps the store open (before it is parked).
+     *
+     * @return the number of iterators closed
+     */
+    public int closeIterators() {
+        List<NativeIterator> open = new ArrayList<>(iterators);
+        for (NativeIterator it : open) {
+            it.close();
+        }
+        return open.size();
+    }
+
     /** Closes the open iterators, then the store (uncommitted writes are discarded). Idempotent. */
     @Override
     public void close() {
@@ -325,10 +364,7 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
         if (h == 0) {
             return;
         }
-        List<NativeIterator> open = new ArrayList<>(iterators);
-        for (NativeIterator it : open) {
-            it.close();
-        }
+        closeIterators();
         KstateNative.close(h);
     }
 }

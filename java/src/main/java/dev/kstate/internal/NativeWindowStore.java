@@ -46,6 +46,8 @@ public final class NativeWindowStore extends NativeSegmentedStore {
                                          NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
                                          boolean retainDuplicates, long segmentIntervalMs) {
         KstateNative.ensureLoaded();
+        // a store parked at this directory holds its lock: close it first
+        ParkedStores.release(path);
         long h = KstateNative.windowOpen(path, engine, timestamped, maxUncommittedBytes, syncOnCommit,
             rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
             rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs,

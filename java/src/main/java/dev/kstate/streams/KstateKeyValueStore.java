@@ -3,6 +3,7 @@ package dev.kstate.streams;
 import dev.kstate.internal.KstateNative;
 import dev.kstate.internal.NativeIterator;
 import dev.kstate.internal.NativeStore;
+import dev.kstate.internal.ParkedStores;
 import dev.kstate.internal.Packing;
 import dev.kstate.internal.PositionCodec;
 import java.io.File;
@@ -83,6 +84,10 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     private volatile boolean consistencyEnabled;
     /** The store's metrics while it is open. */
     private volatile KstateMetrics metrics;
+    /** Park the native store on close for this long (ms): initialised by Kafka's start-up path; else 0. */
+    private volatile long parkMillis;
+    /** What the native store was opened with: an adopter must open with equal options. */
+    private volatile List<Object> openOptions;
     /**
      * True while the store was created empty by this init and nothing has been written,
      * restored or adopted since: a committed offset would claim data the store does not hold.
@@ -111,10 +116,10 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         int engine = KstateNative.ENGINE_MEMORY;
         String origin;
         boolean fresh = true;
+        File dir = null;
         if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
             File own = new File(context.stateDir(), name());
             File kafka = new File(new File(context.stateDir(), KAFKA_ROCKSDB_DIR), name());
-            File dir;
             if (!hasFiles(own) && hasFiles(kafka)) {
                 // Kafka Streams' own RocksDB store of the same name (a migration to kstate, or a
                 // store kstate adopted earlier): open it in place, never beside it empty.
@@ -125,12 +130,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
                 dir = own;
                 fresh = !hasFiles(own);
                 origin = fresh ? "new store" : "existing store";
-                if (!dir.isDirectory() && !dir.mkdirs()) {
-                    throw new KstateProcessorStateException("cannot create the directory " + dir + " of store " + name(),
-                        KstateException.IO);
-                }
             }
-            directory = dir;
             path = dir.getAbsolutePath();
             engine = KstateNative.ENGINE_ROCKSDB;
         } else {
@@ -138,9 +138,33 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         }
         NativeStore.RocksTuning tuning = options.resolvedRocksTuning(configs);
         boolean statistics = options.resolvedStatistics(configs);
+        long maxUncommitted = options.resolvedMaxUncommittedBytes(configs);
+        boolean syncOnCommit = options.resolvedSyncOnCommit(configs);
+        List<Object> openOptions = java.util.Arrays.asList("key-value", options.valueFormat, maxUncommitted, syncOnCommit,
+            tuning);
         long openStart = System.nanoTime();
-        NativeStore opened = NativeStore.open(name(), path, engine, options.valueFormat.nativeNumber,
-            options.resolvedMaxUncommittedBytes(configs), options.resolvedSyncOnCommit(configs), tuning);
+        NativeStore opened = null;
+        String verb = "opened";
+        if (dir != null) {
+            // Adopted before the directory is (re)created: a parked store whose directory was
+            // deleted must be closed while nothing stands at its path.
+            ParkedStores.Parked parked = ParkedStores.adopt(dir, openOptions, name() + " (task " + context.taskId() + ")");
+            if (parked != null) {
+                opened = (NativeStore) parked.store();
+                fresh = parked.emptySinceCreation();
+                origin = "the store parked by Kafka Streams' start-up path " + parked.parkedMillis() + " ms ago (not "
+                    + "opened again)";
+                verb = "adopted";
+            } else if (!dir.isDirectory() && !dir.mkdirs()) {
+                throw new KstateProcessorStateException("cannot create the directory " + dir + " of store " + name(),
+                    KstateException.IO);
+            }
+            directory = dir;
+        }
+        if (opened == null) {
+            opened = NativeStore.open(name(), path, engine, options.valueFormat.nativeNumber, maxUncommitted, syncOnCommit,
+                tuning);
+        }
         try {
             Position recovered = PositionCodec.decode(opened.committedMetadata());
             position = recovered;
@@ -153,13 +177,15 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         this.consistencyEnabled = booleanConfig(configs, IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
         this.emptySinceCreation = fresh;
         this.context = context;
+        this.parkMillis = StartupParking.parkMillis(context, dir != null);
+        this.openOptions = openOptions;
         this.store = opened;
         if (context.metrics() != null) {
             metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(),
                 options.engine == KstateStoreOptions.Engine.ROCKSDB, statistics, () -> store);
         }
-        LOG.info("kstate store {} (task {}): opened {}{} in {} ms, {} values; committed position {}",
-            name(), context.taskId(), origin, path == null ? "" : " at " + path, (System.nanoTime() - openStart) / 1_000_000,
+        LOG.info("kstate store {} (task {}): {} {}{} in {} ms, {} values; committed position {}",
+            name(), context.taskId(), verb, origin, path == null ? "" : " at " + path, (System.nanoTime() - openStart) / 1_000_000,
             options.valueFormat.name().toLowerCase(java.util.Locale.ROOT), committedPosition);
         warnIfExactlyOnceWithoutTransactionalStores(context.applicationId(), configs);
         context.register(root, new RestoreCallback());
@@ -351,7 +377,14 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         return s.approximateNumUncommittedBytes();
     }
 
-    /** Closes the store and its open iterators; uncommitted writes are discarded. Idempotent. */
+    /**
+     * Closes the store and its open iterators; uncommitted writes are discarded. Idempotent.
+     *
+     * <p>A store initialised by Kafka Streams' start-up path (see {@link StartupParking}) is
+     * closed for Kafka (it reports closed, its metrics are gone, its uncommitted writes are
+     * discarded) but its native store stays open, parked, for the task's next {@code init} of
+     * the same directory to adopt ({@value KstateStoreOptions#STARTUP_PARK_MS_CONFIG}).
+     */
     @Override
     public void close() {
         KstateMetrics m = metrics;
@@ -366,9 +399,30 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
                 // As Kafka's RocksDBStore: an iterator left open is a bug in the caller.
                 LOG.warn("Closing {} open iterators for store {}", leaked, name());
             }
+            if (parkMillis > 0 && park(s)) {
+                return;
+            }
             s.close();
             LOG.debug("kstate store {} closed", name());
         }
+    }
+
+    /** Parks the open native store (see {@link #close()}); false when it could not be (then it is closed as usual). */
+    private boolean park(NativeStore s) {
+        StateStoreContext ctx = context;
+        try {
+            s.closeIterators();
+            s.rollback();
+            ParkedStores.park(directory, openOptions, s, StartupParking.owner(ctx), emptySinceCreation, parkMillis,
+                name() + " (task " + ctx.taskId() + ")");
+        } catch (RuntimeException e) {
+            LOG.warn("kstate store {}: could not keep it open for adoption, closing it: {}", name(), e.toString());
+            return false;
+        }
+        store = null;
+        LOG.info("kstate store {} (task {}): closed by Kafka Streams' start-up path; kept open (parked) for up to {} ms "
+            + "for the task's initialisation to adopt", name(), ctx.taskId(), parkMillis);
+        return true;
     }
 
     @Override

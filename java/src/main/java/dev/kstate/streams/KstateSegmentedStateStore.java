@@ -3,6 +3,7 @@ package dev.kstate.streams;
 import dev.kstate.internal.KstateNative;
 import dev.kstate.internal.NativeSegmentedStore;
 import dev.kstate.internal.NativeStore;
+import dev.kstate.internal.ParkedStores;
 import dev.kstate.internal.Packing;
 import dev.kstate.internal.PositionCodec;
 import java.io.File;
@@ -57,6 +58,10 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     private volatile File directory;
     private volatile boolean consistencyEnabled;
     private volatile KstateMetrics metrics;
+    /** Park the native store on close for this long (ms): initialised by Kafka's start-up path; else 0. */
+    private volatile long parkMillis;
+    /** What the native store was opened with: an adopter must open with equal options. */
+    private volatile List<Object> openOptions;
     /** True while the store was created empty by this init and nothing was written or restored since. */
     private volatile boolean emptySinceCreation;
     /** The writer's observed stream time (Kafka's observedStreamTime), mirrored to know which writes expire. */
@@ -71,6 +76,9 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     /** Opens the native store at {@code path} (null for the memory engine). */
     abstract S openNative(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
                           NativeStore.RocksTuning tuning);
+
+    /** @return what, besides the common options, a native store of this kind is opened with (kind, retention...) */
+    abstract List<Object> shape();
 
     /** Writes a restored changelog batch keyed by Kafka store keys. */
     abstract void putAllStoreKeys(S s, byte[] packed);
@@ -87,6 +95,7 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     }
 
     @Override
+    @SuppressWarnings("unchecked") // a parked store adopted with equal options has this kind (the shape says so)
     public void init(StateStoreContext context, StateStore root) {
         if (store != null && store.isOpen()) {
             throw new IllegalStateException("store " + name() + " is already initialised");
@@ -96,21 +105,42 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         String path = null;
         int engine = KstateNative.ENGINE_MEMORY;
         boolean fresh = true;
+        File dir = null;
         if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
-            File dir = new File(context.stateDir(), name());
+            dir = new File(context.stateDir(), name());
             refuseKafkaSegments(dir);
             fresh = !hasFiles(dir);
-            if (!dir.isDirectory() && !dir.mkdirs()) {
-                throw new KstateProcessorStateException("cannot create the directory " + dir + " of store " + name(),
-                    KstateException.IO);
-            }
-            directory = dir;
             path = dir.getAbsolutePath();
             engine = KstateNative.ENGINE_ROCKSDB;
         }
         boolean statistics = options.resolvedStatistics(configs);
-        S opened = openNative(path, engine, options.resolvedMaxUncommittedBytes(configs),
-            options.resolvedSyncOnCommit(configs), options.resolvedRocksTuning(configs));
+        long maxUncommitted = options.resolvedMaxUncommittedBytes(configs);
+        boolean syncOnCommit = options.resolvedSyncOnCommit(configs);
+        NativeStore.RocksTuning tuning = options.resolvedRocksTuning(configs);
+        List<Object> openOptions = java.util.Arrays.asList(shape(), maxUncommitted, syncOnCommit, tuning);
+        long openStart = System.nanoTime();
+        S opened = null;
+        String verb = "opened";
+        String origin = path == null ? "new in-memory store" : fresh ? "new store" : "existing store";
+        if (dir != null) {
+            // Adopted before the directory is (re)created: a parked store whose directory was
+            // deleted must be closed while nothing stands at its path.
+            ParkedStores.Parked parked = ParkedStores.adopt(dir, openOptions, name() + " (task " + context.taskId() + ")");
+            if (parked != null) {
+                opened = (S) parked.store();
+                fresh = parked.emptySinceCreation();
+                verb = "adopted";
+                origin = "the store parked by Kafka Streams' start-up path " + parked.parkedMillis() + " ms ago (not "
+                    + "opened again)";
+            } else if (!dir.isDirectory() && !dir.mkdirs()) {
+                throw new KstateProcessorStateException("cannot create the directory " + dir + " of store " + name(),
+                    KstateException.IO);
+            }
+            directory = dir;
+        }
+        if (opened == null) {
+            opened = openNative(path, engine, maxUncommitted, syncOnCommit, tuning);
+        }
         try {
             Position recovered = PositionCodec.decode(opened.committedMetadata());
             position = recovered;
@@ -127,14 +157,16 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         consistencyEnabled = consistency != null && Boolean.parseBoolean(String.valueOf(consistency).trim());
         emptySinceCreation = fresh;
         this.context = context;
+        this.parkMillis = StartupParking.parkMillis(context, dir != null);
+        this.openOptions = openOptions;
         this.store = opened;
         if (context.metrics() != null) {
             metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(), stateIdTag(),
                 options.engine == KstateStoreOptions.Engine.ROCKSDB, statistics, () -> store);
         }
-        LOG.info("kstate {} store {} (task {}): opened {}{}, retention {} ms, segment interval {} ms; committed position {}",
-            kind(), name(), context.taskId(), path == null ? "new in-memory store" : fresh ? "new store" : "existing store",
-            path == null ? "" : " at " + path, retentionPeriod, segmentInterval, committedPosition);
+        LOG.info("kstate {} store {} (task {}): {} {}{} in {} ms, retention {} ms, segment interval {} ms; committed "
+            + "position {}", kind(), name(), context.taskId(), verb, origin, path == null ? "" : " at " + path,
+            (System.nanoTime() - openStart) / 1_000_000, retentionPeriod, segmentInterval, committedPosition);
         context.register(root, new RestoreCallback());
     }
 
@@ -254,7 +286,11 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         return s.approximateNumUncommittedBytes();
     }
 
-    /** Closes the store and its open iterators; uncommitted writes are discarded. Idempotent. */
+    /**
+     * Closes the store and its open iterators; uncommitted writes are discarded. Idempotent.
+     * A store initialised by Kafka Streams' start-up path is parked instead, as
+     * {@link KstateKeyValueStore#close()} describes.
+     */
     @Override
     public void close() {
         KstateMetrics m = metrics;
@@ -268,9 +304,30 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
             if (leaked > 0) {
                 LOG.warn("Closing {} open iterators for store {}", leaked, name());
             }
+            if (parkMillis > 0 && park(s)) {
+                return;
+            }
             s.close();
             LOG.debug("kstate store {} closed", name());
         }
+    }
+
+    /** Parks the open native store (see {@link #close()}); false when it could not be (then it is closed as usual). */
+    private boolean park(S s) {
+        StateStoreContext ctx = context;
+        try {
+            s.closeIterators();
+            s.rollback();
+            ParkedStores.park(directory, openOptions, s, StartupParking.owner(ctx), emptySinceCreation, parkMillis,
+                kind() + " store " + name() + " (task " + ctx.taskId() + ")");
+        } catch (RuntimeException e) {
+            LOG.warn("kstate {} store {}: could not keep it open for adoption, closing it: {}", kind(), name(), e.toString());
+            return false;
+        }
+        store = null;
+        LOG.info("kstate {} store {} (task {}): closed by Kafka Streams' start-up path; kept open (parked) for up to {} ms "
+            + "for the task's initialisation to adopt", kind(), name(), ctx.taskId(), parkMillis);
+        return true;
     }
 
     @Override

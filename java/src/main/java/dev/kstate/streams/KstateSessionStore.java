@@ -44,6 +44,11 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     }
 
     @Override
+    java.util.List<Object> shape() {
+        return java.util.Arrays.asList("session", retentionPeriod, segmentInterval);
+    }
+
+    @Override
     void putAllStoreKeys(NativeSessionStore s, byte[] packed) {
         s.putAllStoreKeys(packed);
     }

@@ -31,6 +31,8 @@ import org.slf4j.LoggerFactory;
  * <tr><td>{@value #BOUNDED_MEMORY_BYTES_CONFIG}</td><td>one block cache of this size, charged with every memtable, shared by all kstate stores of the process with the same budget</td><td>unset: a cache per store</td></tr>
  * <tr><td>{@value #BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG}</td><td>part of the shared budget memtables may use before they are flushed</td><td>0.5</td></tr>
  * <tr><td>{@value #ENGINE_CONFIG}</td><td>engine of DSL stores made by {@link KstateDslStoreSuppliers}</td><td>rocksdb</td></tr>
+ * <tr><td>{@value #STARTUP_PARK_MS_CONFIG}</td><td>how long a store opened by Kafka Streams' start-up path stays open
+ * (parked) for the task's own initialisation to adopt it; 0 closes it as Kafka asks</td><td>60000</td></tr>
  * </table>
  */
 public final class KstateStoreOptions {
@@ -59,6 +61,15 @@ public final class KstateStoreOptions {
     static final String ROCKSDB_CONFIG_SETTER = "rocksdb.config.setter";
     /** Engine of the DSL stores made by {@link KstateDslStoreSuppliers}: rocksdb or memory. */
     public static final String ENGINE_CONFIG = "kstate.engine";
+    /**
+     * Milliseconds a RocksDB store opened by Kafka Streams' start-up path (Kafka 4.3+
+     * {@code KafkaStreams#start()}, which opens and closes every store of the local task
+     * directories) stays open, parked, for the task's next initialisation to adopt instead of
+     * opening it again; 0 disables parking.
+     */
+    public static final String STARTUP_PARK_MS_CONFIG = "kstate.startup.park.ms";
+    /** Default of {@link #STARTUP_PARK_MS_CONFIG}. */
+    public static final long DEFAULT_STARTUP_PARK_MS = 60_000;
 
     /**
      * How values are laid out. A store opens with its own format or a later one (PLAIN &lt;
@@ -189,7 +200,7 @@ public final class KstateStoreOptions {
     static final List<String> KNOWN_KEYS = Collections.unmodifiableList(Arrays.asList(MAX_UNCOMMITTED_BYTES_CONFIG,
         SYNC_ON_COMMIT_CONFIG, BLOCK_CACHE_BYTES_CONFIG, WRITE_BUFFER_BYTES_CONFIG, WRITE_BUFFER_COUNT_CONFIG,
         BLOOM_FILTER_CONFIG, STATISTICS_CONFIG, BOUNDED_MEMORY_BYTES_CONFIG, BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG,
-        ENGINE_CONFIG));
+        ENGINE_CONFIG, STARTUP_PARK_MS_CONFIG));
     private static final Set<String> WARNED_KEYS = ConcurrentHashMap.newKeySet();
 
     /**
@@ -300,6 +311,33 @@ public final class KstateStoreOptions {
         return new NativeStore.RocksTuning(resolvedBlockCacheBytes(appConfigs), resolvedWriteBufferBytes(appConfigs),
             resolvedWriteBufferCount(appConfigs), resolvedBloomFilter(appConfigs), resolvedStatistics(appConfigs),
             bounded, memtables);
+    }
+
+    /**
+     * {@link #STARTUP_PARK_MS_CONFIG}: a number of milliseconds, 0 or more.
+     *
+     * @throws ConfigException naming the key and the accepted values for anything else
+     */
+    static long resolvedStartupParkMs(Map<String, ?> configs) {
+        Object v = configs == null ? null : configs.get(STARTUP_PARK_MS_CONFIG);
+        if (v == null) {
+            return DEFAULT_STARTUP_PARK_MS;
+        }
+        String accepted = "accepted values: a number of milliseconds, 0 or more (0 disables parking)";
+        long parsed;
+        if (v instanceof Number) {
+            parsed = ((Number) v).longValue();
+        } else {
+            try {
+                parsed = Long.parseLong(String.valueOf(v).trim());
+            } catch (NumberFormatException e) {
+                throw new ConfigException(STARTUP_PARK_MS_CONFIG, v, accepted);
+            }
+        }
+        if (parsed < 0) {
+            throw new ConfigException(STARTUP_PARK_MS_CONFIG, v, accepted);
+        }
+        return parsed;
     }
 
     static long longConfig(Map<String, ?> configs, String key, long fallback) {

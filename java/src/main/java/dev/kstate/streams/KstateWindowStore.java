@@ -55,6 +55,12 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     }
 
     @Override
+    java.util.List<Object> shape() {
+        return java.util.Arrays.asList("window", options.timestamped, retentionPeriod, windowSize, retainDuplicates,
+            segmentInterval);
+    }
+
+    @Override
     void putAllStoreKeys(NativeWindowStore s, byte[] packed) {
         s.putAllStoreKeys(packed);
     }

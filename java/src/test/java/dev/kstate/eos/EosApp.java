@@ -68,7 +68,8 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * {@code topics} (a prefix of the topic names), {@code ctl} (a control directory: the file {@code query} asks for the interactive queries,
  * {@code stop} for a clean close), optional {@code instance} (static membership),
  * {@code commit.ms}, {@code max.uncommitted} ({@code kstate.max.uncommitted.bytes}),
- * {@code standbys}, {@code iq.limit} (entries printed per query and partition).
+ * {@code standbys}, {@code iq.limit} (entries printed per query and partition), {@code park.ms}
+ * ({@code kstate.startup.park.ms}).
  *
  * <p>It reports on standard output, one event a line: {@code STATE new old ms}, {@code RUNNING ms}
  * (ms since the JVM started), {@code RESTORE_START store topic partition start end},
@@ -77,7 +78,8 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * partition offset}, {@code STANDBY_BATCH store topic partition batchEnd size} and
  * {@code STANDBY_SUSPENDED store topic partition offset reason} for standby tasks,
  * {@code FENCED method exception} when the producer is refused (a zombie's transaction),
- * {@code IQ api level store key value}, {@code IQ_DONE}, {@code ERROR ...}, {@code CLOSED}.
+ * {@code IQ api level store key value}, {@code IQ_DONE}, {@code ERROR ...}, {@code CLOSED}, and
+ * {@code LOG level thread message} for each INFO-or-higher event of kstate's loggers.
  */
 public final class EosApp {
     public static final String INPUT = "input";
@@ -112,6 +114,12 @@ public final class EosApp {
             int eq = arg.indexOf('=');
             a.put(arg.substring(0, eq), arg.substring(eq + 1));
         }
+        // kstate's log events, INFO and up, reach the parent as LOG lines (which store was opened, adopted...)
+        dev.kstate.streams.CapturedLogs.forward(l -> {
+            if (!l.startsWith("DEBUG") && !l.startsWith("TRACE")) {
+                out("LOG " + l.replace('\n', ' '));
+            }
+        });
         String variant = a.getOrDefault("variant", "kstate");
         String t = a.getOrDefault("topics", "");
         File ctl = new File(a.get("ctl"));
@@ -134,6 +142,9 @@ public final class EosApp {
         }
         if (variant.equals("kstate")) {
             p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class);
+        }
+        if (a.containsKey("park.ms")) {
+            p.put(KstateStoreOptions.STARTUP_PARK_MS_CONFIG, a.get("park.ms"));
         }
         if (a.containsKey("max.uncommitted")) {
             p.put(KstateStoreOptions.MAX_UNCOMMITTED_BYTES_CONFIG, a.get("max.uncommitted"));

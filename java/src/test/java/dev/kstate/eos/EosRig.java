@@ -78,6 +78,8 @@ public final class EosRig {
         public final List<Restore> restores = Collections.synchronizedList(new ArrayList<>());
         public final List<String> errors = Collections.synchronizedList(new ArrayList<>());
         public final List<String> iq = Collections.synchronizedList(new ArrayList<>());
+        /** {@code LOG} lines: kstate's log events (INFO and up), as {@code level thread message}. */
+        public final List<String> logs = Collections.synchronizedList(new ArrayList<>());
         /** {@code STANDBY_START} lines: a standby task of this instance began updating a store. */
         public final List<String> standbyStarts = Collections.synchronizedList(new ArrayList<>());
         public volatile long runningMs = -1;
@@ -132,6 +134,9 @@ public final class EosRig {
                             break;
                         case "STANDBY_START":
                             standbyStarts.add(line);
+                            break;
+                        case "LOG":
+                            logs.add(line.substring(4));
                             break;
                         case "IQ":
                             iq.add(line);

@@ -175,6 +175,7 @@ public class RealBrokerEosTest extends BrokerSuite {
             App b = start("clean-b", appId, state, logs, "variant=kstate");
             try {
                 assertTrue("RUNNING after the restart", b.awaitRunning(90_000));
+                checkOpenedOnceAndAdopted(b);
                 in.produce(1000);
                 EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
                 EosRig.checkQueries(b.query(60_000), in.counts(), in.sums());
@@ -188,6 +189,98 @@ public class RealBrokerEosTest extends BrokerSuite {
             }
             assertEquals("no store directory wiped or recreated", before, storeInodes(state, appId));
             checkAll(in, appId, state);
+        }
+    }
+
+    /** A store's open and adoption events in a child's kstate log: {@code store@task -> [verb thread, ...]}. */
+    static Map<String, List<String>> opensByStore(App app) {
+        java.util.regex.Pattern p = java.util.regex.Pattern.compile(
+            "INFO (\\S+) kstate store (\\S+) \\(task (\\S+)\\): (opened|adopted|closed by Kafka Streams' start-up path)[ ;].*");
+        Map<String, List<String>> m = new java.util.TreeMap<>();
+        synchronized (app.logs) {
+            for (String l : app.logs) {
+                java.util.regex.Matcher x = p.matcher(l);
+                if (x.matches()) {
+                    String verb = x.group(4).startsWith("closed") ? "parked" : x.group(4);
+                    m.computeIfAbsent(x.group(2) + "@" + x.group(3), k -> new ArrayList<>()).add(verb + " " + x.group(1));
+                }
+            }
+        }
+        return m;
+    }
+
+    /**
+     * Checks that Kafka's start-up path opened each store of each task once (on the main thread,
+     * inside {@code KafkaStreams#start()}) and parked it, and that the stream thread adopted it
+     * instead of opening it a second time.
+     */
+    static void checkOpenedOnceAndAdopted(App app) {
+        Map<String, List<String>> opens = opensByStore(app);
+        assertEquals("both stores of every task were initialised: " + opens, 2 * PARTITIONS, opens.size());
+        for (Map.Entry<String, List<String>> e : opens.entrySet()) {
+            List<String> events = e.getValue();
+            assertEquals(e.getKey() + ": opened once by the start-up path, parked, adopted by the stream thread: " + events,
+                3, events.size());
+            assertEquals(e.getKey() + ": " + events, "opened main", events.get(0));
+            assertEquals(e.getKey() + ": " + events, "parked main", events.get(1));
+            assertTrue(e.getKey() + ": adopted by a stream thread: " + events,
+                events.get(2).startsWith("adopted ") && events.get(2).contains("StreamThread"));
+        }
+        synchronized (app.logs) {
+            for (String l : app.logs) {
+                assertTrue("no parked store was closed instead of adopted: " + l, !l.contains("closed the parked store"));
+            }
+        }
+    }
+
+    /**
+     * A SIGKILL while idle (every input record processed and committed, the writes since the
+     * last flush only in the stores' write-ahead logs), then a restart on the same state: Kafka's
+     * start-up path opens each kstate store once (replaying its log) and the stream thread
+     * adopts it instead of opening it again; nothing is restored, nothing wiped, and outputs,
+     * changelogs, queries and the stores stay exactly-once.
+     */
+    @Test
+    public void restartAfterKillOpensEachStoreOnce() throws Exception {
+        String appId = "eos-adopt";
+        File state = new File(base, "adopt-state");
+        File logs = new File(base, "adopt-logs");
+        logs.mkdirs();
+        try (Input in = input(appId, 19, 500)) {
+            in.produce(3000);
+            App a = start("adopt-a", appId, state, logs, "variant=kstate", "instance=i1");
+            try {
+                assertTrue("RUNNING", a.awaitRunning(90_000));
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                Thread.sleep(1_000); // the stores commit right after the producer's transaction
+                assertTrue("first run: nothing parked on a fresh state directory: " + opensByStore(a),
+                    opensByStore(a).values().stream().allMatch(l -> l.size() == 1 && l.get(0).startsWith("opened ")));
+            } finally {
+                a.kill();
+            }
+            assertTrue("errors: " + a.errors, a.errors.isEmpty());
+            Map<String, Object> before = storeInodes(state, appId);
+            assertEquals("both stores of every task on disk", 2 * PARTITIONS, before.size());
+
+            App b = start("adopt-b", appId, state, logs, "variant=kstate", "instance=i1");
+            try {
+                assertTrue("RUNNING after the kill: " + b.errors + "\n" + b.tail(), b.awaitRunning(90_000));
+                b.await(x -> x.restores.stream().allMatch(r -> r.restored >= 0), 10_000);
+                checkOpenedOnceAndAdopted(b);
+                for (Restore r : b.restores) {
+                    assertTrue("nothing to restore after a kill while idle: " + r, r.restored <= 0);
+                }
+                in.produce(1000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                EosRig.checkQueries(b.query(60_000), in.counts(), in.sums());
+                assertEquals("clean exit", 0, b.stop(90_000));
+            } finally {
+                b.process.destroyForcibly();
+            }
+            assertTrue("errors: " + b.errors, b.errors.isEmpty());
+            assertEquals("no store directory wiped or recreated", before, storeInodes(state, appId));
+            checkAll(in, appId, state);
+            System.out.printf("adoption after a kill: %s%n", opensByStore(b));
         }
     }
 

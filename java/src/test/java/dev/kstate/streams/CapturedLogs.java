@@ -16,7 +16,7 @@ import org.slf4j.helpers.SubstituteLogger;
 /**
  * The log events of kstate's loggers ({@code dev.kstate.*}) in this JVM, recorded by the test
  * SLF4J binding ({@code org.slf4j.impl.StaticLoggerBinder}). Other loggers (Kafka's) are
- * dropped, as slf4j-nop did.
+ * dropped, as slf4j-nop did, unless {@link #STDERR} prints them.
  */
 public final class CapturedLogs {
     /**
@@ -26,12 +26,29 @@ public final class CapturedLogs {
      */
     public static final String STDERR = "kstate.test.log.stderr";
     private static final Queue<SubstituteLoggingEvent> EVENTS = new ConcurrentLinkedQueue<>();
+    /** kstate's events: recorded, and printed too with {@link #STDERR}. */
+    private static final Queue<SubstituteLoggingEvent> KSTATE = new ConcurrentLinkedQueue<SubstituteLoggingEvent>() {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public boolean offer(SubstituteLoggingEvent e) {
+            PRINTED.offer(e);
+            java.util.function.Consumer<String> sink = forward;
+            if (sink != null) {
+                sink.accept(e.getLevel() + " " + e.getThreadName() + " "
+                    + MessageFormatter.arrayFormat(e.getMessage(), e.getArgumentArray()).getMessage());
+            }
+            return EVENTS.offer(e);
+        }
+    };
+    private static volatile java.util.function.Consumer<String> forward;
+    /** Events printed with {@link #STDERR} (every logger's), else dropped. */
     private static final Queue<SubstituteLoggingEvent> PRINTED = new ConcurrentLinkedQueue<SubstituteLoggingEvent>() {
         private static final long serialVersionUID = 1L;
 
         @Override
         public boolean offer(SubstituteLoggingEvent e) {
-            if (e.getLevel().toInt() >= Level.INFO.toInt()) {
+            if (Boolean.getBoolean(STDERR) && e.getLevel().toInt() >= Level.INFO.toInt()) {
                 String msg = MessageFormatter.arrayFormat(e.getMessage(), e.getArgumentArray()).getMessage();
                 System.err.printf("%tT.%<tL %s %s %s%n", e.getTimeStamp(), e.getLevel(), e.getThreadName(), msg);
             }
@@ -40,6 +57,16 @@ public final class CapturedLogs {
     };
 
     private CapturedLogs() {
+    }
+
+    /**
+     * Hands every later kstate event to {@code sink} too, as {@code LEVEL thread message} (the
+     * {@code EosApp} child reports them to its parent this way).
+     *
+     * @param sink the receiver, or null to stop
+     */
+    public static void forward(java.util.function.Consumer<String> sink) {
+        forward = sink;
     }
 
     /** Forgets every recorded event. */
@@ -74,14 +101,11 @@ public final class CapturedLogs {
     public static final class Factory implements ILoggerFactory {
         @Override
         public Logger getLogger(String name) {
-            boolean print = Boolean.getBoolean(STDERR);
             if (name.startsWith("dev.kstate")) {
-                if (print) {
-                    return new EventRecodingLogger(new SubstituteLogger(name, PRINTED, false), PRINTED);
-                }
-                return new EventRecodingLogger(new SubstituteLogger(name, EVENTS, false), EVENTS);
+                return new EventRecodingLogger(new SubstituteLogger(name, KSTATE, false), KSTATE);
             }
-            return print ? new EventRecodingLogger(new SubstituteLogger(name, PRINTED, false), PRINTED) : NOPLogger.NOP_LOGGER;
+            return Boolean.getBoolean(STDERR) ? new EventRecodingLogger(new SubstituteLogger(name, PRINTED, false), PRINTED)
+                : NOPLogger.NOP_LOGGER;
         }
     }
 }

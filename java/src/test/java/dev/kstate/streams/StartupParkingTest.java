@@ -1,0 +1,413 @@
+package dev.kstate.streams;
+
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assume.assumeFalse;
+import static org.junit.Assume.assumeTrue;
+
+import dev.kstate.internal.LockProbe;
+import dev.kstate.internal.ParkedStores;
+import java.io.File;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
+import org.apache.kafka.streams.processor.StateStore;
+import org.junit.After;
+import org.junit.Before;
+import org.junit.Test;
+import org.slf4j.event.Level;
+
+/**
+ * Kafka Streams' start-up path, for real: {@code KafkaStreams#start()} (Kafka 4.4) opens the
+ * stores of every non-empty task directory with its {@code StartupContext}, commits and closes
+ * them. The application here points at a port nothing listens on, so its tasks are never
+ * assigned: what the start-up path did is all that happens, and the test plays the part of the
+ * later initialisation (or of nobody, for the deadline).
+ *
+ * <p>Each task directory {@code 0_0} is prepared with a key-value, a window and a session store
+ * holding a few committed records, as a previous run would have left them.
+ */
+public class StartupParkingTest {
+    private static final String APP = "park-app";
+    private static final long COMMITTED = 41L;
+    private File stateDir;
+    private File taskDir;
+    private KafkaStreams streams;
+
+    /** Kafka Streams 4.3+ opens the stores of local task directories in {@code KafkaStreams#start()}; older ones do not. */
+    private static final boolean STARTUP_PATH = hasStartupPath();
+
+    private static boolean hasStartupPath() {
+        try {
+            Class.forName(StartupParking.STARTUP_CONTEXT);
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
+    }
+
+    @Before
+    public void setUp() throws Exception {
+        ParkedStores.closeAll("test set-up");
+        stateDir = TestSupport.tempDir("park");
+        taskDir = new File(new File(stateDir, APP), "0_0");
+        assertTrue(taskDir.mkdirs());
+        prepare();
+        CapturedLogs.clear();
+    }
+
+    @After
+    public void tearDown() {
+        if (streams != null) {
+            streams.close(Duration.ofSeconds(30));
+        }
+        ParkedStores.closeAll("test tear-down");
+        TestSupport.deleteTree(stateDir);
+    }
+
+    // ----- the application and its stores --------------------------------------------------
+
+    // Concrete types: commit(Map) and committedOffset are not on Kafka 4.0-4.2's interfaces.
+    private static KstateKeyValueStore kvStore(KstateStoreOptions.Builder b) {
+        return (KstateKeyValueStore) b.build().get();
+    }
+
+    private static KstateKeyValueStore kvStore() {
+        return (KstateKeyValueStore) KstateStores.persistentTimestampedKeyValueStore("kv").get();
+    }
+
+    private static KstateWindowStore windowStore() {
+        return (KstateWindowStore) KstateStores.persistentTimestampedWindowStore("win", Duration.ofHours(1),
+            Duration.ofMinutes(1), false).get();
+    }
+
+    private static KstateSessionStore sessionStore() {
+        return (KstateSessionStore) KstateStores.persistentSessionStore("ses", Duration.ofHours(1)).get();
+    }
+
+    private static TopicPartition changelog(String store) {
+        return new TopicPartition(APP + "-" + store + "-changelog", 0);
+    }
+
+    private static byte[] ts(long timestamp, long value) {
+        return ByteBuffer.allocate(16).putLong(timestamp).putLong(value).array();
+    }
+
+    private static Bytes key(int i) {
+        return Bytes.wrap(("k" + i).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    private Properties props(long parkMs) {
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, APP);
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1"); // nothing listens: no task is ever assigned
+        p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.getAbsolutePath());
+        p.put(StreamsConfig.STATE_CLEANUP_DELAY_MS_CONFIG, 600_000L);
+        p.put(KstateStoreOptions.STARTUP_PARK_MS_CONFIG, parkMs);
+        return p;
+    }
+
+    /** The topology whose sub-topology 0 holds the three kstate stores (and an in-memory one). */
+    private static StreamsBuilder topology() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> g = b.stream("in", Consumed.with(Serdes.String(), Serdes.String())).groupByKey();
+        g.count(Materialized.<String, Long>as(KstateStores.persistentTimestampedKeyValueStore("kv"))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()));
+        g.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+            .count(Materialized.<String, Long>as(KstateStores.persistentTimestampedWindowStore("win", Duration.ofHours(1),
+                Duration.ofMinutes(1), false)).withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()));
+        g.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(5)))
+            .count(Materialized.<String, Long>as(KstateStores.persistentSessionStore("ses", Duration.ofHours(1)))
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()));
+        g.reduce((x, y) -> y, Materialized.<String, String>as(KstateStores.inMemoryTimestampedKeyValueStore("mem"))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
+        return b;
+    }
+
+    /** What a previous run left: three stores with committed records and changelog offsets. */
+    private void prepare() {
+        Properties p = props(60_000);
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(p, taskDir);
+        KstateKeyValueStore kv = kvStore();
+        kv.init(ctx, kv);
+        KstateWindowStore win = windowStore();
+        win.init(ctx, win);
+        KstateSessionStore ses = sessionStore();
+        ses.init(ctx, ses);
+        for (int i = 0; i < 20; i++) {
+            kv.put(key(i), ts(1000 + i, i));
+            win.put(key(i), ts(1000 + i, 10 + i), 60_000L * (i % 3));
+            ses.put(new Windowed<>(key(i), new SessionWindow(1000 + i, 2000 + i)), ts(0, 100 + i));
+        }
+        kv.commit(Collections.singletonMap(changelog("kv"), COMMITTED));
+        win.commit(Collections.singletonMap(changelog("win"), COMMITTED));
+        ses.commit(Collections.singletonMap(changelog("ses"), COMMITTED));
+        kv.close();
+        win.close();
+        ses.close();
+    }
+
+    private File dir(String store) {
+        return new File(taskDir, store);
+    }
+
+    private List<String> parked() {
+        List<String> l = new ArrayList<>(ParkedStores.parkedDirectories());
+        Collections.sort(l);
+        return l;
+    }
+
+    private List<String> parkedAll() {
+        List<String> l = new ArrayList<>();
+        for (String s : new String[] {"kv", "ses", "win"}) {
+            l.add(ParkedStores.canonical(dir(s)));
+        }
+        return l;
+    }
+
+    private void start(long parkMs) {
+        streams = new KafkaStreams(topology().build(), props(parkMs));
+        streams.start();
+    }
+
+    /** Checks a store holds exactly what {@link #prepare} committed. */
+    private void checkPrepared(KstateKeyValueStore kv, KstateWindowStore win, KstateSessionStore ses) {
+        Map<Bytes, byte[]> model = new TreeMap<>();
+        for (int i = 0; i < 20; i++) {
+            model.put(key(i), ts(1000 + i, i));
+        }
+        List<KeyValue<Bytes, byte[]>> all = TestSupport.drain(kv.all());
+        assertEquals(model.size(), all.size());
+        for (KeyValue<Bytes, byte[]> e : all) {
+            assertArrayEquals(e.key.toString(), model.get(e.key), e.value);
+        }
+        for (int i = 0; i < 20; i++) {
+            assertArrayEquals(ts(1000 + i, 10 + i), win.fetch(key(i), 60_000L * (i % 3)));
+            assertArrayEquals(ts(0, 100 + i), ses.fetchSession(key(i), 1000 + i, 2000 + i));
+        }
+        assertEquals(Long.valueOf(COMMITTED), kv.committedOffset(changelog("kv")));
+        assertEquals(Long.valueOf(COMMITTED), win.committedOffset(changelog("win")));
+        assertEquals(Long.valueOf(COMMITTED), ses.committedOffset(changelog("ses")));
+    }
+
+    private long logs(String fragment) {
+        return CapturedLogs.count(Level.INFO, fragment);
+    }
+
+    // ----- the tests ------------------------------------------------------------------------
+
+    /** Kafka Streams 4.0-4.2 open no store in {@code start()}: nothing is parked, every store stays closed. */
+    @Test
+    public void olderRuntimesParkNothing() {
+        assumeFalse("Kafka Streams before 4.3", STARTUP_PATH);
+        start(60_000);
+        assertEquals(Collections.emptyList(), parked());
+        assertEquals(0, logs("kstate store"));
+        assertTrue(LockProbe.canOpen(dir("kv")));
+    }
+
+    /**
+     * The start-up path opens each persistent store once and parks it; the next init of each
+     * directory adopts it (no second open) with its committed data, offsets and stream time; the
+     * in-memory store is not parked.
+     */
+    @Test
+    public void storesOpenedByStartUpAreAdoptedByTheNextInit() {
+        assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
+        start(60_000);
+        assertEquals("the three kstate stores of task 0_0 are parked", parkedAll(), parked());
+        assertEquals(3, logs("closed by Kafka Streams' start-up path; kept open (parked)"));
+        assertFalse("a parked store keeps its lock", LockProbe.canOpen(dir("kv")));
+        assertEquals("the in-memory store is not parked", 0, CapturedLogs.messages(Level.INFO).stream()
+            .filter(m -> m.contains("store mem") && m.contains("parked")).count());
+
+        CapturedLogs.clear();
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(60_000), taskDir);
+        KstateKeyValueStore kv = kvStore();
+        KstateWindowStore win = windowStore();
+        KstateSessionStore ses = sessionStore();
+        for (StateStore s : new StateStore[] {kv, win, ses}) {
+            s.init(ctx, s);
+        }
+        try {
+            assertEquals("three adoptions, no open: " + CapturedLogs.messages(Level.INFO), 3, logs("): adopted the store "
+                + "parked by Kafka Streams' start-up path"));
+            assertEquals(0, logs("): opened "));
+            assertEquals("nothing left parked", Collections.emptyList(), parked());
+            checkPrepared(kv, win, ses);
+            // the adopted stores work as any: write, commit, read committed
+            kv.put(key(99), ts(5, 5));
+            win.put(key(99), ts(5, 6), 120_000L);
+            kv.commit(Collections.singletonMap(changelog("kv"), COMMITTED + 10));
+            win.commit(Collections.singletonMap(changelog("win"), COMMITTED + 10));
+            assertArrayEquals(ts(5, 5), kv.get(key(99)));
+            assertEquals(Long.valueOf(COMMITTED + 10), kv.committedOffset(changelog("kv")));
+            assertArrayEquals(ts(5, 6), win.fetch(key(99), 120_000L));
+            assertTrue(kv.isOpen() && win.isOpen() && ses.isOpen());
+        } finally {
+            kv.close();
+            win.close();
+            ses.close();
+        }
+        assertTrue("closed for real now", LockProbe.canOpen(dir("kv")));
+        assertEquals("a store closed by a task is never parked", Collections.emptyList(), parked());
+    }
+
+    /**
+     * A task that is never assigned here (it went to another instance): its parked stores are
+     * closed by the deadline, releasing their directories, with their data intact.
+     */
+    @Test
+    public void storesNeverAdoptedAreClosedByTheDeadline() throws Exception {
+        assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
+        start(1_500);
+        assertEquals(parkedAll(), parked());
+        long deadline = System.currentTimeMillis() + 20_000;
+        while (!parked().isEmpty() && System.currentTimeMillis() < deadline) {
+            Thread.sleep(50);
+        }
+        assertEquals("closed by the deadline", Collections.emptyList(), parked());
+        assertEquals(3, logs("not adopted within 1500 ms"));
+        assertTrue("the directory's lock is released", LockProbe.canOpen(dir("kv")));
+        streams.close(Duration.ofSeconds(30));
+        streams = null;
+        // closed cleanly: a normal open finds the committed data (and no log to replay)
+        CapturedLogs.clear();
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(60_000), taskDir);
+        KstateKeyValueStore kv = kvStore();
+        KstateWindowStore win = windowStore();
+        KstateSessionStore ses = sessionStore();
+        for (StateStore s : new StateStore[] {kv, win, ses}) {
+            s.init(ctx, s);
+        }
+        try {
+            assertEquals(3, logs("): opened existing store"));
+            checkPrepared(kv, win, ses);
+        } finally {
+            kv.close();
+            win.close();
+            ses.close();
+        }
+    }
+
+    /** {@code KafkaStreams#close()} before any adoption closes the parked stores; {@code cleanUp()} then deletes them. */
+    @Test
+    public void closingTheApplicationClosesItsParkedStores() {
+        assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
+        start(60_000);
+        assertEquals(parkedAll(), parked());
+        streams.close(Duration.ofSeconds(30));
+        assertEquals("closed with the application, not 60 s later", Collections.emptyList(), parked());
+        assertEquals(3, logs("the KafkaStreams instance closed before adopting it"));
+        assertTrue(LockProbe.canOpen(dir("kv")));
+        streams.cleanUp();
+        streams = null;
+        assertFalse("cleanUp deleted the task directory", taskDir.exists());
+    }
+
+    /** {@code kstate.startup.park.ms=0}: the start-up path closes the stores as Kafka asks, as before. */
+    @Test
+    public void parkingDisabledClosesTheStores() {
+        assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
+        start(0);
+        assertEquals(Collections.emptyList(), parked());
+        assertEquals(0, logs("parked"));
+        assertEquals("the start-up path opened the three stores", 3, logs("): opened existing store"));
+        assertTrue("closed: the lock is free", LockProbe.canOpen(dir("kv")));
+        CapturedLogs.clear();
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(0), taskDir);
+        KstateKeyValueStore kv = kvStore();
+        kv.init(ctx, kv);
+        try {
+            assertEquals(1, logs("): opened existing store"));
+            assertEquals(Long.valueOf(COMMITTED), kv.committedOffset(changelog("kv")));
+        } finally {
+            kv.close();
+        }
+    }
+
+    /**
+     * An init with other options (another memtable size) does not adopt: the parked store is
+     * closed and the directory opened normally; the other parked stores stay parked.
+     */
+    @Test
+    public void otherOptionsCloseTheParkedStoreAndOpen() {
+        assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
+        start(60_000);
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(60_000), taskDir);
+        KstateKeyValueStore kv = kvStore(KstateStores.builder("kv").writeBufferBytes(8 << 20));
+        CapturedLogs.clear();
+        kv.init(ctx, kv);
+        try {
+            assertEquals(1, logs("opens the directory with other options"));
+            assertEquals(1, logs("): opened existing store"));
+            assertEquals(0, logs("): adopted"));
+            assertEquals(Long.valueOf(COMMITTED), kv.committedOffset(changelog("kv")));
+            assertEquals(20, TestSupport.drain(kv.all()).size());
+            List<String> left = parkedAll();
+            left.remove(ParkedStores.canonical(dir("kv")));
+            assertEquals(left, parked());
+        } finally {
+            kv.close();
+        }
+    }
+
+    /**
+     * Kafka wipes the task (deletes its directory) while the stores are parked, and the task is
+     * initialised again: the parked stores belong to deleted files, so they are closed, not
+     * adopted, and the stores start empty in the new directory.
+     */
+    @Test
+    public void aDeletedDirectoryIsNotAdopted() {
+        assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
+        start(60_000);
+        TestSupport.deleteTree(taskDir);
+        assertTrue(taskDir.mkdirs());
+        CapturedLogs.clear();
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(60_000), taskDir);
+        KstateKeyValueStore kv = kvStore();
+        KstateSessionStore ses = sessionStore();
+        kv.init(ctx, kv);
+        ses.init(ctx, ses);
+        try {
+            assertEquals(CapturedLogs.messages(Level.INFO).toString(), 2,
+                logs("the directory was deleted or replaced while the store was parked"));
+            assertEquals("no warning: " + CapturedLogs.messages(Level.WARN), 0, CapturedLogs.messages(Level.WARN).size());
+            assertEquals(2, logs("): opened new store"));
+            assertEquals(0, logs("): adopted"));
+            assertEquals(0, TestSupport.drain(kv.all()).size());
+            assertNull(kv.committedOffset(changelog("kv")));
+            assertNull(ses.fetchSession(key(1), 1001, 2001));
+            kv.put(key(1), ts(1, 1));
+            kv.commit(Collections.singletonMap(changelog("kv"), 1L));
+            assertEquals(1, TestSupport.drain(kv.all()).size());
+        } finally {
+            kv.close();
+            ses.close();
+        }
+        assertEquals("the window store is still parked", Collections.singletonList(ParkedStores.canonical(dir("win"))),
+            parked());
+    }
+}
