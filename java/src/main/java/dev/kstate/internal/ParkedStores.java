@@ -10,9 +10,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,6 +40,12 @@ import org.slf4j.LoggerFactory;
  * directory deleted and created again (Kafka wiping a task) is a different store, so the parked
  * handle is closed and the directory opened normally.
  *
+ * <p>{@link #preOpen} parks stores before anything initialises them: while Kafka's start-up
+ * path opens one store, the same store of the other local tasks is opened by two background
+ * threads, so that the path, which goes through the tasks one after another, adopts them open.
+ * An adoption that finds such an open not started yet runs it itself; one under way, it waits
+ * for.
+ *
  * <p>Every transition of an entry happens under its monitor, so an adoption racing with a
  * deadline either gets the open store or waits for the close to finish (and then opens the
  * directory, whose lock the close released).
@@ -44,9 +54,22 @@ public final class ParkedStores {
     private static final Logger LOG = LoggerFactory.getLogger(ParkedStores.class);
     private static final Map<String, Parked> PARKED = new ConcurrentHashMap<>();
     private static final ScheduledThreadPoolExecutor CLOSER = closer();
+    /** Threads of {@link #preOpen}: two, so that the replays overlap on two cores beside the caller's own. */
+    private static final ThreadPoolExecutor OPENERS = openers();
     private static volatile boolean hookInstalled;
 
     private ParkedStores() {
+    }
+
+    private static ThreadPoolExecutor openers() {
+        java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+        ThreadPoolExecutor e = new ThreadPoolExecutor(2, 2, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+            Thread t = new Thread(r, "kstate-store-opener-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+        e.allowCoreThreadTimeOut(true);
+        return e;
     }
 
     private static ScheduledThreadPoolExecutor closer() {
@@ -61,36 +84,121 @@ public final class ParkedStores {
         return e;
     }
 
-    private enum State { PARKED, ADOPTED, CLOSED }
+    private enum State { OPENING, PARKED, ADOPTED, CLOSED }
 
-    /** A parked store and what an adoption must match. */
+    /** A parked store (or one being opened to be parked) and what an adoption must match. */
     public static final class Parked {
         private final String directory;
         private final Object options;
-        private final AutoCloseable store;
         private final Object owner;
-        private final Object directoryKey;
-        private final Object lockKey;
         private final boolean emptySinceCreation;
         private final String description;
-        private final long parkedAtNanos = System.nanoTime();
-        private State state = State.PARKED;
+        private final long deadlineMs;
+        /** Counted down once the store is open and parked, or will never be (a failed or cancelled pre-open). */
+        private final CountDownLatch settled;
+        /** The open of a pre-opened store; null for a store parked open. */
+        private final Callable<AutoCloseable> open;
+        private volatile Thread opener;
+        private boolean started;
+        private AutoCloseable store;
+        private Object directoryKey;
+        private Object lockKey;
+        private long parkedAtNanos;
+        private State state;
         private ScheduledFuture<?> deadline;
 
-        private Parked(String directory, Object options, AutoCloseable store, Object owner, boolean emptySinceCreation,
-                       String description) {
+        private Parked(String directory, Object options, AutoCloseable store, Callable<AutoCloseable> open, Object owner,
+                       boolean emptySinceCreation, long deadlineMs, String description) {
             this.directory = directory;
             this.options = options;
-            this.store = store;
+            this.open = open;
             this.owner = owner;
             this.emptySinceCreation = emptySinceCreation;
+            this.deadlineMs = deadlineMs;
             this.description = description;
-            this.directoryKey = fileKey(new File(directory));
-            this.lockKey = fileKey(lockFile(new File(directory)));
+            this.settled = new CountDownLatch(1);
+            this.state = State.OPENING;
+            // a store handed over open has nothing left to open: it is settled by parkOpen()
+            this.started = store != null;
+        }
+
+        /** Parks the store handed over open, once the entry is in the registry. */
+        private void parkOpen(AutoCloseable s) {
+            synchronized (this) {
+                opened(s);
+            }
+            settled.countDown();
+        }
+
+        /** Records the open store, parked from now on, and starts its deadline. Under the monitor. */
+        private void opened(AutoCloseable s) {
+            store = s;
+            directoryKey = fileKey(new File(directory));
+            lockKey = fileKey(lockFile(new File(directory)));
+            parkedAtNanos = System.nanoTime();
+            state = State.PARKED;
+            deadline = CLOSER.schedule(() -> close("not adopted within " + deadlineMs + " ms"), deadlineMs,
+                TimeUnit.MILLISECONDS);
+        }
+
+        /**
+         * Opens a pre-opened store, on whichever thread gets here first: a background opener,
+         * or the adopter, which would otherwise wait for the opener to reach it.
+         */
+        private void runOpen() {
+            Callable<AutoCloseable> o;
+            synchronized (this) {
+                if (state != State.OPENING || started) {
+                    return;
+                }
+                started = true;
+                opener = Thread.currentThread();
+                o = open;
+            }
+            long t0 = System.nanoTime();
+            AutoCloseable s = null;
+            Exception failure = null;
+            try {
+                s = o.call();
+            } catch (Exception e) {
+                failure = e;
+            } finally {
+                opener = null;
+            }
+            synchronized (this) {
+                if (failure != null) {
+                    // The adopter opens the directory itself and reports what goes wrong.
+                    state = State.CLOSED;
+                    PARKED.remove(directory, this);
+                    LOG.info("kstate store {}: could not open it ahead of Kafka Streams' start-up path: {}", description,
+                        failure.toString());
+                } else {
+                    opened(s);
+                    LOG.info("kstate store {}: pre-opened at {} in {} ms, for Kafka Streams' start-up path", description,
+                        directory, (System.nanoTime() - t0) / 1_000_000);
+                }
+            }
+            settled.countDown();
+        }
+
+        /** Waits until a pre-opened store is open, or failed, or was cancelled. */
+        private void awaitSettled() {
+            boolean interrupted = false;
+            while (true) {
+                try {
+                    settled.await();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
 
         /** @return the parked native store, now owned by the adopter */
-        public AutoCloseable store() {
+        public synchronized AutoCloseable store() {
             return store;
         }
 
@@ -99,8 +207,13 @@ public final class ParkedStores {
             return emptySinceCreation;
         }
 
-        /** @return milliseconds since the store was parked */
-        public long parkedMillis() {
+        /** @return whether the store was opened ahead of its initialisation ({@link #preOpen}), not parked by it */
+        public boolean preOpened() {
+            return open != null;
+        }
+
+        /** @return milliseconds since the store was parked (or, pre-opened, since its open completed) */
+        public synchronized long parkedMillis() {
             return (System.nanoTime() - parkedAtNanos) / 1_000_000;
         }
 
@@ -111,8 +224,28 @@ public final class ParkedStores {
                 && lockKey.equals(fileKey(lockFile(dir)));
         }
 
-        /** Closes the store for real unless it was adopted or closed already; waits for a close under way. */
-        private synchronized void close(String why) {
+        /**
+         * Closes the store for real unless it was adopted or closed already; waits for a close
+         * or an open under way. A pre-open not started yet is cancelled.
+         */
+        private void close(String why) {
+            synchronized (this) {
+                if (state == State.OPENING && !started) {
+                    state = State.CLOSED;
+                    PARKED.remove(directory, this);
+                    settled.countDown();
+                    LOG.info("kstate store {}: not opened ahead after all: {}", description, why);
+                    return;
+                }
+            }
+            if (opener == Thread.currentThread()) {
+                return; // the open under way wants its own directory: nothing to close yet
+            }
+            awaitSettled();
+            closeParked(why);
+        }
+
+        private synchronized void closeParked(String why) {
             if (state != State.PARKED) {
                 return;
             }
@@ -175,16 +308,43 @@ public final class ParkedStores {
             throw new IllegalArgumentException("deadline must be positive: " + deadlineMs);
         }
         installShutdownHook();
-        Parked p = new Parked(canonical(directory), options, store, owner, emptySinceCreation, description);
-        synchronized (p) {
-            Parked previous = PARKED.put(p.directory, p);
-            if (previous != null) {
-                previous.close("another store was parked at the same directory");
-                PARKED.put(p.directory, p);
-            }
-            p.deadline = CLOSER.schedule(() -> p.close("not adopted within " + deadlineMs + " ms"), deadlineMs,
-                TimeUnit.MILLISECONDS);
+        String dir = canonical(directory);
+        Parked p = new Parked(dir, options, store, null, owner, emptySinceCreation, deadlineMs, description);
+        Parked previous = PARKED.put(dir, p);
+        if (previous != null) {
+            CLOSER.execute(() -> previous.close("another store was parked at the same directory"));
         }
+        p.parkOpen(store);
+    }
+
+    /**
+     * Opens a store in the background ahead of its initialisation and parks it, so that the
+     * initialisation adopts it: the write-ahead-log replays of several stores overlap instead
+     * of running one after another. Does nothing when something is parked (or being opened)
+     * at the directory already.
+     *
+     * @param directory the store's directory
+     * @param options what an adopter's open options must equal
+     * @param open opens the store (called at most once, on a background thread or the adopter's)
+     * @param owner as for {@link #park}
+     * @param deadlineMs as for {@link #park}, counted from the end of the open
+     * @param description the store, for messages
+     * @return true when the open was scheduled
+     */
+    public static boolean preOpen(File directory, Object options, Callable<AutoCloseable> open, Object owner,
+                                  long deadlineMs, String description) {
+        Objects.requireNonNull(open, "open");
+        if (deadlineMs <= 0) {
+            throw new IllegalArgumentException("deadline must be positive: " + deadlineMs);
+        }
+        installShutdownHook();
+        String dir = canonical(directory);
+        Parked p = new Parked(dir, options, null, open, owner, false, deadlineMs, description);
+        if (PARKED.putIfAbsent(dir, p) != null) {
+            return false;
+        }
+        OPENERS.execute(p::runOpen);
+        return true;
     }
 
     /**
@@ -201,17 +361,19 @@ public final class ParkedStores {
         if (p == null) {
             return null;
         }
+        if (!Objects.equals(p.options, options)) {
+            p.close("store " + description + " opens the directory with other options (" + options + ", parked with "
+                + p.options + ")");
+            return null;
+        }
+        p.runOpen(); // a pre-open no background thread has started yet: open it here rather than wait
+        p.awaitSettled();
         synchronized (p) {
             if (p.state != State.PARKED) {
                 return null;
             }
-            if (!Objects.equals(p.options, options)) {
-                p.close("store " + description + " opens the directory with other options (" + options + ", parked with "
-                    + p.options + ")");
-                return null;
-            }
             if (!p.sameFiles()) {
-                p.close("the directory was deleted or replaced while the store was parked");
+                p.closeParked("the directory was deleted or replaced while the store was parked");
                 return null;
             }
             p.state = State.ADOPTED;
@@ -234,7 +396,7 @@ public final class ParkedStores {
             return;
         }
         Parked p = PARKED.get(canonical(new File(path)));
-        if (p != null) {
+        if (p != null && p.opener != Thread.currentThread()) {
             p.close("the directory is being opened again");
         }
     }

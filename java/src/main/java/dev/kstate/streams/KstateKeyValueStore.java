@@ -117,6 +117,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         String origin;
         boolean fresh = true;
         File dir = null;
+        boolean inOwnDirectory = false;
         if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
             File own = new File(context.stateDir(), name());
             File kafka = new File(new File(context.stateDir(), KAFKA_ROCKSDB_DIR), name());
@@ -128,6 +129,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
                 fresh = false;
             } else {
                 dir = own;
+                inOwnDirectory = true;
                 fresh = !hasFiles(own);
                 origin = fresh ? "new store" : "existing store";
             }
@@ -142,6 +144,12 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         boolean syncOnCommit = options.resolvedSyncOnCommit(configs);
         List<Object> openOptions = java.util.Arrays.asList("key-value", options.valueFormat, maxUncommitted, syncOnCommit,
             tuning);
+        long parkMs = StartupParking.parkMillis(context, dir != null);
+        if (parkMs > 0 && inOwnDirectory) {
+            int valueFormat = options.valueFormat.nativeNumber;
+            StartupParking.openAhead(context, name(), openOptions, d -> () -> NativeStore.open(name(), d.getAbsolutePath(),
+                KstateNative.ENGINE_ROCKSDB, valueFormat, maxUncommitted, syncOnCommit, tuning), parkMs);
+        }
         long openStart = System.nanoTime();
         NativeStore opened = null;
         String verb = "opened";
@@ -152,8 +160,9 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             if (parked != null) {
                 opened = (NativeStore) parked.store();
                 fresh = parked.emptySinceCreation();
-                origin = "the store parked by Kafka Streams' start-up path " + parked.parkedMillis() + " ms ago (not "
-                    + "opened again)";
+                origin = parked.preOpened() ? "the store opened ahead in the background (ready " + parked.parkedMillis()
+                    + " ms ago)" : "the store parked by Kafka Streams' start-up path " + parked.parkedMillis() + " ms ago "
+                    + "(not opened again)";
                 verb = "adopted";
             } else if (!dir.isDirectory() && !dir.mkdirs()) {
                 throw new KstateProcessorStateException("cannot create the directory " + dir + " of store " + name(),
@@ -177,7 +186,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         this.consistencyEnabled = booleanConfig(configs, IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
         this.emptySinceCreation = fresh;
         this.context = context;
-        this.parkMillis = StartupParking.parkMillis(context, dir != null);
+        this.parkMillis = parkMs;
         this.openOptions = openOptions;
         this.store = opened;
         if (context.metrics() != null) {

@@ -118,6 +118,12 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         boolean syncOnCommit = options.resolvedSyncOnCommit(configs);
         NativeStore.RocksTuning tuning = options.resolvedRocksTuning(configs);
         List<Object> openOptions = java.util.Arrays.asList(shape(), maxUncommitted, syncOnCommit, tuning);
+        long parkMs = StartupParking.parkMillis(context, dir != null);
+        if (parkMs > 0) {
+            int rocksdb = engine;
+            StartupParking.openAhead(context, name(), openOptions, d -> () -> openNative(d.getAbsolutePath(), rocksdb,
+                maxUncommitted, syncOnCommit, tuning), parkMs);
+        }
         long openStart = System.nanoTime();
         S opened = null;
         String verb = "opened";
@@ -130,8 +136,9 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
                 opened = (S) parked.store();
                 fresh = parked.emptySinceCreation();
                 verb = "adopted";
-                origin = "the store parked by Kafka Streams' start-up path " + parked.parkedMillis() + " ms ago (not "
-                    + "opened again)";
+                origin = parked.preOpened() ? "the store opened ahead in the background (ready " + parked.parkedMillis()
+                    + " ms ago)" : "the store parked by Kafka Streams' start-up path " + parked.parkedMillis() + " ms ago "
+                    + "(not opened again)";
             } else if (!dir.isDirectory() && !dir.mkdirs()) {
                 throw new KstateProcessorStateException("cannot create the directory " + dir + " of store " + name(),
                     KstateException.IO);
@@ -157,7 +164,7 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         consistencyEnabled = consistency != null && Boolean.parseBoolean(String.valueOf(consistency).trim());
         emptySinceCreation = fresh;
         this.context = context;
-        this.parkMillis = StartupParking.parkMillis(context, dir != null);
+        this.parkMillis = parkMs;
         this.openOptions = openOptions;
         this.store = opened;
         if (context.metrics() != null) {

@@ -70,6 +70,12 @@ public final class KstateStoreOptions {
     public static final String STARTUP_PARK_MS_CONFIG = "kstate.startup.park.ms";
     /** Default of {@link #STARTUP_PARK_MS_CONFIG}. */
     public static final long DEFAULT_STARTUP_PARK_MS = 60_000;
+    /**
+     * While Kafka Streams' start-up path opens a store, open the same store of the other local
+     * tasks of its sub-topology in two background threads, parked for the path to adopt, so
+     * that their write-ahead-log replays overlap (with parking only).
+     */
+    public static final String STARTUP_OPEN_AHEAD_CONFIG = "kstate.startup.open.ahead";
 
     /**
      * How values are laid out. A store opens with its own format or a later one (PLAIN &lt;
@@ -200,7 +206,7 @@ public final class KstateStoreOptions {
     static final List<String> KNOWN_KEYS = Collections.unmodifiableList(Arrays.asList(MAX_UNCOMMITTED_BYTES_CONFIG,
         SYNC_ON_COMMIT_CONFIG, BLOCK_CACHE_BYTES_CONFIG, WRITE_BUFFER_BYTES_CONFIG, WRITE_BUFFER_COUNT_CONFIG,
         BLOOM_FILTER_CONFIG, STATISTICS_CONFIG, BOUNDED_MEMORY_BYTES_CONFIG, BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG,
-        ENGINE_CONFIG, STARTUP_PARK_MS_CONFIG));
+        ENGINE_CONFIG, STARTUP_PARK_MS_CONFIG, STARTUP_OPEN_AHEAD_CONFIG));
     private static final Set<String> WARNED_KEYS = ConcurrentHashMap.newKeySet();
 
     /**
@@ -338,6 +344,11 @@ public final class KstateStoreOptions {
             throw new ConfigException(STARTUP_PARK_MS_CONFIG, v, accepted);
         }
         return parsed;
+    }
+
+    /** {@link #STARTUP_OPEN_AHEAD_CONFIG}: true unless set to false. */
+    static boolean resolvedStartupOpenAhead(Map<String, ?> configs) {
+        return booleanConfig(configs, STARTUP_OPEN_AHEAD_CONFIG, true);
     }
 
     static long longConfig(Map<String, ?> configs, String key, long fallback) {

@@ -50,6 +50,55 @@ final class StartupParking {
     }
 
     /**
+     * Opens, in the background, the store {@code name} of the other task directories of the
+     * same sub-topology next to {@code context}'s, so that Kafka's start-up path, which inits
+     * the tasks one after another, adopts them open: their write-ahead-log replays overlap.
+     * Same store name in the same sub-topology means the same supplier, hence the same open
+     * options. Only directories that hold a kstate RocksDB store already ({@code CURRENT}) are
+     * opened; whatever is not adopted is closed by the park deadline.
+     *
+     * @param context the start-up path's context of the store being initialised
+     * @param name the store's name
+     * @param options the open options (the registry's key)
+     * @param open opens the store at a directory
+     * @param deadlineMs the park deadline
+     * @return the number of opens scheduled
+     */
+    static int openAhead(StateStoreContext context, String name, Object options,
+                         java.util.function.Function<java.io.File, java.util.concurrent.Callable<AutoCloseable>> open,
+                         long deadlineMs) {
+        if (!KstateStoreOptions.resolvedStartupOpenAhead(context.appConfigs())) {
+            return 0;
+        }
+        java.io.File taskDir = context.stateDir();
+        java.io.File parent = taskDir == null ? null : taskDir.getParentFile();
+        String[] tasks = parent == null ? null : parent.list();
+        if (tasks == null) {
+            return 0;
+        }
+        java.util.Arrays.sort(tasks);
+        String prefix = context.taskId().subtopology() + "_";
+        Object owner = null;
+        int n = 0;
+        for (String task : tasks) {
+            if (!task.startsWith(prefix) || task.equals(taskDir.getName()) || !task.substring(prefix.length()).matches("\\d+")) {
+                continue;
+            }
+            java.io.File dir = new java.io.File(new java.io.File(parent, task), name);
+            if (!new java.io.File(dir, "CURRENT").isFile()) {
+                continue;
+            }
+            if (owner == null) {
+                owner = owner(context);
+            }
+            if (ParkedStores.preOpen(dir, options, open.apply(dir), owner, deadlineMs, name + " (task " + task + ")")) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /**
      * The owner of stores parked from {@code context}: the {@code KafkaStreams} instance's
      * metrics registry, which {@code KafkaStreams#close()} closes last, closing its reporters.
      * A reporter added to it here closes the stores still parked then, so that a closed

@@ -81,8 +81,8 @@ public final class RestartRace {
         try (Input in = new Input(broker, topics, keys, seed)) {
             long t0 = System.nanoTime();
             in.produceEveryKey();
-            App app = EosRig.start(variant + "-load", broker, appId, state, logs, "topics=" + topics, "variant=" + variant,
-                "instance=race");
+            App app = EosRig.start(variant + "-load", broker, appId, state, logs, args("topics=" + topics, "variant=" + variant,
+                "instance=race"));
             try {
                 check(app.awaitRunning(300_000), variant + " RUNNING: " + app.errors + app.tail());
                 EosRig.awaitProcessed(broker, topics, appId, 3_600_000);
@@ -93,8 +93,8 @@ public final class RestartRace {
                     Thread.sleep(200 + rnd.nextInt(800));
                     app.kill();
                     check(app.errors.isEmpty(), variant + " errors: " + app.errors);
-                    app = EosRig.start(variant + "-" + k, broker, appId, state, logs, "topics=" + topics,
-                        "variant=" + variant, "instance=race", "iq.limit=2");
+                    app = EosRig.start(variant + "-" + k, broker, appId, state, logs, args("topics=" + topics,
+                        "variant=" + variant, "instance=race", "iq.limit=2"));
                     check(app.awaitRunning(3_600_000), variant + " RUNNING after kill " + k + ": " + app.errors + app.tail());
                     App a = app;
                     // every restore has ended once RUNNING is reached; wait for the listener's lines
@@ -130,6 +130,18 @@ public final class RestartRace {
             dev.kstate.streams.TestSupport.deleteTree(state);
         }
         return res;
+    }
+
+    /** {@code base} and the application arguments of {@code -PraceArgs=k=v,k=v} (e.g. {@code open.ahead=false}). */
+    static String[] args(String... base) {
+        List<String> all = new ArrayList<>(java.util.Arrays.asList(base));
+        String extra = System.getProperty("kstate.race.args", "");
+        for (String a : extra.split(",")) {
+            if (!a.trim().isEmpty()) {
+                all.add(a.trim());
+            }
+        }
+        return all.toArray(new String[0]);
     }
 
     static void check(boolean ok, String what) {

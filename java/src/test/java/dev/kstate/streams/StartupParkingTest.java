@@ -276,6 +276,45 @@ public class StartupParkingTest {
     }
 
     /**
+     * Two local tasks: while the start-up path opens the stores of the first, the second's are
+     * opened ahead in the background, and the path adopts them; every store is opened once and
+     * every one ends up parked. With {@code kstate.startup.open.ahead=false} the path opens all
+     * six itself.
+     */
+    @Test
+    public void theOtherTasksStoresAreOpenedAhead() throws Exception {
+        assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
+        File second = new File(new File(stateDir, APP), "0_1");
+        assertTrue(second.mkdirs());
+        File first = taskDir;
+        taskDir = second;
+        prepare();
+        taskDir = first;
+        for (boolean ahead : new boolean[] {true, false}) {
+            CapturedLogs.clear();
+            Properties p = props(60_000);
+            p.put(KstateStoreOptions.STARTUP_OPEN_AHEAD_CONFIG, ahead);
+            streams = new KafkaStreams(topology().build(), p);
+            streams.start();
+            assertEquals("six stores parked", 6, parked().size());
+            long opened = CapturedLogs.count(Level.INFO, "): opened existing store");
+            long ahead0 = CapturedLogs.count(Level.INFO, "): pre-opened at ");
+            long adoptedAhead = CapturedLogs.count(Level.INFO, "): adopted the store opened ahead in the background");
+            assertEquals(CapturedLogs.messages(Level.INFO).toString(), 6, opened + ahead0);
+            assertEquals("the path adopts what was opened ahead", ahead0, adoptedAhead);
+            if (ahead) {
+                assertEquals("the three stores of one task are opened ahead", 3, ahead0);
+            } else {
+                assertEquals(0, ahead0);
+            }
+            assertEquals(6, logs("closed by Kafka Streams' start-up path; kept open (parked)"));
+            streams.close(Duration.ofSeconds(30));
+            streams = null;
+            assertEquals(Collections.emptyList(), parked());
+        }
+    }
+
+    /**
      * A task that is never assigned here (it went to another instance): its parked stores are
      * closed by the deadline, releasing their directories, with their data intact.
      */
