@@ -325,25 +325,8 @@ public final class KstateStoreOptions {
      * @throws ConfigException naming the key and the accepted values for anything else
      */
     static long resolvedStartupParkMs(Map<String, ?> configs) {
-        Object v = configs == null ? null : configs.get(STARTUP_PARK_MS_CONFIG);
-        if (v == null) {
-            return DEFAULT_STARTUP_PARK_MS;
-        }
-        String accepted = "accepted values: a number of milliseconds, 0 or more (0 disables parking)";
-        long parsed;
-        if (v instanceof Number) {
-            parsed = ((Number) v).longValue();
-        } else {
-            try {
-                parsed = Long.parseLong(String.valueOf(v).trim());
-            } catch (NumberFormatException e) {
-                throw new ConfigException(STARTUP_PARK_MS_CONFIG, v, accepted);
-            }
-        }
-        if (parsed < 0) {
-            throw new ConfigException(STARTUP_PARK_MS_CONFIG, v, accepted);
-        }
-        return parsed;
+        return longAtLeast(configs, STARTUP_PARK_MS_CONFIG, DEFAULT_STARTUP_PARK_MS, 0,
+            "accepted values: a number of milliseconds, 0 or more (0 disables parking)");
     }
 
     /** {@link #STARTUP_OPEN_AHEAD_CONFIG}: true unless set to false. */
@@ -356,6 +339,16 @@ public final class KstateStoreOptions {
     }
 
     static long longConfig(Map<String, ?> configs, String key, long fallback, String accepted) {
+        return longAtLeast(configs, key, fallback, 1, accepted);
+    }
+
+    /**
+     * A whole number of at least {@code min} under {@code key} (a number or its text), or
+     * {@code fallback} when the key is absent.
+     *
+     * @throws ConfigException naming the key, the value and {@code accepted} for anything else
+     */
+    static long longAtLeast(Map<String, ?> configs, String key, long fallback, long min, String accepted) {
         Object v = configs == null ? null : configs.get(key);
         if (v == null) {
             return fallback;
@@ -370,7 +363,7 @@ public final class KstateStoreOptions {
                 throw new ConfigException(key, v, accepted);
             }
         }
-        if (parsed <= 0) {
+        if (parsed < min) {
             throw new ConfigException(key, v, accepted);
         }
         return parsed;

@@ -1,6 +1,7 @@
 package dev.kstate.streams;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
@@ -112,6 +113,38 @@ public class LoggingAndConfigTest {
         } catch (ConfigException e) {
             assertTrue(e.getMessage(), e.getMessage().contains("kstate.engine") && e.getMessage().contains("lmdb")
                 && e.getMessage().contains("rocksdb, memory"));
+        }
+    }
+
+    /** The start-up parking settings: milliseconds of 0 or more, and a boolean. */
+    @Test
+    public void startupParkingSettingsAreValidated() {
+        Map<String, Object> configs = new HashMap<>();
+        assertEquals(KstateStoreOptions.DEFAULT_STARTUP_PARK_MS, KstateStoreOptions.resolvedStartupParkMs(configs));
+        assertTrue(KstateStoreOptions.resolvedStartupOpenAhead(configs));
+        configs.put(KstateStoreOptions.STARTUP_PARK_MS_CONFIG, "0");
+        assertEquals(0, KstateStoreOptions.resolvedStartupParkMs(configs));
+        configs.put(KstateStoreOptions.STARTUP_PARK_MS_CONFIG, 2500);
+        assertEquals(2500, KstateStoreOptions.resolvedStartupParkMs(configs));
+        for (String bad : new String[] {"-1", "soon", "1.5"}) {
+            configs.put(KstateStoreOptions.STARTUP_PARK_MS_CONFIG, bad);
+            try {
+                KstateStoreOptions.resolvedStartupParkMs(configs);
+                fail("accepted " + KstateStoreOptions.STARTUP_PARK_MS_CONFIG + "=" + bad);
+            } catch (ConfigException e) {
+                assertTrue(e.getMessage(), e.getMessage().contains(KstateStoreOptions.STARTUP_PARK_MS_CONFIG)
+                    && e.getMessage().contains(bad) && e.getMessage().contains("0 or more"));
+            }
+        }
+        configs.put(KstateStoreOptions.STARTUP_OPEN_AHEAD_CONFIG, "false");
+        assertFalse(KstateStoreOptions.resolvedStartupOpenAhead(configs));
+        configs.put(KstateStoreOptions.STARTUP_OPEN_AHEAD_CONFIG, "maybe");
+        try {
+            KstateStoreOptions.resolvedStartupOpenAhead(configs);
+            fail("accepted " + KstateStoreOptions.STARTUP_OPEN_AHEAD_CONFIG + "=maybe");
+        } catch (ConfigException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains(KstateStoreOptions.STARTUP_OPEN_AHEAD_CONFIG)
+                && e.getMessage().contains("true, false"));
         }
     }
 
