@@ -396,13 +396,16 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(super::super::tests::proptest_config(256, 2))]
+
         /// Random inserts, overwrites (same and other lengths) and removes agree with a
         /// `BTreeMap`, through compactions, copies, splits and appends.
         #[test]
         fn behaves_like_an_ordered_map(
             ops in prop::collection::vec(
                 (0u8..3, key(), prop::collection::vec(any::<u8>(), 0..40)),
-                1..300,
+                // Fewer under Miri, where every operation also checks the whole run.
+                1..if cfg!(miri) { 80 } else { 300 },
             )
         ) {
             let mut p = Packed::default();

@@ -12,6 +12,34 @@ use super::*;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// Miri (`scripts/miri.sh`) interprets these tests thousands of times slower than native
+/// code: under it they run on fewer keys and cases, still enough for deep trees, splits,
+/// merges, copies under snapshots and node reuse.
+const fn scaled(native: u32, miri: u32) -> u32 {
+    if cfg!(miri) {
+        miri
+    } else {
+        native
+    }
+}
+
+/// `cases` proptest cases natively, `miri_cases` under Miri. Miri's isolation forbids the
+/// file system, so there failures are not persisted (the failing input is still printed).
+pub(super) fn proptest_config(cases: u32, miri_cases: u32) -> ProptestConfig {
+    if cfg!(miri) {
+        ProptestConfig {
+            cases: miri_cases,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    } else {
+        ProptestConfig {
+            cases,
+            ..ProptestConfig::default()
+        }
+    }
+}
+
 fn live_nodes() -> isize {
     LIVE_NODES.with(|n| n.get())
 }
@@ -93,20 +121,28 @@ fn key(i: u32) -> Vec<u8> {
     k
 }
 
+/// `size` bytes naming key `i` (its number, repeated), built by a few block copies rather
+/// than byte by byte, which Miri would interpret one byte at a time.
 fn value(i: u32, size: usize) -> Vec<u8> {
-    (0..size).map(|j| (i as usize + j) as u8).collect()
+    let mut v = i.to_le_bytes().repeat(size / 4 + 1);
+    v.truncate(size);
+    v
 }
+
+/// Key numbers the model test draws from, and the longest run of puts in one batch.
+const KEYS: u32 = scaled(6000, 1500);
+const RUN: u32 = scaled(600, 150);
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (0u32..6000, 1u32..600, 1u32..4, prop_oneof![0usize..40, 100usize..300, Just(5000usize)])
+        3 => (0u32..KEYS, 1u32..RUN, 1u32..4, prop_oneof![0usize..40, 100usize..300, Just(5000usize)])
             .prop_map(|(start, n, step, size)| Op::PutRun { start, n, step, size }),
-        3 => prop::collection::vec((0u32..6000, prop::option::of(0usize..200)), 1..60).prop_map(Op::Mixed),
-        1 => (0u32..6000, 0u32..3000).prop_map(|(a, n)| Op::DeleteRange(a, a + n)),
+        3 => prop::collection::vec((0u32..KEYS, prop::option::of(0usize..200)), 1..60).prop_map(Op::Mixed),
+        1 => (0u32..KEYS, 0u32..KEYS / 2).prop_map(|(a, n)| Op::DeleteRange(a, a + n)),
         1 => Just(Op::Snapshot),
         1 => (0usize..4).prop_map(Op::DropSnapshot),
-        1 => (0usize..4, 0u32..6000).prop_map(|(i, k)| Op::ReleaseAndWrite(i, k)),
-        2 => (prop::option::of(0u32..6000), prop::option::of(0u32..6000), any::<bool>(), prop::option::of(0u32..6000))
+        1 => (0usize..4, 0u32..KEYS).prop_map(|(i, k)| Op::ReleaseAndWrite(i, k)),
+        2 => (prop::option::of(0u32..KEYS), prop::option::of(0u32..KEYS), any::<bool>(), prop::option::of(0u32..KEYS))
             .prop_map(|(from, to, reverse, seek)| Op::Scan { from, to, reverse, seek }),
     ]
 }
@@ -220,14 +256,14 @@ fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
             }
             e.check(baseline).map_err(TestCaseError::fail)?;
             prop_assert_eq!(e.approximate_count(f).unwrap(), model.len() as u64);
-            for probe in [0u32, 1, 2, 3, 999, 2998, 5999, 6000] {
+            for probe in [0u32, 1, 2, 3, KEYS / 6, KEYS / 2 - 2, KEYS - 1, KEYS] {
                 prop_assert_eq!(
                     e.get(f, &key(probe)).unwrap(),
                     model.get(&key(probe)).cloned()
                 );
             }
             for (snap, m) in &snaps {
-                for probe in [0u32, 1, 2, 1500, 4000] {
+                for probe in [0u32, 1, 2, KEYS / 4, KEYS * 2 / 3] {
                     prop_assert_eq!(
                         snap.get(f, &key(probe)).unwrap(),
                         m.get(&key(probe)).cloned()
@@ -253,10 +289,12 @@ fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(96, 4))]
 
     #[test]
-    fn engine_matches_a_model_with_snapshots(ops in prop::collection::vec(op(), 1..40)) {
+    fn engine_matches_a_model_with_snapshots(
+        ops in prop::collection::vec(op(), 1..scaled(40, 16) as usize)
+    ) {
         run(ops)?;
     }
 }
@@ -316,14 +354,17 @@ fn copies_only_while_a_snapshot_can_see() {
     let baseline = live_nodes();
     let e = MemoryEngine::new(&["d"]).unwrap();
     let f = e.registry().require("d").unwrap();
-    let keys: Vec<Vec<u8>> = (0..20_000u32)
-        .map(|i| format!("k{i:011}").into_bytes())
-        .collect();
+    // Deep enough for three levels: more leaves than a root holds. Under Miri, fewer and
+    // larger entries (two or three a leaf) make a tree as deep from a hundredth of the keys.
+    let (n, size) = if cfg!(miri) {
+        (200, 1000)
+    } else {
+        (20_000, 108)
+    };
+    let (v1, v2) = (vec![1u8; size], vec![2u8; size]);
+    let keys: Vec<Vec<u8>> = (0..n).map(|i| format!("k{i:011}").into_bytes()).collect();
     for chunk in keys.chunks(1000) {
-        let ops: Vec<BatchOp<'_>> = chunk
-            .iter()
-            .map(|k| BatchOp::Put(f, k, &[1u8; 108]))
-            .collect();
+        let ops: Vec<BatchOp<'_>> = chunk.iter().map(|k| BatchOp::Put(f, k, &v1)).collect();
         e.write(&ops, false).unwrap();
     }
     let depth = {
@@ -331,13 +372,13 @@ fn copies_only_while_a_snapshot_can_see() {
         // SAFETY: the read lock keeps the writer out.
         unsafe { tree::depth(&live.trees[f.index()]) }
     };
-    assert!(depth >= 3, "20,000 entries make a tree of depth {depth}");
+    assert!(depth >= 3, "{n} entries make a tree of depth {depth}");
     let heap = {
         let live = e.shared.live.read_recover();
         // SAFETY: the read lock keeps the writer out.
         unsafe { tree::heap_bytes(&live.trees[f.index()]) }
     };
-    let data = keys.len() * (12 + 108);
+    let data = keys.len() * (12 + size);
     assert!(
         heap < 3 * data,
         "{heap} heap bytes for {data} bytes of entries"
@@ -346,7 +387,7 @@ fn copies_only_while_a_snapshot_can_see() {
     let overwrite: Vec<BatchOp<'_>> = keys
         .iter()
         .step_by(7)
-        .map(|k| BatchOp::Put(f, k, &[2u8; 108]))
+        .map(|k| BatchOp::Put(f, k, &v2))
         .collect();
     e.write(&overwrite, false).unwrap();
     assert_eq!(live_nodes(), before, "in place: no node allocated");
@@ -357,7 +398,7 @@ fn copies_only_while_a_snapshot_can_see() {
     assert!(retired > 0, "originals retired while the snapshot lives");
     assert_eq!(spare, 0);
     assert_eq!(live_nodes(), before + retired as isize);
-    assert_eq!(snap.get(f, &keys[0]).unwrap(), Some(vec![2u8; 108]));
+    assert_eq!(snap.get(f, &keys[0]).unwrap(), Some(v2.clone()));
     drop(snap);
     assert_eq!(
         e.shared.reclaim.lock_recover().counts(),
@@ -408,17 +449,18 @@ fn snapshots_on_other_threads_stay_fixed() {
             })
         })
         .collect();
-    let keys: Vec<Vec<u8>> = (0..3000u32)
+    let n_keys = scaled(3000, 120) as usize;
+    let keys: Vec<Vec<u8>> = (0..n_keys)
         .map(|i| format!("k{i:06}").into_bytes())
         .collect();
-    for generation in 0..300u32 {
+    for generation in 0..scaled(300, 12) {
         let value = generation
             .to_be_bytes()
             .repeat(1 + (generation % 5) as usize);
         let n = if generation % 10 == 9 {
             0
         } else {
-            500 + (generation as usize * 37) % 2500
+            n_keys / 6 + (generation as usize * 37) % (n_keys * 5 / 6)
         };
         let mut ops: Vec<BatchOp<'_>> = vec![BatchOp::DeleteRange(f, b"", b"\xff")];
         ops.extend(keys[..n].iter().map(|k| BatchOp::Put(f, k, &value)));
@@ -437,7 +479,7 @@ fn snapshots_pin_at_the_next_write() {
     let baseline = live_nodes();
     let e = MemoryEngine::new(&["d"]).unwrap();
     let f = e.registry().require("d").unwrap();
-    let keys: Vec<Vec<u8>> = (0..5000u32)
+    let keys: Vec<Vec<u8>> = (0..scaled(5000, 400))
         .map(|i| format!("k{i:011}").into_bytes())
         .collect();
     let load: Vec<BatchOp<'_>> = keys.iter().map(|k| BatchOp::Put(f, k, b"v0")).collect();
@@ -472,7 +514,7 @@ fn snapshots_pin_at_the_next_write() {
 fn released_snapshots_let_writes_update_in_place() {
     let e = MemoryEngine::new(&["d"]).unwrap();
     let f = e.registry().require("d").unwrap();
-    let keys: Vec<Vec<u8>> = (0..5000u32)
+    let keys: Vec<Vec<u8>> = (0..scaled(5000, 400))
         .map(|i| format!("k{i:011}").into_bytes())
         .collect();
     let load: Vec<BatchOp<'_>> = keys.iter().map(|k| BatchOp::Put(f, k, b"v0")).collect();
@@ -508,4 +550,207 @@ fn released_snapshots_let_writes_update_in_place() {
     let all = scan(reader.iter(f, &KeyRange::all(), false).unwrap().as_mut());
     assert_eq!(all.len(), keys.len());
     assert_eq!(e.get(f, &keys[0]).unwrap(), Some(b"v2".to_vec()));
+}
+
+/// The depth of family `f`'s live tree.
+fn depth_of(e: &MemoryEngine, f: Family) -> usize {
+    let live = e.shared.live.read_recover();
+    // SAFETY: the read lock keeps the writer out.
+    unsafe { tree::depth(&live.trees[f.index()]) }
+}
+
+/// A three-level tree shrinks under a snapshot and two open cursors: a range delete and
+/// scattered deletes empty leaves, merge leaves and inner nodes with their siblings and
+/// collapse the root, each change copying what the snapshot can see. The snapshot and the
+/// cursors keep their instant; once they are gone the originals are spares, the next
+/// copies and splits are made in them, and dropping the engine frees every node.
+#[test]
+fn deep_tree_shrinks_under_a_snapshot() {
+    let baseline = live_nodes();
+    {
+        let e = MemoryEngine::new(&["d"]).unwrap();
+        let f = e.registry().require("d").unwrap();
+        // Under Miri, fewer and larger entries (two or three a leaf): as deep a tree from
+        // a hundredth of the keys.
+        let (n, copies) = if cfg!(miri) { (200, 90) } else { (20_000, 1) };
+        let value = |k: &[u8]| k[1..].repeat(copies);
+        let keys: Vec<Vec<u8>> = (0..n).map(|i| format!("k{i:011}").into_bytes()).collect();
+        let loaded: Model = keys.iter().map(|k| (k.clone(), value(k))).collect();
+        for chunk in loaded.iter().collect::<Vec<_>>().chunks(500) {
+            let ops: Vec<BatchOp<'_>> = chunk.iter().map(|(k, v)| BatchOp::Put(f, k, v)).collect();
+            e.write(&ops, false).unwrap();
+        }
+        let deep = depth_of(&e, f);
+        assert!(deep >= 3, "{n} entries make a tree of depth {deep}");
+
+        let snap = e.snapshot().unwrap();
+        let mut forward = snap.iter(f, &KeyRange::all(), false).unwrap();
+        let mut backward = e.iter(f, &KeyRange::all(), true).unwrap();
+        let all = model_scan(&loaded, &KeyRange::all(), false);
+        // Both cursors stop a third of the way in, inside leaves the deletes empty.
+        let third = n / 3;
+        for want in &all[..third] {
+            assert_eq!(forward.next_entry().unwrap().as_ref(), Some(want));
+        }
+        for want in all.iter().rev().take(third) {
+            assert_eq!(backward.next_entry().unwrap().as_ref(), Some(want));
+        }
+
+        // The middle 80% in one range delete, then all but every 40th key of the rest.
+        let middle = n / 10..n * 9 / 10;
+        e.write(
+            &[BatchOp::DeleteRange(
+                f,
+                &keys[middle.start],
+                &keys[middle.end],
+            )],
+            false,
+        )
+        .unwrap();
+        let kept = |i: usize| i % 40 == 0 && !middle.contains(&i);
+        let scattered: Vec<BatchOp<'_>> = (0..n)
+            .filter(|&i| !kept(i) && !middle.contains(&i))
+            .map(|i| BatchOp::Delete(f, &keys[i]))
+            .collect();
+        e.write(&scattered, false).unwrap();
+        let mut model: Model = (0..n)
+            .filter(|&i| kept(i))
+            .map(|i| (keys[i].clone(), value(&keys[i])))
+            .collect();
+        e.check(baseline).unwrap();
+        let shallow = depth_of(&e, f);
+        assert!(shallow < deep, "depth {deep} became {shallow}");
+        let (pins, retired, _) = e.shared.reclaim.lock_recover().counts();
+        assert_eq!(
+            pins, 2,
+            "the snapshot's (shared by its cursor) and the engine cursor's"
+        );
+        assert!(
+            retired > 0,
+            "what the snapshot sees was copied, not changed"
+        );
+        let now = scan(e.iter(f, &KeyRange::all(), false).unwrap().as_mut());
+        assert_eq!(now, model_scan(&model, &KeyRange::all(), false));
+
+        // The snapshot and the cursors still show the tree as loaded.
+        assert_eq!(scan(forward.as_mut()), all[third..].to_vec());
+        let rest_backward: Vec<(Vec<u8>, Vec<u8>)> =
+            all[..n - third].iter().rev().cloned().collect();
+        assert_eq!(scan(backward.as_mut()), rest_backward);
+        for i in (0..n).step_by(97) {
+            assert_eq!(
+                snap.get(f, &keys[i]).unwrap(),
+                loaded.get(&keys[i]).cloned()
+            );
+        }
+        drop((forward, backward, snap));
+        let (pins, retired, spare) = e.shared.reclaim.lock_recover().counts();
+        assert_eq!((pins, retired), (0, 0), "nothing left to retire");
+        assert!(spare > 0, "the originals became spares");
+
+        // Under a new snapshot, refilling a tenth of the keys with values twice as long
+        // copies the remaining nodes and splits leaves: every node it needs comes from the
+        // spares.
+        let allocated = live_nodes();
+        let snap = e.snapshot().unwrap();
+        let refilled: Model = keys[..n / 10]
+            .iter()
+            .map(|k| (k.clone(), value(k).repeat(2)))
+            .collect();
+        let refill: Vec<BatchOp<'_>> = refilled
+            .iter()
+            .map(|(k, v)| BatchOp::Put(f, k, v))
+            .collect();
+        e.write(&refill, false).unwrap();
+        assert_eq!(
+            live_nodes(),
+            allocated,
+            "copies and splits made in spare nodes"
+        );
+        model.extend(refilled);
+        assert_eq!(snap.get(f, &keys[0]).unwrap(), Some(value(&keys[0])));
+        assert_eq!(e.get(f, &keys[0]).unwrap(), Some(value(&keys[0]).repeat(2)));
+        drop(snap);
+        e.check(baseline).unwrap();
+        for reverse in [false, true] {
+            let got = scan(e.iter(f, &KeyRange::all(), reverse).unwrap().as_mut());
+            assert_eq!(got, model_scan(&model, &KeyRange::all(), reverse));
+        }
+    }
+    assert_eq!(live_nodes(), baseline, "every node freed with the engine");
+}
+
+/// The transaction layer's pattern, raced: after every batch the writer publishes a fresh
+/// snapshot as the view; it writes the next batch in place (`write_unshared`) when no
+/// reader holds that view, and copies otherwise. Readers take the view and read it by key
+/// and through cursors while later batches land: each read shows one whole batch, never an
+/// older one than the reader saw before. Small, so that Miri runs it under many thread
+/// schedules (`scripts/miri.sh`).
+#[test]
+fn published_views_race_readers() {
+    let e = Arc::new(MemoryEngine::new(&["d"]).unwrap());
+    let f = e.registry().require("d").unwrap();
+    let keys: Arc<Vec<Vec<u8>>> = Arc::new(
+        (0..scaled(400, 40))
+            .map(|i| format!("k{i:04}").into_bytes())
+            .collect(),
+    );
+    let batches = scaled(300, 8);
+    // Batch `g` sets every key to `g`, as 4 to 12 bytes (sizes change: appends and
+    // in-place overwrites both happen).
+    let value = |g: u32| g.to_be_bytes().repeat(1 + (g % 3) as usize);
+    let view: Arc<Mutex<Arc<dyn Snapshot>>> = Arc::new(Mutex::new(e.snapshot().unwrap()));
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let (keys, view) = (Arc::clone(&keys), Arc::clone(&view));
+            std::thread::spawn(move || {
+                let mut seen = 0u32;
+                let mut reads = 0u32;
+                while seen < batches {
+                    let snap = Arc::clone(&*view.lock().unwrap());
+                    let g = snap
+                        .get(f, &keys[r])
+                        .unwrap()
+                        .map_or(0, |v| u32::from_be_bytes([v[0], v[1], v[2], v[3]]));
+                    assert!(g >= seen, "view went back from batch {seen} to {g}");
+                    seen = g;
+                    let want: Vec<(Vec<u8>, Vec<u8>)> = if g == 0 {
+                        vec![]
+                    } else {
+                        keys.iter().map(|k| (k.clone(), value(g))).collect()
+                    };
+                    std::thread::yield_now();
+                    let reverse = reads % 2 == 1;
+                    let mut got = scan(snap.iter(f, &KeyRange::all(), reverse).unwrap().as_mut());
+                    if reverse {
+                        got.reverse();
+                    }
+                    assert_eq!(got, want, "batch {g} torn");
+                    let last = keys.len() - 1 - r;
+                    assert_eq!(
+                        snap.get(f, &keys[last]).unwrap(),
+                        want.get(last).map(|(_, v)| v.clone())
+                    );
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    for g in 1..=batches {
+        let v = value(g);
+        let ops: Vec<BatchOp<'_>> = keys.iter().map(|k| BatchOp::Put(f, k, &v)).collect();
+        let mut slot = view.lock().unwrap();
+        if Arc::strong_count(&slot) == 1 {
+            e.write_unshared(&ops, false, false, &slot).unwrap();
+        } else {
+            e.write(&ops, false).unwrap();
+        }
+        *slot = e.snapshot().unwrap();
+    }
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let last = e.snapshot().unwrap();
+    assert_eq!(last.get(f, &keys[0]).unwrap(), Some(value(batches)));
 }
