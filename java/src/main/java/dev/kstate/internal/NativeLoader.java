@@ -25,6 +25,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -70,7 +71,38 @@ public final class NativeLoader {
      */
     private static volatile UnsatisfiedLinkError failure;
 
+    /** Set by the first {@link #preload()}: its thread is started once per class loader. */
+    private static final AtomicBoolean PRELOAD_STARTED = new AtomicBoolean();
+
     private NativeLoader() {
+    }
+
+    /**
+     * Starts {@link #load()} on a daemon thread, once, and returns at once. Extracting the
+     * library from the jar takes a few hundred milliseconds in a JVM that has just started;
+     * begun when the application builds its topology (each kstate store's options are built
+     * then), it overlaps with the creation of the {@code KafkaStreams} instance instead of
+     * delaying the first store's open on {@code start()}. The first open waits for it (the
+     * load is synchronized). A failure is what {@link #load()} makes of it: logged, remembered,
+     * and thrown by the first open.
+     */
+    public static void preload() {
+        if (loadedFrom != null || failure != null || !PRELOAD_STARTED.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            Thread t = new Thread(() -> {
+                try {
+                    load();
+                } catch (UnsatisfiedLinkError | RuntimeException remembered) {
+                    // remembered by load(); the first open throws it
+                }
+            }, "kstate-native-loader");
+            t.setDaemon(true);
+            t.start();
+        } catch (RuntimeException | OutOfMemoryError noThread) {
+            // no thread to spare: the first open loads the library itself
+        }
     }
 
     /** The version of the loaded library (the crate version it was built from). */

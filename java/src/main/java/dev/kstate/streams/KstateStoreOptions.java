@@ -7,6 +7,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import dev.kstate.internal.NativeLoader;
 import dev.kstate.internal.NativeStore;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.streams.StreamsConfig;
@@ -133,6 +134,8 @@ public final class KstateStoreOptions {
     final Double boundedMemoryMemtableRatio;
 
     private KstateStoreOptions(Builder b) {
+        // A store is about to be declared: have libkstate ready by the time it opens.
+        NativeLoader.preload();
         this.name = b.name;
         this.engine = b.engine;
         this.valueFormat = b.valueFormat;

@@ -152,6 +152,10 @@ public final class EosApp {
         if (a.containsKey("max.uncommitted")) {
             p.put(KstateStoreOptions.MAX_UNCOMMITTED_BYTES_CONFIG, a.get("max.uncommitted"));
         }
+        if (a.containsKey("restore.wait.ms")) {
+            // how long the state updater's restore consumer long-polls a caught-up changelog
+            p.put(StreamsConfig.restoreConsumerPrefix(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG), a.get("restore.wait.ms"));
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         if (variant.equals("stateless")) {

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.junit.Assume;
 import org.junit.Test;
@@ -26,7 +27,15 @@ public class JarSmokeTest {
     /** Runs in the child JVM. */
     public static void main(String[] args) throws Exception {
         File dir = new File(args[0]);
-        KeyValueStore<Bytes, byte[]> store = KstateStores.persistentKeyValueStore("smoke").get();
+        KeyValueBytesStoreSupplier supplier = KstateStores.persistentKeyValueStore("smoke");
+        // Declaring a store starts loading the library in the background (NativeLoader.preload):
+        // it is there before anything opens a store.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (NativeLoader.loadedFrom() == null && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        System.out.println("loadedBeforeInit=" + (NativeLoader.loadedFrom() != null));
+        KeyValueStore<Bytes, byte[]> store = supplier.get();
         store.init(new TestSupport.CapturingContext(TestSupport.props("smoke", dir), dir), store);
         store.put(Bytes.wrap("k".getBytes(StandardCharsets.UTF_8)), "v".getBytes(StandardCharsets.UTF_8));
         TopicPartition tp = new TopicPartition("smoke-changelog", 0);
@@ -68,6 +77,7 @@ public class JarSmokeTest {
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertTrue(p.waitFor(60, TimeUnit.SECONDS));
             assertEquals(out, 0, p.exitValue());
+            assertTrue(out, out.contains("loadedBeforeInit=true"));
             assertTrue(out, out.contains("committed=1"));
             assertTrue(out, out.contains("loadedFrom=jar resource /native/linux-x86_64/libkstate.so"));
             assertTrue(out, out.contains("codeSource=" + new File(jar).getAbsolutePath()));
@@ -77,6 +87,8 @@ public class JarSmokeTest {
                 assertEquals("dev.kstate.streams", main.getValue("Automatic-Module-Name"));
                 assertEquals(System.getProperty("kstate.version"), main.getValue("Implementation-Version"));
                 assertTrue(jf.getEntry("native/index.txt") != null);
+                // stored, so that extracting it at start-up costs no inflation
+                assertEquals(java.util.zip.ZipEntry.STORED, jf.getEntry("native/linux-x86_64/libkstate.so").getMethod());
                 assertTrue(jf.getEntry("dev/kstate/internal/kstate.properties") != null);
             }
             assertTrue("no -Xcheck:jni warnings: " + out, !out.contains("WARNING"));
