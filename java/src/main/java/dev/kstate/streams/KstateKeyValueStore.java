@@ -189,7 +189,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         this.parkMillis = parkMs;
         this.openOptions = openOptions;
         this.store = opened;
-        if (context.metrics() != null) {
+        if (StartupParking.registersMetrics(context)) {
             metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(),
                 options.engine == KstateStoreOptions.Engine.ROCKSDB, statistics, () -> store);
         }

@@ -167,7 +167,7 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         this.parkMillis = parkMs;
         this.openOptions = openOptions;
         this.store = opened;
-        if (context.metrics() != null) {
+        if (StartupParking.registersMetrics(context)) {
             metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(), stateIdTag(),
                 options.engine == KstateStoreOptions.Engine.ROCKSDB, statistics, () -> store);
         }

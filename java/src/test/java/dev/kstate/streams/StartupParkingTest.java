@@ -126,7 +126,35 @@ public class StartupParkingTest {
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.getAbsolutePath());
         p.put(StreamsConfig.STATE_CLEANUP_DELAY_MS_CONFIG, 600_000L);
         p.put(KstateStoreOptions.STARTUP_PARK_MS_CONFIG, parkMs);
+        p.put(StreamsConfig.METRIC_REPORTER_CLASSES_CONFIG, AddedMetrics.class.getName());
         return p;
+    }
+
+    /** Records the name of every metric added to the instance's registry. */
+    public static final class AddedMetrics implements org.apache.kafka.common.metrics.MetricsReporter {
+        static final List<String> NAMES = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        @Override
+        public void configure(Map<String, ?> configs) {
+        }
+
+        @Override
+        public void init(List<org.apache.kafka.common.metrics.KafkaMetric> metrics) {
+            metrics.forEach(this::metricChange);
+        }
+
+        @Override
+        public void metricChange(org.apache.kafka.common.metrics.KafkaMetric metric) {
+            NAMES.add(metric.metricName().name());
+        }
+
+        @Override
+        public void metricRemoval(org.apache.kafka.common.metrics.KafkaMetric metric) {
+        }
+
+        @Override
+        public void close() {
+        }
     }
 
     /** The topology whose sub-topology 0 holds the three kstate stores (and an in-memory one). */
@@ -236,7 +264,11 @@ public class StartupParkingTest {
     @Test
     public void storesOpenedByStartUpAreAdoptedByTheNextInit() {
         assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
+        AddedMetrics.NAMES.clear();
         start(60_000);
+        assertFalse("the start-up path's stores register no metrics: " + AddedMetrics.NAMES,
+            AddedMetrics.NAMES.contains("commits-in-doubt-total"));
+        assertTrue("the reporter sees the instance's metrics", AddedMetrics.NAMES.size() > 10);
         assertEquals("the three kstate stores of task 0_0 are parked", parkedAll(), parked());
         assertEquals(3, logs("closed by Kafka Streams' start-up path; kept open (parked)"));
         assertFalse("a parked store keeps its lock", LockProbe.canOpen(dir("kv")));
