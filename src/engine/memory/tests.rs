@@ -367,11 +367,7 @@ fn copies_only_while_a_snapshot_can_see() {
         let ops: Vec<BatchOp<'_>> = chunk.iter().map(|k| BatchOp::Put(f, k, &v1)).collect();
         e.write(&ops, false).unwrap();
     }
-    let depth = {
-        let live = e.shared.live.read_recover();
-        // SAFETY: the read lock keeps the writer out.
-        unsafe { tree::depth(&live.trees[f.index()]) }
-    };
+    let depth = depth_of(&e, f);
     assert!(depth >= 3, "{n} entries make a tree of depth {depth}");
     let heap = {
         let live = e.shared.live.read_recover();
