@@ -130,6 +130,60 @@ public class NativeLoadFailureTest {
         assertTrue(out, out.contains("it has: linux-x86_64"));
     }
 
+    /**
+     * A damaged library in the jar (here a truncated copy listed with the whole file's
+     * checksums) fails its CRC-32 check with a message saying so, on every call, and leaves no
+     * temporary file; an index of an older jar, without the CRC-32 column, still loads its
+     * library, checked with the SHA-256 (and refuses a damaged one the same way).
+     */
+    @Test
+    public void aDamagedLibraryFailsItsChecksumAndAnOlderIndexStillLoads() throws Exception {
+        byte[] lib;
+        try (InputStream in = NativeLoadFailureTest.class.getResourceAsStream("/native/linux-x86_64/libkstate.so")) {
+            lib = in.readAllBytes();
+        }
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update(lib);
+        String crc32 = String.format("%08x", crc.getValue());
+        String sha = resourceSha256();
+        Path tmp = dir.toPath().resolve("tmp");
+        Files.createDirectories(tmp);
+        List<String> jvm = Collections.singletonList("-Djava.io.tmpdir=" + tmp);
+        String[][] cases = {
+            // index line, library bytes, expected outcome
+            {"linux-x86_64 libkstate.so " + sha + " " + crc32, "truncated", "has CRC-32 "},
+            {"linux-x86_64 libkstate.so " + sha, "truncated", "has SHA-256 "},
+            {"linux-x86_64 libkstate.so " + sha, "whole", null},
+            {"linux-x86_64 libkstate.so " + sha + " " + crc32, "whole", null},
+        };
+        int n = 0;
+        for (String[] c : cases) {
+            // resources of a jar built otherwise: the index, the library and the version file
+            Path res = dir.toPath().resolve("res" + n++);
+            Files.createDirectories(res.resolve("native/linux-x86_64"));
+            Files.createDirectories(res.resolve("dev/kstate/internal"));
+            Files.write(res.resolve("native/index.txt"), ("# platform file sha256 crc32\n" + c[0] + "\n")
+                .getBytes(StandardCharsets.UTF_8));
+            Files.write(res.resolve("native/linux-x86_64/libkstate.so"), c[1].equals("whole") ? lib
+                : Arrays.copyOf(lib, lib.length / 2));
+            try (InputStream in = getClass().getResourceAsStream("/dev/kstate/internal/kstate.properties")) {
+                Files.write(res.resolve("dev/kstate/internal/kstate.properties"), in.readAllBytes());
+            }
+            List<String> cp = new ArrayList<>();
+            cp.add(res.toString());
+            cp.addAll(classpath(e -> e.contains("build/resources/main")));
+            String out = runChild(Collections.emptyList(), jvm, cp);
+            if (c[2] == null) {
+                assertTrue(c[0] + ": " + out, out.contains("attempt 1: opened"));
+                assertTrue(out, out.contains("loadedFrom=jar resource /native/linux-x86_64/libkstate.so\n"));
+            } else {
+                assertFailsTwice(out, "kstate: cannot extract /native/linux-x86_64/libkstate.so to " + tmp);
+                assertTrue(out, out.contains(c[2]) && out.contains("(a damaged jar?)"));
+            }
+            assertEquals("no file left in java.io.tmpdir", 0, tmp.toFile().list().length);
+        }
+    }
+
     /** The SHA-256 of the jar's library, from the classpath resource. */
     private static String resourceSha256() throws Exception {
         MessageDigest md = MessageDigest.getInstance("SHA-256");
