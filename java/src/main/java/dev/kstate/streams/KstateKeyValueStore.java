@@ -93,6 +93,13 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
      * restored or adopted since: a committed offset would claim data the store does not hold.
      */
     private volatile boolean emptySinceCreation;
+    /**
+     * Set while the store, initialised by Kafka Streams' start-up path, answers from its
+     * offsets hint and has not opened its native store (see {@link StartupParking#deferOpen}).
+     */
+    private volatile StartupParking.Deferred deferred;
+    /** Writes the offsets hint after each commit (a RocksDB store in kstate's own directory); else null. */
+    private volatile OffsetsHint.Writer hintWriter;
 
     KstateKeyValueStore(KstateStoreOptions options) {
         this.options = options;
@@ -107,7 +114,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
 
     @Override
     public void init(StateStoreContext context, StateStore root) {
-        if (store != null && store.isOpen()) {
+        if (deferred != null || (store != null && store.isOpen())) {
             throw new IllegalStateException("store " + name() + " is already initialised");
         }
         Map<String, Object> configs = context.appConfigs();
@@ -149,6 +156,16 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             int valueFormat = options.valueFormat.nativeNumber;
             StartupParking.openAhead(context, name(), openOptions, d -> () -> NativeStore.open(name(), d.getAbsolutePath(),
                 KstateNative.ENGINE_ROCKSDB, valueFormat, maxUncommitted, syncOnCommit, tuning), parkMs);
+            if (!fresh && StartupParking.defersOpen(context, parkMs)) {
+                File own = dir;
+                StartupParking.Deferred d = StartupParking.deferOpen(context, own, openOptions, () -> NativeStore.open(name(),
+                    own.getAbsolutePath(), KstateNative.ENGINE_ROCKSDB, valueFormat, maxUncommitted, syncOnCommit, tuning),
+                    parkMs, name() + " (task " + context.taskId() + ")");
+                if (d != null) {
+                    initDeferred(context, root, own, d, openOptions, parkMs);
+                    return;
+                }
+            }
         }
         long openStart = System.nanoTime();
         NativeStore opened = null;
@@ -174,20 +191,14 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             opened = NativeStore.open(name(), path, engine, options.valueFormat.nativeNumber, maxUncommitted, syncOnCommit,
                 tuning);
         }
-        try {
-            Position recovered = PositionCodec.decode(opened.committedMetadata());
-            position = recovered;
-            committedPosition = recovered.copy();
-        } catch (RuntimeException e) {
-            opened.close();
-            throw new KstateProcessorStateException("store " + name() + ": unreadable position metadata: " + e.getMessage(),
-                KstateException.CORRUPTION);
-        }
+        position = recoveredPosition(name(), opened, opened::committedMetadata);
+        committedPosition = position.copy();
         this.consistencyEnabled = booleanConfig(configs, IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
         this.emptySinceCreation = fresh;
         this.context = context;
         this.parkMillis = parkMs;
         this.openOptions = openOptions;
+        this.hintWriter = inOwnDirectory ? new OffsetsHint.Writer(dir, name()) : null;
         this.store = opened;
         if (StartupParking.registersMetrics(context)) {
             metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(),
@@ -198,6 +209,70 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             options.valueFormat.name().toLowerCase(java.util.Locale.ROOT), committedPosition);
         warnIfExactlyOnceWithoutTransactionalStores(context.applicationId(), configs);
         context.register(root, new RestoreCallback());
+    }
+
+    /**
+     * The committed position of a store just opened.
+     *
+     * @param name the store, for the message
+     * @param opened the native store, closed when its position is unreadable
+     * @param metadata reads the position metadata of its last commit
+     * @return the position
+     * @throws KstateProcessorStateException with code {@code CORRUPTION} when it cannot be decoded
+     */
+    static Position recoveredPosition(String name, AutoCloseable opened, java.util.function.Supplier<byte[]> metadata) {
+        try {
+            return PositionCodec.decode(metadata.get());
+        } catch (RuntimeException e) {
+            try {
+                opened.close();
+            } catch (Exception closing) {
+                e.addSuppressed(closing);
+            }
+            throw new KstateProcessorStateException("store " + name + ": unreadable position metadata: " + e.getMessage(),
+                KstateException.CORRUPTION);
+        }
+    }
+
+    /**
+     * The start-up path's init of an existing store with an offsets hint: nothing is opened
+     * here; the store answers {@link #committedOffset} and {@link #getPosition} from the hint,
+     * treats the path's commit of those same offsets as the no-op it is, and opens (adopting
+     * the background open) only if asked anything else. Its close leaves the background open
+     * parked for the task's initialisation.
+     */
+    private void initDeferred(StateStoreContext context, StateStore root, File dir, StartupParking.Deferred d,
+                             List<Object> openOptions, long parkMs) {
+        position = d.position;
+        committedPosition = d.position.copy();
+        consistencyEnabled = booleanConfig(context.appConfigs(), IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
+        emptySinceCreation = false;
+        this.context = context;
+        parkMillis = parkMs;
+        this.openOptions = openOptions;
+        directory = dir;
+        hintWriter = new OffsetsHint.Writer(dir, name());
+        deferred = d;
+        LOG.info("kstate store {} (task {}): deferred the open of the existing store at {} to the background; Kafka "
+            + "Streams' start-up path is answered from its offsets hint {}", name(), context.taskId(), dir, d.hint);
+        context.register(root, new RestoreCallback());
+    }
+
+    /** Opens a deferred store (see {@link #initDeferred}): adopts its background open, or opens it here. */
+    private synchronized NativeStore openDeferred() {
+        StartupParking.Deferred d = deferred;
+        if (d == null) {
+            return store;
+        }
+        long t0 = System.nanoTime();
+        NativeStore s = (NativeStore) d.open();
+        position = recoveredPosition(name(), s, s::committedMetadata);
+        committedPosition = position.copy();
+        store = s;
+        deferred = null;
+        LOG.info("kstate store {} (task {}): opened the deferred store at {} in {} ms: the start-up path asked more than its "
+            + "offsets hint answers", name(), context.taskId(), directory, (System.nanoTime() - t0) / 1_000_000);
+        return s;
     }
 
     /**
@@ -351,6 +426,10 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
 
     @Override
     public void commit(Map<TopicPartition, Long> changelogOffsets) {
+        StartupParking.Deferred d = deferred;
+        if (d != null && changelogOffsets != null && d.hint.agrees(changelogOffsets)) {
+            return; // the start-up path commits the offsets it read: nothing changes
+        }
         NativeStore s = open();
         if (emptySinceCreation && changelogOffsets != null && changelogOffsets.values().stream().anyMatch(Objects::nonNull)) {
             // Kafka Streams migrates a legacy .checkpoint by committing its offsets right after
@@ -362,13 +441,24 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             return;
         }
         Position snapshot = position.copy();
-        s.commit(changelogOffsets == null ? Collections.emptyMap() : changelogOffsets, PositionCodec.encode(snapshot));
+        Map<TopicPartition, Long> offsets = changelogOffsets == null ? Collections.emptyMap() : changelogOffsets;
+        byte[] metadata = PositionCodec.encode(snapshot);
+        s.commit(offsets, metadata);
         committedPosition = snapshot;
+        OffsetsHint.Writer w = hintWriter;
+        if (w != null) {
+            w.committed(offsets, metadata);
+        }
     }
 
     @Override
     public Long committedOffset(TopicPartition partition) {
-        return open().committedOffset(Objects.requireNonNull(partition, "partition cannot be null"));
+        Objects.requireNonNull(partition, "partition cannot be null");
+        StartupParking.Deferred d = deferred;
+        if (d != null && d.hint.knows(partition)) {
+            return d.hint.offset(partition);
+        }
+        return open().committedOffset(partition);
     }
 
     @Override
@@ -401,6 +491,13 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             metrics = null;
             m.close();
         }
+        OffsetsHint.Writer hints = hintWriter;
+        if (hints != null) {
+            hints.close();
+        }
+        if (closeDeferred()) {
+            return;
+        }
         NativeStore s = store;
         if (s != null && s.isOpen()) {
             int leaked = s.openIterators();
@@ -414,6 +511,18 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             s.close();
             LOG.debug("kstate store {} closed", name());
         }
+    }
+
+    /** Closes a store that is still deferred: its background open stays parked. */
+    private synchronized boolean closeDeferred() {
+        if (deferred == null) {
+            return false;
+        }
+        deferred = null;
+        LOG.info("kstate store {} (task {}): closed by Kafka Streams' start-up path without being opened; its background "
+            + "open is kept (parked) for up to {} ms for the task's initialisation to adopt", name(), context.taskId(),
+            parkMillis);
+        return true;
     }
 
     /** Parks the open native store (see {@link #close()}); false when it could not be (then it is closed as usual). */
@@ -442,7 +551,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     @Override
     public boolean isOpen() {
         NativeStore s = store;
-        return s != null && s.isOpen();
+        return deferred != null || (s != null && s.isOpen());
     }
 
     @Override
@@ -496,6 +605,11 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     public long upgradeBySwap(UpgradeProgress progress) {
         NativeStore s = open();
         long copied = s.upgradeBySwap(progress);
+        OffsetsHint.Writer hints = hintWriter;
+        if (copied > 0 && hints != null) {
+            hints.close(); // its file went with the old directory; the swapped-in one has no hint yet
+            hintWriter = new OffsetsHint.Writer(directory, name());
+        }
         if (copied > 0) {
             LOG.info("kstate store {} upgraded by swap: {} entries copied, now in regular mode", name(), copied);
         }
@@ -528,6 +642,9 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
 
     private NativeStore open() {
         NativeStore s = store;
+        if (s == null && deferred != null) {
+            s = openDeferred();
+        }
         if (s == null || !s.isOpen()) {
             throw new KstateInvalidStateStoreException("Store " + name() + " is currently closed.", KstateException.STORE_CLOSED);
         }

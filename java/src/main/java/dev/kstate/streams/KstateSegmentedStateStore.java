@@ -66,6 +66,10 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     private volatile boolean emptySinceCreation;
     /** The writer's observed stream time (Kafka's observedStreamTime), mirrored to know which writes expire. */
     private long observedStreamTime = -1;
+    /** Set while the start-up path's init answers from the offsets hint, unopened (as {@link KstateKeyValueStore}). */
+    private volatile StartupParking.Deferred deferred;
+    /** Writes the offsets hint after each commit (RocksDB engine); else null. */
+    private volatile OffsetsHint.Writer hintWriter;
 
     KstateSegmentedStateStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval) {
         this.options = options;
@@ -97,7 +101,7 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     @Override
     @SuppressWarnings("unchecked") // a parked store adopted with equal options has this kind (the shape says so)
     public void init(StateStoreContext context, StateStore root) {
-        if (store != null && store.isOpen()) {
+        if (deferred != null || (store != null && store.isOpen())) {
             throw new IllegalStateException("store " + name() + " is already initialised");
         }
         Map<String, Object> configs = context.appConfigs();
@@ -123,6 +127,15 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
             int rocksdb = engine;
             StartupParking.openAhead(context, name(), openOptions, d -> () -> openNative(d.getAbsolutePath(), rocksdb,
                 maxUncommitted, syncOnCommit, tuning), parkMs);
+            if (!fresh && StartupParking.defersOpen(context, parkMs)) {
+                String own = path;
+                StartupParking.Deferred d = StartupParking.deferOpen(context, dir, openOptions, () -> openNative(own, rocksdb,
+                    maxUncommitted, syncOnCommit, tuning), parkMs, name() + " (task " + context.taskId() + ")");
+                if (d != null) {
+                    initDeferred(context, root, dir, d, openOptions, parkMs);
+                    return;
+                }
+            }
         }
         long openStart = System.nanoTime();
         S opened = null;
@@ -148,15 +161,8 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         if (opened == null) {
             opened = openNative(path, engine, maxUncommitted, syncOnCommit, tuning);
         }
-        try {
-            Position recovered = PositionCodec.decode(opened.committedMetadata());
-            position = recovered;
-            committedPosition = recovered.copy();
-        } catch (RuntimeException e) {
-            opened.close();
-            throw new KstateProcessorStateException("store " + name() + ": unreadable position metadata: " + e.getMessage(),
-                KstateException.CORRUPTION);
-        }
+        position = KstateKeyValueStore.recoveredPosition(name(), opened, opened::committedMetadata);
+        committedPosition = position.copy();
         synchronized (this) {
             observedStreamTime = opened.streamTime(false);
         }
@@ -166,6 +172,7 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         this.context = context;
         this.parkMillis = parkMs;
         this.openOptions = openOptions;
+        this.hintWriter = dir == null ? null : new OffsetsHint.Writer(dir, name());
         this.store = opened;
         if (StartupParking.registersMetrics(context)) {
             metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(), stateIdTag(),
@@ -175,6 +182,45 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
             + "position {}", kind(), name(), context.taskId(), verb, origin, path == null ? "" : " at " + path,
             (System.nanoTime() - openStart) / 1_000_000, retentionPeriod, segmentInterval, committedPosition);
         context.register(root, new RestoreCallback());
+    }
+
+    /** The start-up path's init of an existing store with an offsets hint, as {@link KstateKeyValueStore}'s. */
+    private void initDeferred(StateStoreContext context, StateStore root, File dir, StartupParking.Deferred d,
+                             List<Object> openOptions, long parkMs) {
+        position = d.position;
+        committedPosition = d.position.copy();
+        Map<String, Object> configs = context.appConfigs();
+        Object consistency = configs == null ? null : configs.get(KstateKeyValueStore.IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
+        consistencyEnabled = consistency != null && Boolean.parseBoolean(String.valueOf(consistency).trim());
+        emptySinceCreation = false;
+        this.context = context;
+        parkMillis = parkMs;
+        this.openOptions = openOptions;
+        directory = dir;
+        hintWriter = new OffsetsHint.Writer(dir, name());
+        deferred = d;
+        LOG.info("kstate {} store {} (task {}): deferred the open of the existing store at {} to the background; Kafka "
+            + "Streams' start-up path is answered from its offsets hint {}", kind(), name(), context.taskId(), dir, d.hint);
+        context.register(root, new RestoreCallback());
+    }
+
+    /** Opens a deferred store: adopts its background open, or opens it here. */
+    @SuppressWarnings("unchecked") // the background open made a store of this kind (same options, same shape)
+    private synchronized S openDeferred() {
+        StartupParking.Deferred d = deferred;
+        if (d == null) {
+            return store;
+        }
+        long t0 = System.nanoTime();
+        S s = (S) d.open();
+        position = KstateKeyValueStore.recoveredPosition(name(), s, s::committedMetadata);
+        committedPosition = position.copy();
+        observedStreamTime = s.streamTime(false);
+        store = s;
+        deferred = null;
+        LOG.info("kstate {} store {} (task {}): opened the deferred store at {} in {} ms: the start-up path asked more than "
+            + "its offsets hint answers", kind(), name(), context.taskId(), directory, (System.nanoTime() - t0) / 1_000_000);
+        return s;
     }
 
     /**
@@ -259,6 +305,10 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
 
     @Override
     public void commit(Map<TopicPartition, Long> changelogOffsets) {
+        StartupParking.Deferred d = deferred;
+        if (d != null && changelogOffsets != null && d.hint.agrees(changelogOffsets)) {
+            return; // the start-up path commits the offsets it read: nothing changes
+        }
         S s = open();
         if (emptySinceCreation && changelogOffsets != null && changelogOffsets.values().stream().anyMatch(Objects::nonNull)) {
             // As the key-value store: offsets migrated from a legacy .checkpoint right after an
@@ -269,13 +319,24 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
             return;
         }
         Position snapshot = position.copy();
-        s.commit(changelogOffsets == null ? Collections.emptyMap() : changelogOffsets, PositionCodec.encode(snapshot));
+        Map<TopicPartition, Long> offsets = changelogOffsets == null ? Collections.emptyMap() : changelogOffsets;
+        byte[] metadata = PositionCodec.encode(snapshot);
+        s.commit(offsets, metadata);
         committedPosition = snapshot;
+        OffsetsHint.Writer w = hintWriter;
+        if (w != null) {
+            w.committed(offsets, metadata);
+        }
     }
 
     @Override
     public Long committedOffset(TopicPartition partition) {
-        return open().committedOffset(Objects.requireNonNull(partition, "partition cannot be null"));
+        Objects.requireNonNull(partition, "partition cannot be null");
+        StartupParking.Deferred d = deferred;
+        if (d != null && d.hint.knows(partition)) {
+            return d.hint.offset(partition);
+        }
+        return open().committedOffset(partition);
     }
 
     @Override
@@ -305,6 +366,13 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
             metrics = null;
             m.close();
         }
+        OffsetsHint.Writer hints = hintWriter;
+        if (hints != null) {
+            hints.close();
+        }
+        if (closeDeferred()) {
+            return;
+        }
         S s = store;
         if (s != null && s.isOpen()) {
             int leaked = s.openIterators();
@@ -317,6 +385,18 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
             s.close();
             LOG.debug("kstate store {} closed", name());
         }
+    }
+
+    /** Closes a store that is still deferred: its background open stays parked. */
+    private synchronized boolean closeDeferred() {
+        if (deferred == null) {
+            return false;
+        }
+        deferred = null;
+        LOG.info("kstate {} store {} (task {}): closed by Kafka Streams' start-up path without being opened; its background "
+            + "open is kept (parked) for up to {} ms for the task's initialisation to adopt", kind(), name(), context.taskId(),
+            parkMillis);
+        return true;
     }
 
     /** Parks the open native store (see {@link #close()}); false when it could not be (then it is closed as usual). */
@@ -345,7 +425,7 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     @Override
     public boolean isOpen() {
         S s = store;
-        return s != null && s.isOpen();
+        return deferred != null || (s != null && s.isOpen());
     }
 
     @Override
@@ -379,6 +459,9 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
 
     S open() {
         S s = store;
+        if (s == null && deferred != null) {
+            s = openDeferred();
+        }
         if (s == null || !s.isOpen()) {
             throw new KstateInvalidStateStoreException("Store " + name() + " is currently closed.", KstateException.STORE_CLOSED);
         }

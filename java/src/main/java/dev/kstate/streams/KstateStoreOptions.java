@@ -34,6 +34,10 @@ import org.slf4j.LoggerFactory;
  * <tr><td>{@value #ENGINE_CONFIG}</td><td>engine of DSL stores made by {@link KstateDslStoreSuppliers}</td><td>rocksdb</td></tr>
  * <tr><td>{@value #STARTUP_PARK_MS_CONFIG}</td><td>how long a store opened by Kafka Streams' start-up path stays open
  * (parked) for the task's own initialisation to adopt it; 0 closes it as Kafka asks</td><td>60000</td></tr>
+ * <tr><td>{@value #STARTUP_OPEN_AHEAD_CONFIG}</td><td>open the same store of the other local tasks in the background
+ * while the start-up path opens one</td><td>true</td></tr>
+ * <tr><td>{@value #STARTUP_DEFER_OPEN_CONFIG}</td><td>answer the start-up path from the store's offsets hint and open
+ * the store in the background instead of on {@code KafkaStreams#start()}</td><td>true</td></tr>
  * </table>
  */
 public final class KstateStoreOptions {
@@ -77,6 +81,13 @@ public final class KstateStoreOptions {
      * that their write-ahead-log replays overlap (with parking only).
      */
     public static final String STARTUP_OPEN_AHEAD_CONFIG = "kstate.startup.open.ahead";
+    /**
+     * Answer Kafka Streams' start-up path from the offsets hint a RocksDB store writes after
+     * each commit, and open the store in the background meanwhile (parked for the task's
+     * initialisation to adopt), instead of opening it on the thread that runs
+     * {@code KafkaStreams#start()} (with parking only).
+     */
+    public static final String STARTUP_DEFER_OPEN_CONFIG = "kstate.startup.defer.open";
 
     /**
      * How values are laid out. A store opens with its own format or a later one (PLAIN &lt;
@@ -209,7 +220,7 @@ public final class KstateStoreOptions {
     static final List<String> KNOWN_KEYS = Collections.unmodifiableList(Arrays.asList(MAX_UNCOMMITTED_BYTES_CONFIG,
         SYNC_ON_COMMIT_CONFIG, BLOCK_CACHE_BYTES_CONFIG, WRITE_BUFFER_BYTES_CONFIG, WRITE_BUFFER_COUNT_CONFIG,
         BLOOM_FILTER_CONFIG, STATISTICS_CONFIG, BOUNDED_MEMORY_BYTES_CONFIG, BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG,
-        ENGINE_CONFIG, STARTUP_PARK_MS_CONFIG, STARTUP_OPEN_AHEAD_CONFIG));
+        ENGINE_CONFIG, STARTUP_PARK_MS_CONFIG, STARTUP_OPEN_AHEAD_CONFIG, STARTUP_DEFER_OPEN_CONFIG));
     private static final Set<String> WARNED_KEYS = ConcurrentHashMap.newKeySet();
 
     /**
@@ -335,6 +346,11 @@ public final class KstateStoreOptions {
     /** {@link #STARTUP_OPEN_AHEAD_CONFIG}: true unless set to false. */
     static boolean resolvedStartupOpenAhead(Map<String, ?> configs) {
         return booleanConfig(configs, STARTUP_OPEN_AHEAD_CONFIG, true);
+    }
+
+    /** {@link #STARTUP_DEFER_OPEN_CONFIG}: true unless set to false. */
+    static boolean resolvedStartupDeferOpen(Map<String, ?> configs) {
+        return booleanConfig(configs, STARTUP_DEFER_OPEN_CONFIG, true);
     }
 
     static long longConfig(Map<String, ?> configs, String key, long fallback) {

@@ -1,15 +1,24 @@
 package dev.kstate.streams;
 
 import dev.kstate.internal.ParkedStores;
+import dev.kstate.internal.PositionCodec;
+import java.io.File;
+import java.io.FileNotFoundException;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
+import java.util.concurrent.Callable;
+import java.util.function.Function;
 import org.apache.kafka.common.metrics.KafkaMetric;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.MetricsReporter;
 import org.apache.kafka.streams.StreamsMetrics;
 import org.apache.kafka.streams.processor.StateStoreContext;
 import org.apache.kafka.streams.processor.internals.metrics.StreamsMetricsImpl;
+import org.apache.kafka.streams.query.Position;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What parking needs to know about Kafka Streams (see {@link ParkedStores}).
@@ -22,6 +31,7 @@ import org.apache.kafka.streams.processor.internals.metrics.StreamsMetricsImpl;
  * package), so it is recognised by name: on runtimes without it nothing is parked.
  */
 final class StartupParking {
+    private static final Logger LOG = LoggerFactory.getLogger(StartupParking.class);
     /** The class of the context Kafka's start-up path hands to {@code StateStore#init}. */
     static final String STARTUP_CONTEXT = "org.apache.kafka.streams.processor.internals.StateDirectory$StartupContext";
     /** Metrics registries that already carry a {@link CloseWithStreams} reporter. */
@@ -63,6 +73,112 @@ final class StartupParking {
     }
 
     /**
+     * Whether a store initialised with {@code context} leaves its open to the background and
+     * answers the start-up path from its {@link OffsetsHint} (when it has one).
+     *
+     * @param context the context of {@code init}
+     * @param parkMs what {@link #parkMillis} returned for it
+     * @return true on the start-up path with parking and {@value KstateStoreOptions#STARTUP_DEFER_OPEN_CONFIG} on
+     */
+    static boolean defersOpen(StateStoreContext context, long parkMs) {
+        return parkMs > 0 && KstateStoreOptions.resolvedStartupDeferOpen(context.appConfigs());
+    }
+
+    /**
+     * A store the start-up path initialised without opening it: the hint it answers from, and
+     * how it opens once something needs more than the hint.
+     */
+    static final class Deferred {
+        /** The committed offsets the store answers with. */
+        final OffsetsHint hint;
+        /** The hint's committed position. */
+        final Position position;
+        private final File dir;
+        private final Object options;
+        private final Callable<? extends AutoCloseable> open;
+        private final String description;
+
+        private Deferred(OffsetsHint hint, Position position, File dir, Object options, Callable<? extends AutoCloseable> open,
+                         String description) {
+            this.hint = hint;
+            this.position = position;
+            this.dir = dir;
+            this.options = options;
+            this.open = open;
+            this.description = description;
+        }
+
+        /**
+         * The store, open: the one opened in the background if it is parked (waiting for an
+         * open under way), else opened here.
+         *
+         * @return the native store, owned by the caller
+         * @throws KstateProcessorStateException (or another runtime exception of the open) when it cannot be opened
+         */
+        AutoCloseable open() {
+            ParkedStores.Parked parked = ParkedStores.adopt(dir, options, description);
+            if (parked != null) {
+                return parked.store();
+            }
+            try {
+                return open.call();
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new KstateProcessorStateException("store " + description + ": cannot open " + dir + ": " + e,
+                    KstateException.IO);
+            }
+        }
+    }
+
+    /**
+     * Defers the open of the existing store at {@code dir}, initialised by the start-up path:
+     * when the store has a readable {@link OffsetsHint}, schedules its open on the background
+     * openers (parked for the task's initialisation to adopt, as {@link #openAhead} does) and
+     * returns what the store answers the path with meanwhile.
+     *
+     * @param context the start-up path's context
+     * @param dir the store's directory (its own: kstate's, holding a database)
+     * @param options the open options
+     * @param open opens the store at {@code dir}
+     * @param parkMs the park deadline
+     * @param description the store, for messages
+     * @return the deferred store, or null when there is no usable hint (open it now)
+     */
+    static Deferred deferOpen(StateStoreContext context, File dir, Object options,
+                              Callable<? extends AutoCloseable> open, long parkMs, String description) {
+        OffsetsHint hint = OffsetsHint.read(dir);
+        if (hint == null) {
+            return null;
+        }
+        Position position;
+        try {
+            position = PositionCodec.decode(hint.metadata());
+        } catch (RuntimeException e) {
+            LOG.info("kstate store {}: ignoring the offsets hint in {}: unreadable position ({}); the store is opened to "
+                + "answer", description, dir, e.getMessage());
+            return null;
+        }
+        ParkedStores.preOpen(dir, options, existing(dir, open), owner(context), parkMs, description);
+        return new Deferred(hint, position, dir, options, open, description);
+    }
+
+    /**
+     * An open for the background that refuses to create a store: if the directory lost its
+     * database before the open ran (Kafka wiping the task), the open fails, and the task's
+     * initialisation opens the directory itself, as a new store.
+     */
+    private static Callable<AutoCloseable> existing(File dir,
+                                                                         Callable<? extends AutoCloseable> open) {
+        return () -> {
+            if (!new File(dir, "CURRENT").isFile()) {
+                throw new FileNotFoundException(dir + " holds no store any more");
+            }
+            return open.call();
+        };
+    }
+
+    /**
      * Opens, in the background, the store {@code name} of the other task directories of the
      * same sub-topology next to {@code context}'s, so that Kafka's start-up path, which inits
      * the tasks one after another, adopts them open: their write-ahead-log replays overlap.
@@ -78,18 +194,18 @@ final class StartupParking {
      * @return the number of opens scheduled
      */
     static int openAhead(StateStoreContext context, String name, Object options,
-                         java.util.function.Function<java.io.File, java.util.concurrent.Callable<AutoCloseable>> open,
+                         Function<File, Callable<AutoCloseable>> open,
                          long deadlineMs) {
         if (!KstateStoreOptions.resolvedStartupOpenAhead(context.appConfigs())) {
             return 0;
         }
-        java.io.File taskDir = context.stateDir();
-        java.io.File parent = taskDir == null ? null : taskDir.getParentFile();
+        File taskDir = context.stateDir();
+        File parent = taskDir == null ? null : taskDir.getParentFile();
         String[] tasks = parent == null ? null : parent.list();
         if (tasks == null) {
             return 0;
         }
-        java.util.Arrays.sort(tasks);
+        Arrays.sort(tasks);
         String prefix = context.taskId().subtopology() + "_";
         Object owner = null;
         int n = 0;
@@ -97,14 +213,15 @@ final class StartupParking {
             if (!task.startsWith(prefix) || task.equals(taskDir.getName()) || !task.substring(prefix.length()).matches("\\d+")) {
                 continue;
             }
-            java.io.File dir = new java.io.File(new java.io.File(parent, task), name);
-            if (!new java.io.File(dir, "CURRENT").isFile()) {
+            File dir = new File(new File(parent, task), name);
+            if (!new File(dir, "CURRENT").isFile()) {
                 continue;
             }
             if (owner == null) {
                 owner = owner(context);
             }
-            if (ParkedStores.preOpen(dir, options, open.apply(dir), owner, deadlineMs, name + " (task " + task + ")")) {
+            if (ParkedStores.preOpen(dir, options, existing(dir, open.apply(dir)), owner, deadlineMs,
+                name + " (task " + task + ")")) {
                 n++;
             }
         }

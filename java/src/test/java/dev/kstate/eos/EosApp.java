@@ -69,7 +69,8 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * {@code stop} for a clean close), optional {@code instance} (static membership),
  * {@code commit.ms}, {@code max.uncommitted} ({@code kstate.max.uncommitted.bytes}),
  * {@code standbys}, {@code iq.limit} (entries printed per query and partition), {@code park.ms}
- * ({@code kstate.startup.park.ms}), {@code open.ahead} ({@code kstate.startup.open.ahead}).
+ * ({@code kstate.startup.park.ms}), {@code open.ahead} ({@code kstate.startup.open.ahead}),
+ * {@code defer.open} ({@code kstate.startup.defer.open}).
  *
  * <p>It reports on standard output, one event a line: {@code STATE new old ms}, {@code RUNNING ms}
  * (ms since the JVM started), {@code RESTORE_START store topic partition start end},
@@ -148,6 +149,9 @@ public final class EosApp {
         }
         if (a.containsKey("open.ahead")) {
             p.put(KstateStoreOptions.STARTUP_OPEN_AHEAD_CONFIG, a.get("open.ahead"));
+        }
+        if (a.containsKey("defer.open")) {
+            p.put(KstateStoreOptions.STARTUP_DEFER_OPEN_CONFIG, a.get("defer.open"));
         }
         if (a.containsKey("max.uncommitted")) {
             p.put(KstateStoreOptions.MAX_UNCOMMITTED_BYTES_CONFIG, a.get("max.uncommitted"));

@@ -41,6 +41,18 @@ public final class CapturedLogs {
             return EVENTS.offer(e);
         }
     };
+    /** Kafka's state manager: what its start-up path read from the stores. Recorded apart from kstate's. */
+    static final String STATE_MANAGER = "org.apache.kafka.streams.processor.internals.ProcessorStateManager";
+    private static final Queue<SubstituteLoggingEvent> STATE_MANAGER_EVENTS = new ConcurrentLinkedQueue<>();
+    private static final Queue<SubstituteLoggingEvent> STATE_MANAGER_SINK = new ConcurrentLinkedQueue<SubstituteLoggingEvent>() {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public boolean offer(SubstituteLoggingEvent e) {
+            PRINTED.offer(e);
+            return STATE_MANAGER_EVENTS.offer(e);
+        }
+    };
     private static volatile java.util.function.Consumer<String> forward;
     /** Events printed with {@link #STDERR} (every logger's), else dropped. */
     private static final Queue<SubstituteLoggingEvent> PRINTED = new ConcurrentLinkedQueue<SubstituteLoggingEvent>() {
@@ -72,6 +84,15 @@ public final class CapturedLogs {
     /** Forgets every recorded event. */
     public static void clear() {
         EVENTS.clear();
+        STATE_MANAGER_EVENTS.clear();
+    }
+
+    /**
+     * @param level the level
+     * @return the formatted messages of Kafka's {@value #STATE_MANAGER} at that level, oldest first
+     */
+    public static List<String> stateManagerMessages(Level level) {
+        return format(STATE_MANAGER_EVENTS, level);
     }
 
     /**
@@ -79,8 +100,12 @@ public final class CapturedLogs {
      * @return the formatted messages recorded at that level, oldest first
      */
     public static List<String> messages(Level level) {
+        return format(EVENTS, level);
+    }
+
+    private static List<String> format(Queue<SubstituteLoggingEvent> events, Level level) {
         List<String> out = new ArrayList<>();
-        for (SubstituteLoggingEvent e : EVENTS) {
+        for (SubstituteLoggingEvent e : events) {
             if (e.getLevel() == level) {
                 out.add(MessageFormatter.arrayFormat(e.getMessage(), e.getArgumentArray()).getMessage());
             }
@@ -103,6 +128,9 @@ public final class CapturedLogs {
         public Logger getLogger(String name) {
             if (name.startsWith("dev.kstate")) {
                 return new EventRecodingLogger(new SubstituteLogger(name, KSTATE, false), KSTATE);
+            }
+            if (name.equals(STATE_MANAGER)) {
+                return new EventRecodingLogger(new SubstituteLogger(name, STATE_MANAGER_SINK, false), STATE_MANAGER_SINK);
             }
             return Boolean.getBoolean(STDERR) ? new EventRecodingLogger(new SubstituteLogger(name, PRINTED, false), PRINTED)
                 : NOPLogger.NOP_LOGGER;

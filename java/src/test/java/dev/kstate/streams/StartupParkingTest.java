@@ -14,6 +14,8 @@ import java.io.File;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -37,6 +39,8 @@ import org.apache.kafka.streams.processor.StateStore;
 import org.junit.After;
 import org.junit.Before;
 import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.junit.runners.Parameterized;
 import org.slf4j.event.Level;
 
 /**
@@ -48,8 +52,23 @@ import org.slf4j.event.Level;
  *
  * <p>Each task directory {@code 0_0} is prepared with a key-value, a window and a session store
  * holding a few committed records, as a previous run would have left them.
+ *
+ * <p>Every test runs twice: with {@code kstate.startup.defer.open} (the default: the path is
+ * answered from each store's offsets hint and the stores open in the background) and without
+ * it (the path opens each store itself).
  */
+@RunWith(Parameterized.class)
 public class StartupParkingTest {
+    /** @return the two start-up modes */
+    @Parameterized.Parameters(name = "defer={0}")
+    public static Collection<Object[]> modes() {
+        return Arrays.asList(new Object[] {true}, new Object[] {false});
+    }
+
+    /** Whether the start-up path defers the opens (kstate.startup.defer.open). */
+    @Parameterized.Parameter
+    public boolean defer;
+
     private static final String APP = "park-app";
     private static final long COMMITTED = 41L;
     private File stateDir;
@@ -108,7 +127,11 @@ public class StartupParkingTest {
     }
 
     private static TopicPartition changelog(String store) {
-        return new TopicPartition(APP + "-" + store + "-changelog", 0);
+        return changelog(store, 0);
+    }
+
+    private static TopicPartition changelog(String store, int partition) {
+        return new TopicPartition(APP + "-" + store + "-changelog", partition);
     }
 
     private static byte[] ts(long timestamp, long value) {
@@ -126,6 +149,7 @@ public class StartupParkingTest {
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.getAbsolutePath());
         p.put(StreamsConfig.STATE_CLEANUP_DELAY_MS_CONFIG, 600_000L);
         p.put(KstateStoreOptions.STARTUP_PARK_MS_CONFIG, parkMs);
+        p.put(KstateStoreOptions.STARTUP_DEFER_OPEN_CONFIG, defer);
         p.put(StreamsConfig.METRIC_REPORTER_CLASSES_CONFIG, AddedMetrics.class.getName());
         return p;
     }
@@ -189,9 +213,10 @@ public class StartupParkingTest {
             win.put(key(i), ts(1000 + i, 10 + i), 60_000L * (i % 3));
             ses.put(new Windowed<>(key(i), new SessionWindow(1000 + i, 2000 + i)), ts(0, 100 + i));
         }
-        kv.commit(Collections.singletonMap(changelog("kv"), COMMITTED));
-        win.commit(Collections.singletonMap(changelog("win"), COMMITTED));
-        ses.commit(Collections.singletonMap(changelog("ses"), COMMITTED));
+        int partition = Integer.parseInt(taskDir.getName().substring(taskDir.getName().indexOf('_') + 1));
+        kv.commit(Collections.singletonMap(changelog("kv", partition), COMMITTED));
+        win.commit(Collections.singletonMap(changelog("win", partition), COMMITTED));
+        ses.commit(Collections.singletonMap(changelog("ses", partition), COMMITTED));
         kv.close();
         win.close();
         ses.close();
@@ -240,8 +265,62 @@ public class StartupParkingTest {
         assertEquals(Long.valueOf(COMMITTED), ses.committedOffset(changelog("ses")));
     }
 
+    /**
+     * Initialises the three stores of task 0_0 as the task would, checks that each logged a
+     * line containing {@code fragment} (how it got its store), checks what they hold, and
+     * closes them.
+     */
+    private void initCheckAndClose(String fragment) {
+        CapturedLogs.clear();
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(60_000), taskDir);
+        KstateKeyValueStore kv = kvStore();
+        KstateWindowStore win = windowStore();
+        KstateSessionStore ses = sessionStore();
+        for (StateStore s : new StateStore[] {kv, win, ses}) {
+            s.init(ctx, s);
+        }
+        try {
+            assertEquals(CapturedLogs.messages(Level.INFO).toString(), 3, logs(fragment));
+            checkPrepared(kv, win, ses);
+        } finally {
+            kv.close();
+            win.close();
+            ses.close();
+        }
+    }
+
     private long logs(String fragment) {
         return CapturedLogs.count(Level.INFO, fragment);
+    }
+
+    /** Waits until {@code n} stores were opened in the background (pre-opened), and checks no more were. */
+    private void awaitBackgroundOpens(int n) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 20_000;
+        while (logs("): pre-opened at ") < n && System.currentTimeMillis() < deadline) {
+            Thread.sleep(20);
+        }
+        assertEquals(CapturedLogs.messages(Level.INFO).toString(), n, logs("): pre-opened at "));
+    }
+
+    /**
+     * Checks what {@code start()} did to the three stores of task 0_0: deferred their opens to
+     * the background (defer) or opened them on its own thread; in both cases parked them.
+     */
+    private void checkStartUpPath(int stores) throws InterruptedException {
+        if (defer) {
+            assertEquals(CapturedLogs.messages(Level.INFO).toString(), stores,
+                logs("): deferred the open of the existing store at "));
+            assertEquals("the path opened nothing itself", 0, logs("): opened existing store"));
+            assertEquals(stores, logs("closed by Kafka Streams' start-up path without being opened; its background open is "
+                + "kept (parked)"));
+            awaitBackgroundOpens(stores);
+        } else {
+            assertEquals(0, logs("deferred the open"));
+            assertEquals(stores, logs("closed by Kafka Streams' start-up path; kept open (parked)"));
+        }
+        assertEquals("the path read the committed offsets: " + CapturedLogs.stateManagerMessages(Level.INFO), stores,
+            CapturedLogs.stateManagerMessages(Level.INFO).stream().filter(m -> m.contains("initialized from checkpoint with "
+                + "offset " + COMMITTED + " at changelog")).count());
     }
 
     // ----- the tests ------------------------------------------------------------------------
@@ -262,15 +341,15 @@ public class StartupParkingTest {
      * in-memory store is not parked.
      */
     @Test
-    public void storesOpenedByStartUpAreAdoptedByTheNextInit() {
+    public void storesOpenedByStartUpAreAdoptedByTheNextInit() throws InterruptedException {
         assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
         AddedMetrics.NAMES.clear();
         start(60_000);
         assertFalse("the start-up path's stores register no metrics: " + AddedMetrics.NAMES,
             AddedMetrics.NAMES.contains("commits-in-doubt-total"));
         assertTrue("the reporter sees the instance's metrics", AddedMetrics.NAMES.size() > 10);
+        checkStartUpPath(3);
         assertEquals("the three kstate stores of task 0_0 are parked", parkedAll(), parked());
-        assertEquals(3, logs("closed by Kafka Streams' start-up path; kept open (parked)"));
         assertFalse("a parked store keeps its lock", LockProbe.canOpen(dir("kv")));
         assertEquals("the in-memory store is not parked", 0, CapturedLogs.messages(Level.INFO).stream()
             .filter(m -> m.contains("store mem") && m.contains("parked")).count());
@@ -284,8 +363,9 @@ public class StartupParkingTest {
             s.init(ctx, s);
         }
         try {
-            assertEquals("three adoptions, no open: " + CapturedLogs.messages(Level.INFO), 3, logs("): adopted the store "
-                + "parked by Kafka Streams' start-up path"));
+            assertEquals("three adoptions, no open: " + CapturedLogs.messages(Level.INFO), 3, logs(defer
+                ? "): adopted the store opened ahead in the background" : "): adopted the store parked by Kafka Streams' "
+                + "start-up path"));
             assertEquals(0, logs("): opened "));
             assertEquals("nothing left parked", Collections.emptyList(), parked());
             checkPrepared(kv, win, ses);
@@ -328,6 +408,17 @@ public class StartupParkingTest {
             p.put(KstateStoreOptions.STARTUP_OPEN_AHEAD_CONFIG, ahead);
             streams = new KafkaStreams(topology().build(), p);
             streams.start();
+            if (defer) {
+                // every store opens in the background, its own init scheduling it if opening
+                // ahead did not: the path opens and adopts none
+                checkStartUpPath(6);
+                assertEquals("six stores parked", 6, parked().size());
+                assertEquals(0, CapturedLogs.count(Level.INFO, "): adopted"));
+                streams.close(Duration.ofSeconds(30));
+                streams = null;
+                assertEquals(Collections.emptyList(), parked());
+                continue;
+            }
             assertEquals("six stores parked", 6, parked().size());
             long opened = CapturedLogs.count(Level.INFO, "): opened existing store");
             long ahead0 = CapturedLogs.count(Level.INFO, "): pre-opened at ");
@@ -365,22 +456,7 @@ public class StartupParkingTest {
         streams.close(Duration.ofSeconds(30));
         streams = null;
         // closed cleanly: a normal open finds the committed data (and no log to replay)
-        CapturedLogs.clear();
-        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(60_000), taskDir);
-        KstateKeyValueStore kv = kvStore();
-        KstateWindowStore win = windowStore();
-        KstateSessionStore ses = sessionStore();
-        for (StateStore s : new StateStore[] {kv, win, ses}) {
-            s.init(ctx, s);
-        }
-        try {
-            assertEquals(3, logs("): opened existing store"));
-            checkPrepared(kv, win, ses);
-        } finally {
-            kv.close();
-            win.close();
-            ses.close();
-        }
+        initCheckAndClose("): opened existing store");
     }
 
     /** {@code KafkaStreams#close()} before any adoption closes the parked stores; {@code cleanUp()} then deletes them. */
@@ -451,9 +527,10 @@ public class StartupParkingTest {
      * adopted, and the stores start empty in the new directory.
      */
     @Test
-    public void aDeletedDirectoryIsNotAdopted() {
+    public void aDeletedDirectoryIsNotAdopted() throws InterruptedException {
         assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
         start(60_000);
+        checkStartUpPath(3); // with defer, the background opens are done: Kafka deletes no directory under an open
         TestSupport.deleteTree(taskDir);
         assertTrue(taskDir.mkdirs());
         CapturedLogs.clear();
@@ -480,5 +557,64 @@ public class StartupParkingTest {
         }
         assertEquals("the window store is still parked", Collections.singletonList(ParkedStores.canonical(dir("win"))),
             parked());
+    }
+    /**
+     * A store whose offsets hint is missing (kv) or damaged (win) is opened by the path, as
+     * without deferral, and its commit there writes the hint again; the store with a good hint
+     * (ses) is deferred. All three end up parked and adopted with their data.
+     */
+    @Test
+    public void aMissingOrDamagedHintOpensTheStoreOnThePath() throws Exception {
+        assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
+        assumeTrue("deferral on", defer);
+        File kvHint = new File(dir("kv"), OffsetsHint.FILE);
+        File winHint = new File(dir("win"), OffsetsHint.FILE);
+        assertTrue("a commit wrote the hints", kvHint.isFile() && winHint.isFile()
+            && new File(dir("ses"), OffsetsHint.FILE).isFile());
+        assertTrue(kvHint.delete());
+        byte[] damaged = java.nio.file.Files.readAllBytes(winHint.toPath());
+        damaged[damaged.length / 2] ^= 0x10;
+        java.nio.file.Files.write(winHint.toPath(), damaged);
+        start(60_000);
+        assertEquals(1, logs("ignoring the offsets hint"));
+        assertEquals("kv and win opened by the path", 2, logs("): opened existing store"));
+        assertEquals(1, logs("): deferred the open of the existing store at "));
+        awaitBackgroundOpens(1);
+        assertEquals(parkedAll(), parked());
+        assertTrue("the path's commit wrote the missing hint", kvHint.isFile());
+        assertEquals(Long.valueOf(COMMITTED), OffsetsHint.read(dir("win")).offset(changelog("win")));
+        initCheckAndClose("): adopted the store ");
+    }
+
+    /**
+     * Kafka migrates a legacy {@code .checkpoint} file by committing its offsets right after
+     * init: a deferred store whose hint says otherwise opens (adopting its background open) and
+     * commits them for real, so both modes end with the migrated offset.
+     */
+    @Test
+    public void aLegacyCheckpointIsMigratedIntoADeferredStore() throws Exception {
+        assumeTrue("Kafka Streams 4.3+", STARTUP_PATH);
+        File checkpoint = new File(taskDir, ".checkpoint");
+        new org.apache.kafka.streams.state.internals.OffsetCheckpoint(checkpoint).write(
+            Collections.singletonMap(changelog("kv"), 77L));
+        start(60_000);
+        assertFalse("Kafka migrated the checkpoint", checkpoint.exists());
+        if (defer) {
+            awaitBackgroundOpens(3);
+            assertEquals(CapturedLogs.messages(Level.INFO).toString(), 1,
+                logs("kv (task 0_0): opened the deferred store at "));
+        }
+        assertEquals(parkedAll(), parked());
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(60_000), taskDir);
+        KstateKeyValueStore kv = kvStore();
+        kv.init(ctx, kv);
+        try {
+            assertEquals(Long.valueOf(77L), kv.committedOffset(changelog("kv")));
+            assertEquals(20, TestSupport.drain(kv.all()).size());
+        } finally {
+            kv.close();
+        }
+        assertEquals("the hint follows the migrated commit", Long.valueOf(77L),
+            OffsetsHint.read(dir("kv")).offset(changelog("kv")));
     }
 }
