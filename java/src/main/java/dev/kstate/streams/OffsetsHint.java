@@ -27,9 +27,9 @@ import org.slf4j.LoggerFactory;
  * commits, in a small file inside the store's directory, so that Kafka Streams' start-up path
  * can be answered without opening the store (see {@link StartupParking}).
  *
- * <p>It is a <i>hint</i>: written after the commit it describes (in place, with no fsync), it may lag the
- * store by the last commits (a kill between a commit and its hint), and after a power loss it
- * may be ahead of a store that was not synced ({@code kstate.sync.on.commit=false}). The
+ * <p>It is a <i>hint</i>: written after the commit it describes (in place, with no fsync), it
+ * may lag the store by the last commits (a kill between a commit and its hint), and after a
+ * power loss it may be ahead of a store that was not synced ({@code kstate.sync.on.commit=false}). The
  * start-up path uses the offsets only for the lags an instance reports in its first
  * rebalance; the stream thread's {@code init} reads the store's own offsets before anything is
  * restored, so a lagging or leading hint changes a lag estimate, never the data. An unreadable

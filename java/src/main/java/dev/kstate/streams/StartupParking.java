@@ -168,8 +168,7 @@ final class StartupParking {
      * database before the open ran (Kafka wiping the task), the open fails, and the task's
      * initialisation opens the directory itself, as a new store.
      */
-    private static Callable<AutoCloseable> existing(File dir,
-                                                                         Callable<? extends AutoCloseable> open) {
+    private static Callable<AutoCloseable> existing(File dir, Callable<? extends AutoCloseable> open) {
         return () -> {
             if (!new File(dir, "CURRENT").isFile()) {
                 throw new FileNotFoundException(dir + " holds no store any more");
