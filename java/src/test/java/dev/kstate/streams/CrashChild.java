@@ -78,6 +78,11 @@ public final class CrashChild {
         long written = 0;
         RandomAccessFile progress = new RandomAccessFile(progressFile(stateDir), "rw");
         ByteBuffer word = ByteBuffer.allocate(8);
+        // The commit resumed from is durable and seen: record it before the first commit, so
+        // that a kill right after that commit (durable, not yet recorded) finds at most one
+        // commit past the record. Without it the record still held the killed predecessor's
+        // last report, which a kill in the middle of its commit leaves one behind.
+        progress.write(word.putLong(0, n).array(), 0, 8);
         while (written < maxBatches) {
             n++;
             Map<Bytes, byte[]> batch = new TreeMap<>();

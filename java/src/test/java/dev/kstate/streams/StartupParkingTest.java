@@ -266,19 +266,29 @@ public class StartupParkingTest {
     }
 
     /**
+     * @return the key-value, window and session stores of task 0_0, initialised as the task
+     *     would (the captured log cleared first)
+     */
+    private StateStore[] initAll() {
+        CapturedLogs.clear();
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(60_000), taskDir);
+        StateStore[] stores = {kvStore(), windowStore(), sessionStore()};
+        for (StateStore s : stores) {
+            s.init(ctx, s);
+        }
+        return stores;
+    }
+
+    /**
      * Initialises the three stores of task 0_0 as the task would, checks that each logged a
      * line containing {@code fragment} (how it got its store), checks what they hold, and
      * closes them.
      */
     private void initCheckAndClose(String fragment) {
-        CapturedLogs.clear();
-        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(60_000), taskDir);
-        KstateKeyValueStore kv = kvStore();
-        KstateWindowStore win = windowStore();
-        KstateSessionStore ses = sessionStore();
-        for (StateStore s : new StateStore[] {kv, win, ses}) {
-            s.init(ctx, s);
-        }
+        StateStore[] stores = initAll();
+        KstateKeyValueStore kv = (KstateKeyValueStore) stores[0];
+        KstateWindowStore win = (KstateWindowStore) stores[1];
+        KstateSessionStore ses = (KstateSessionStore) stores[2];
         try {
             assertEquals(CapturedLogs.messages(Level.INFO).toString(), 3, logs(fragment));
             checkPrepared(kv, win, ses);
@@ -354,14 +364,10 @@ public class StartupParkingTest {
         assertEquals("the in-memory store is not parked", 0, CapturedLogs.messages(Level.INFO).stream()
             .filter(m -> m.contains("store mem") && m.contains("parked")).count());
 
-        CapturedLogs.clear();
-        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props(60_000), taskDir);
-        KstateKeyValueStore kv = kvStore();
-        KstateWindowStore win = windowStore();
-        KstateSessionStore ses = sessionStore();
-        for (StateStore s : new StateStore[] {kv, win, ses}) {
-            s.init(ctx, s);
-        }
+        StateStore[] stores = initAll();
+        KstateKeyValueStore kv = (KstateKeyValueStore) stores[0];
+        KstateWindowStore win = (KstateWindowStore) stores[1];
+        KstateSessionStore ses = (KstateSessionStore) stores[2];
         try {
             assertEquals("three adoptions, no open: " + CapturedLogs.messages(Level.INFO), 3, logs(defer
                 ? "): adopted the store opened ahead in the background" : "): adopted the store parked by Kafka Streams' "
