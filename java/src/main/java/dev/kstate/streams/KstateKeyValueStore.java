@@ -156,15 +156,13 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             int valueFormat = options.valueFormat.nativeNumber;
             StartupParking.openAhead(context, name(), openOptions, d -> () -> NativeStore.open(name(), d.getAbsolutePath(),
                 KstateNative.ENGINE_ROCKSDB, valueFormat, maxUncommitted, syncOnCommit, tuning), parkMs);
-            if (!fresh && StartupParking.defersOpen(context, parkMs)) {
-                File own = dir;
-                StartupParking.Deferred d = StartupParking.deferOpen(context, own, openOptions, () -> NativeStore.open(name(),
-                    own.getAbsolutePath(), KstateNative.ENGINE_ROCKSDB, valueFormat, maxUncommitted, syncOnCommit, tuning),
-                    parkMs, name() + " (task " + context.taskId() + ")");
-                if (d != null) {
-                    initDeferred(context, root, own, d, openOptions, parkMs);
-                    return;
-                }
+            File own = dir;
+            StartupParking.Deferred d = fresh ? null : StartupParking.deferOpen(context, own, openOptions,
+                () -> NativeStore.open(name(), own.getAbsolutePath(), KstateNative.ENGINE_ROCKSDB, valueFormat, maxUncommitted,
+                    syncOnCommit, tuning), parkMs, name() + " (task " + context.taskId() + ")");
+            if (d != null) {
+                initDeferred(context, root, own, d, openOptions, parkMs);
+                return;
             }
         }
         long openStart = System.nanoTime();
@@ -297,7 +295,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         }
     }
 
-    private static boolean booleanConfig(Map<String, Object> configs, String key) {
+    static boolean booleanConfig(Map<String, Object> configs, String key) {
         Object v = configs == null ? null : configs.get(key);
         return v != null && (v instanceof Boolean ? (Boolean) v : Boolean.parseBoolean(String.valueOf(v).trim()));
     }

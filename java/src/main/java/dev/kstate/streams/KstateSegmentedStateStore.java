@@ -127,14 +127,13 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
             int rocksdb = engine;
             StartupParking.openAhead(context, name(), openOptions, d -> () -> openNative(d.getAbsolutePath(), rocksdb,
                 maxUncommitted, syncOnCommit, tuning), parkMs);
-            if (!fresh && StartupParking.defersOpen(context, parkMs)) {
-                String own = path;
-                StartupParking.Deferred d = StartupParking.deferOpen(context, dir, openOptions, () -> openNative(own, rocksdb,
-                    maxUncommitted, syncOnCommit, tuning), parkMs, name() + " (task " + context.taskId() + ")");
-                if (d != null) {
-                    initDeferred(context, root, dir, d, openOptions, parkMs);
-                    return;
-                }
+            String own = path;
+            StartupParking.Deferred d = fresh ? null : StartupParking.deferOpen(context, dir, openOptions,
+                () -> openNative(own, rocksdb, maxUncommitted, syncOnCommit, tuning), parkMs,
+                name() + " (task " + context.taskId() + ")");
+            if (d != null) {
+                initDeferred(context, root, dir, d, openOptions, parkMs);
+                return;
             }
         }
         long openStart = System.nanoTime();
@@ -166,8 +165,7 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         synchronized (this) {
             observedStreamTime = opened.streamTime(false);
         }
-        Object consistency = configs == null ? null : configs.get(KstateKeyValueStore.IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
-        consistencyEnabled = consistency != null && Boolean.parseBoolean(String.valueOf(consistency).trim());
+        consistencyEnabled = KstateKeyValueStore.booleanConfig(configs, KstateKeyValueStore.IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
         emptySinceCreation = fresh;
         this.context = context;
         this.parkMillis = parkMs;
@@ -189,9 +187,8 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
                              List<Object> openOptions, long parkMs) {
         position = d.position;
         committedPosition = d.position.copy();
-        Map<String, Object> configs = context.appConfigs();
-        Object consistency = configs == null ? null : configs.get(KstateKeyValueStore.IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
-        consistencyEnabled = consistency != null && Boolean.parseBoolean(String.valueOf(consistency).trim());
+        consistencyEnabled = KstateKeyValueStore.booleanConfig(context.appConfigs(),
+            KstateKeyValueStore.IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
         emptySinceCreation = false;
         this.context = context;
         parkMillis = parkMs;

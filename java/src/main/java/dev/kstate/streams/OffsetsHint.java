@@ -13,6 +13,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -57,6 +58,9 @@ final class OffsetsHint {
     private static final int HEADER = 8;
     private static final int MAGIC = 0x4b534831; // "KSH1"
     private static final Logger LOG = LoggerFactory.getLogger(OffsetsHint.class);
+    /** Partitions by topic, then number: the same offsets always encode (and print) the same. */
+    private static final Comparator<TopicPartition> ORDER =
+        Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition);
 
     private final Map<TopicPartition, Long> known;
     private final boolean exhaustive;
@@ -172,13 +176,9 @@ final class OffsetsHint {
 
     @Override
     public String toString() {
-        return new TreeMap<>(stringKeys(known)) + (exhaustive ? " (all)" : "");
-    }
-
-    private static Map<String, Long> stringKeys(Map<TopicPartition, Long> m) {
-        Map<String, Long> s = new HashMap<>();
-        m.forEach((k, v) -> s.put(k.toString(), v));
-        return s;
+        Map<TopicPartition, Long> sorted = new TreeMap<>(ORDER);
+        sorted.putAll(known);
+        return sorted + (exhaustive ? " (all)" : "");
     }
 
     /**
@@ -190,7 +190,7 @@ final class OffsetsHint {
     static final class Writer implements AutoCloseable {
         private final File dir;
         private final String store;
-        private final Map<TopicPartition, Long> known = new HashMap<>();
+        private final Map<TopicPartition, Long> known = new TreeMap<>(ORDER);
         private boolean exhaustive;
         private byte[] last;
         private boolean warned;
@@ -259,7 +259,8 @@ final class OffsetsHint {
         }
     }
 
-    static byte[] encode(Map<TopicPartition, Long> known, boolean exhaustive, byte[] metadata) {
+    /** @param known sorted by {@link #ORDER} (the writer's map), so that equal offsets encode equally */
+    private static byte[] encode(Map<TopicPartition, Long> known, boolean exhaustive, byte[] metadata) {
         try {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + (metadata == null ? 0 : metadata.length));
             DataOutputStream out = new DataOutputStream(bytes);
@@ -267,7 +268,7 @@ final class OffsetsHint {
             out.writeInt(0); // the length, set below
             out.writeBoolean(exhaustive);
             out.writeInt(known.size());
-            for (Map.Entry<TopicPartition, Long> e : new TreeMap<>(stringKeyed(known)).values()) {
+            for (Map.Entry<TopicPartition, Long> e : known.entrySet()) {
                 out.writeUTF(e.getKey().topic());
                 out.writeInt(e.getKey().partition());
                 out.writeBoolean(e.getValue() != null);
@@ -290,14 +291,5 @@ final class OffsetsHint {
         } catch (IOException e) {
             throw new IllegalStateException("cannot encode an offsets hint in memory", e);
         }
-    }
-
-    /** Entries keyed by a sortable string, so that the same offsets always encode the same. */
-    private static Map<String, Map.Entry<TopicPartition, Long>> stringKeyed(Map<TopicPartition, Long> m) {
-        Map<String, Map.Entry<TopicPartition, Long>> s = new HashMap<>();
-        for (Map.Entry<TopicPartition, Long> e : m.entrySet()) {
-            s.put(e.getKey().topic() + "\u0000" + e.getKey().partition(), e);
-        }
-        return s;
     }
 }

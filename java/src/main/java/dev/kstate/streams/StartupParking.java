@@ -73,18 +73,6 @@ final class StartupParking {
     }
 
     /**
-     * Whether a store initialised with {@code context} leaves its open to the background and
-     * answers the start-up path from its {@link OffsetsHint} (when it has one).
-     *
-     * @param context the context of {@code init}
-     * @param parkMs what {@link #parkMillis} returned for it
-     * @return true on the start-up path with parking and {@value KstateStoreOptions#STARTUP_DEFER_OPEN_CONFIG} on
-     */
-    static boolean defersOpen(StateStoreContext context, long parkMs) {
-        return parkMs > 0 && KstateStoreOptions.resolvedStartupDeferOpen(context.appConfigs());
-    }
-
-    /**
      * A store the start-up path initialised without opening it: the hint it answers from, and
      * how it opens once something needs more than the hint.
      */
@@ -133,7 +121,8 @@ final class StartupParking {
 
     /**
      * Defers the open of the existing store at {@code dir}, initialised by the start-up path:
-     * when the store has a readable {@link OffsetsHint}, schedules its open on the background
+     * unless {@value KstateStoreOptions#STARTUP_DEFER_OPEN_CONFIG} is off (or parking is, {@code
+     * parkMs} 0), when the store has a readable {@link OffsetsHint}, schedules its open on the background
      * openers (parked for the task's initialisation to adopt, as {@link #openAhead} does) and
      * returns what the store answers the path with meanwhile.
      *
@@ -143,10 +132,13 @@ final class StartupParking {
      * @param open opens the store at {@code dir}
      * @param parkMs the park deadline
      * @param description the store, for messages
-     * @return the deferred store, or null when there is no usable hint (open it now)
+     * @return the deferred store, or null when deferral is off or there is no usable hint (open it now)
      */
     static Deferred deferOpen(StateStoreContext context, File dir, Object options,
                               Callable<? extends AutoCloseable> open, long parkMs, String description) {
+        if (parkMs <= 0 || !KstateStoreOptions.resolvedStartupDeferOpen(context.appConfigs())) {
+            return null;
+        }
         OffsetsHint hint = OffsetsHint.read(dir);
         if (hint == null) {
             return null;
