@@ -106,7 +106,24 @@ public final class EosApp {
         return System.currentTimeMillis() - JVM_START;
     }
 
+    /**
+     * Logs a start-up milestone to standard error, in the log's format, with the ms since the
+     * JVM started and the CPU ms the process and the main thread had used, so
+     * {@code scripts/race-phases.py} can split the time before {@code KafkaStreams#start()}.
+     */
+    static void milestone(String name) {
+        long processCpu = -1;
+        if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean) {
+            processCpu = ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime() / 1_000_000;
+        }
+        long threadCpu = ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime() / 1_000_000;
+        System.err.println(java.time.LocalTime.now().format(java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss.SSS"))
+            + " INFO main EosApp milestone " + name + " at=" + sinceStart() + " cpu=" + processCpu + " mainCpu=" + threadCpu);
+    }
+
     public static void main(String[] args) throws Exception {
+        milestone("main");
         if (System.getProperty("kstate.no.watchdog") == null) {
             BrokerMain.haltWhenParentDies();
         }
@@ -180,11 +197,17 @@ public final class EosApp {
                 .toStream().to(topic(t, SUMS_OUT), Produced.with(Serdes.String(), Serdes.Long()));
         }
 
-        KafkaStreams streams = new KafkaStreams(builder.build(), p, new SignallingClients());
+        org.apache.kafka.streams.Topology topology = builder.build();
+        milestone("built");
+        KafkaStreams streams = new KafkaStreams(topology, p, new SignallingClients());
+        milestone("constructed");
         AtomicLong lastRunning = new AtomicLong(-1);
         streams.setStateListener((n, o) -> {
             out("STATE " + n + " " + o + " " + sinceStart());
             if (n == KafkaStreams.State.RUNNING) {
+                if (lastRunning.get() < 0) {
+                    milestone("running");
+                }
                 lastRunning.set(sinceStart());
                 out("RUNNING " + sinceStart());
             }
@@ -239,6 +262,7 @@ public final class EosApp {
         });
         out("START " + sinceStart());
         streams.start();
+        milestone("started");
 
         File query = new File(ctl, "query");
         File stop = new File(ctl, "stop");
