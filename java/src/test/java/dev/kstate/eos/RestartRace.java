@@ -70,51 +70,98 @@ public final class RestartRace {
     /** As above; with {@code query}, a few interactive queries at the end while a chunk is processed. */
     public static Result race(KafkaBroker broker, File base, String variant, int keys, int kills, long seed,
         java.util.function.Consumer<String> log, boolean query) throws Exception {
-        String appId = "race-" + variant + "-" + System.nanoTime();
-        String topics = appId + ".";
-        File state = new File(base, appId + "-state");
-        File logs = new File(base, appId + "-logs");
-        Files.createDirectories(logs.toPath());
-        EosRig.createTopics(broker, topics, 4);
-        Result res = new Result(variant);
-        Random rnd = new Random(seed);
-        try (Input in = new Input(broker, topics, keys, seed)) {
+        try (Lane lane = new Lane(broker, base, variant, keys, seed, log)) {
+            lane.load();
+            for (int k = 0; k < kills; k++) {
+                lane.killAndRestart(k);
+            }
+            lane.finish(query);
+            return lane.res;
+        }
+    }
+
+    /**
+     * One variant's run, in steps: {@link #load}, {@link #killAndRestart} as often as wanted,
+     * {@link #finish}. The variant's application runs between the steps (idle once its input
+     * is processed), on its own application id, topics and state directory.
+     */
+    static final class Lane implements AutoCloseable {
+        private final KafkaBroker broker;
+        private final String variant;
+        private final int keys;
+        private final java.util.function.Consumer<String> log;
+        private final String appId;
+        private final String topics;
+        private final File state;
+        private final File logs;
+        private final Random rnd;
+        private final Input in;
+        final Result res;
+        private App app;
+
+        Lane(KafkaBroker broker, File base, String variant, int keys, long seed, java.util.function.Consumer<String> log)
+            throws Exception {
+            this.broker = broker;
+            this.variant = variant;
+            this.keys = keys;
+            this.log = log;
+            this.appId = "race-" + variant + "-" + System.nanoTime();
+            this.topics = appId + ".";
+            this.state = new File(base, appId + "-state");
+            this.logs = new File(base, appId + "-logs");
+            Files.createDirectories(logs.toPath());
+            EosRig.createTopics(broker, topics, 4);
+            this.res = new Result(variant);
+            this.rnd = new Random(seed);
+            this.in = new Input(broker, topics, keys, seed);
+        }
+
+        /** Produces one record per key and runs the application until it has processed them. */
+        void load() throws Exception {
             long t0 = System.nanoTime();
             in.produceEveryKey();
-            App app = EosRig.start(variant + "-load", broker, appId, state, logs, args("topics=" + topics, "variant=" + variant,
+            app = EosRig.start(variant + "-load", broker, appId, state, logs, args("topics=" + topics, "variant=" + variant,
                 "instance=race"));
-            try {
-                check(app.awaitRunning(300_000), variant + " RUNNING: " + app.errors + app.tail());
+            check(app.awaitRunning(300_000), variant + " RUNNING: " + app.errors + app.tail());
+            EosRig.awaitProcessed(broker, topics, appId, 3_600_000);
+            res.loadMs = (System.nanoTime() - t0) / 1_000_000;
+            log.accept(String.format("%s: %,d keys loaded in %,d ms", variant, keys, res.loadMs));
+        }
+
+        /**
+         * Produces a chunk, SIGKILLs the application while it processes it, restarts it on the
+         * same state directory and records the records restored and the time to RUNNING.
+         */
+        void killAndRestart(int k) throws Exception {
+            in.produce(2_000);
+            Thread.sleep(200 + rnd.nextInt(800));
+            app.kill();
+            check(app.errors.isEmpty(), variant + " errors: " + app.errors);
+            app = EosRig.start(variant + "-" + k, broker, appId, state, logs, args("topics=" + topics,
+                "variant=" + variant, "instance=race", "iq.limit=2"));
+            check(app.awaitRunning(3_600_000), variant + " RUNNING after kill " + k + ": " + app.errors + app.tail());
+            App a = app;
+            // every restore has ended once RUNNING is reached; wait for the listener's lines
+            a.await(x -> x.restores.stream().allMatch(r -> r.restored >= 0), 10_000);
+            long restored = app.restoredByStore().values().stream().mapToLong(Long::longValue).sum();
+            res.restored.add(restored);
+            res.runningMs.add(app.runningMs);
+            log.accept(String.format("%s: kill %d -> restored %,d records, RUNNING %,d ms after process start",
+                variant, k + 1, restored, app.runningMs));
+            EosRig.awaitProcessed(broker, topics, appId, 3_600_000);
+        }
+
+        /**
+         * Optionally queries the stores while a last chunk is processed, stops the application
+         * cleanly and checks the outputs exactly-once (stateful variants, up to 1,000,000 keys).
+         */
+        void finish(boolean query) throws Exception {
+            if (query) {
+                in.produce(5_000);
+                res.queries.addAll(app.query(60_000));
                 EosRig.awaitProcessed(broker, topics, appId, 3_600_000);
-                res.loadMs = (System.nanoTime() - t0) / 1_000_000;
-                log.accept(String.format("%s: %,d keys loaded in %,d ms", variant, keys, res.loadMs));
-                for (int k = 0; k < kills; k++) {
-                    in.produce(2_000);
-                    Thread.sleep(200 + rnd.nextInt(800));
-                    app.kill();
-                    check(app.errors.isEmpty(), variant + " errors: " + app.errors);
-                    app = EosRig.start(variant + "-" + k, broker, appId, state, logs, args("topics=" + topics,
-                        "variant=" + variant, "instance=race", "iq.limit=2"));
-                    check(app.awaitRunning(3_600_000), variant + " RUNNING after kill " + k + ": " + app.errors + app.tail());
-                    App a = app;
-                    // every restore has ended once RUNNING is reached; wait for the listener's lines
-                    a.await(x -> x.restores.stream().allMatch(r -> r.restored >= 0), 10_000);
-                    long restored = app.restoredByStore().values().stream().mapToLong(Long::longValue).sum();
-                    res.restored.add(restored);
-                    res.runningMs.add(app.runningMs);
-                    log.accept(String.format("%s: kill %d -> restored %,d records, RUNNING %,d ms after process start",
-                        variant, k + 1, restored, app.runningMs));
-                    EosRig.awaitProcessed(broker, topics, appId, 3_600_000);
-                }
-                if (query) {
-                    in.produce(5_000);
-                    res.queries.addAll(app.query(60_000));
-                    EosRig.awaitProcessed(broker, topics, appId, 3_600_000);
-                }
-                check(app.stop(120_000) == 0, variant + " clean exit");
-            } finally {
-                app.process.destroyForcibly();
             }
+            check(app.stop(120_000) == 0, variant + " clean exit");
             if (!variant.equals("stateless") && keys <= 1_000_000) {
                 try {
                     EosRig.checkOutputs(broker, in);
@@ -126,10 +173,18 @@ public final class RestartRace {
                 log.accept(variant + ": read_committed outputs against the model: " + res.eos);
             }
         }
-        if (!Boolean.getBoolean("kstate.race.keep")) {
-            dev.kstate.streams.TestSupport.deleteTree(state);
+
+        /** Kills the application if it still runs, closes the input and deletes the state (unless kept). */
+        @Override
+        public void close() {
+            if (app != null) {
+                app.process.destroyForcibly();
+            }
+            in.close();
+            if (!Boolean.getBoolean("kstate.race.keep")) {
+                dev.kstate.streams.TestSupport.deleteTree(state);
+            }
         }
-        return res;
     }
 
     /** {@code base} and the application arguments of {@code -PraceArgs=k=v,k=v} (e.g. {@code open.ahead=false}). */
@@ -163,8 +218,28 @@ public final class RestartRace {
         long t0 = System.nanoTime();
         try (KafkaBroker broker = KafkaBroker.start(new File(base, "broker"))) {
             System.out.printf("broker up at %s in %,d ms%n", broker.bootstrap(), broker.startMillis());
-            for (String v : variants) {
-                results.put(v, race(broker, base, v, keys, kills, 42, System.out::println));
+            // Every variant loads first; then the kills go round the variants, so that each
+            // round's restarts share the machine's conditions (a shared VM's CPU steal, the
+            // broker's background work) instead of one variant getting a quiet hour and the
+            // next a busy one.
+            List<Lane> lanes = new ArrayList<>();
+            try {
+                for (String v : variants) {
+                    Lane lane = new Lane(broker, base, v, keys, 42, System.out::println);
+                    lanes.add(lane);
+                    lane.load();
+                }
+                for (int k = 0; k < kills; k++) {
+                    for (Lane lane : lanes) {
+                        lane.killAndRestart(k);
+                    }
+                }
+                for (Lane lane : lanes) {
+                    lane.finish(false);
+                    results.put(lane.variant, lane.res);
+                }
+            } finally {
+                lanes.forEach(Lane::close);
             }
         } finally {
             if (Boolean.getBoolean("kstate.race.keep")) {
