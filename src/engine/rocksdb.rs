@@ -455,7 +455,7 @@ const SERIAL_TABLE_OPEN_LIMIT: usize = 64;
 /// starts the extra threads for each family whatever its number of files (default 16: 15
 /// threads created and joined per family, per open). For the few files of a typical Kafka
 /// Streams task store that costs more than the loading: measured on 2 cores, a store of a
-/// few files reopened after a kill took 27 ms of CPU with the default and 16 ms with one
+/// few files reopened after a kill took 26 ms of CPU with the default and 16 ms with one
 /// thread, most of the difference in thread creation and the TLB flushes of unmapping their
 /// stacks, which also stall every other thread of the process. Only stores with many files
 /// (large ones, whose index and filter blocks take real reading) get parallel loading.
