@@ -112,11 +112,9 @@ public final class EosApp {
      * {@code scripts/race-phases.py} can split the time before {@code KafkaStreams#start()}.
      */
     static void milestone(String name) {
-        long processCpu = -1;
-        if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean) {
-            processCpu = ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
-                .getProcessCpuTime() / 1_000_000;
-        }
+        java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+        long processCpu = os instanceof com.sun.management.OperatingSystemMXBean
+            ? ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime() / 1_000_000 : -1;
         long threadCpu = ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime() / 1_000_000;
         System.err.println(java.time.LocalTime.now().format(java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss.SSS"))
             + " INFO main EosApp milestone " + name + " at=" + sinceStart() + " cpu=" + processCpu + " mainCpu=" + threadCpu);

@@ -439,11 +439,13 @@ public final class EosRig {
     /** How far short of the end a committed offset is checked for markers only. */
     private static final long MARKER_SLACK = 8;
 
+    /** A {@code read_committed} byte-array consumer of the broker, without a group or auto-commit. */
     private static KafkaConsumer<byte[], byte[]> readCommittedConsumer(KafkaBroker broker) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 5000);
         return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 
@@ -480,13 +482,8 @@ public final class EosRig {
 
     /** Every committed record of a topic ({@code read_committed}), in offset order per partition. */
     public static List<ConsumerRecord<byte[], byte[]>> readCommitted(KafkaBroker broker, String topic) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
-        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 5000);
         List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
-        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+        try (KafkaConsumer<byte[], byte[]> c = readCommittedConsumer(broker)) {
             List<TopicPartition> tps = new ArrayList<>();
             for (PartitionInfo pi : c.partitionsFor(topic)) {
                 tps.add(new TopicPartition(topic, pi.partition()));

@@ -140,9 +140,8 @@ public final class RestartRace {
             app = EosRig.start(variant + "-" + k, broker, appId, state, logs, args("topics=" + topics,
                 "variant=" + variant, "instance=race", "iq.limit=2"));
             check(app.awaitRunning(3_600_000), variant + " RUNNING after kill " + k + ": " + app.errors + app.tail());
-            App a = app;
             // every restore has ended once RUNNING is reached; wait for the listener's lines
-            a.await(x -> x.restores.stream().allMatch(r -> r.restored >= 0), 10_000);
+            app.await(x -> x.restores.stream().allMatch(r -> r.restored >= 0), 10_000);
             long restored = app.restoredByStore().values().stream().mapToLong(Long::longValue).sum();
             res.restored.add(restored);
             res.runningMs.add(app.runningMs);
