@@ -72,20 +72,22 @@ impl KvIterHandle {
     /// its store was closed; [`Error::Storage`] and friends from the engine.
     pub fn next_batch(&self, max_entries: usize, max_bytes: usize) -> Result<Vec<RawEntry>> {
         let mut batch = Vec::new();
-        self.next_batch_each(max_entries, max_bytes, |entry| batch.push(entry))?;
+        self.next_batch_each(max_entries, max_bytes, |k, v| {
+            batch.push((k.to_vec(), v.to_vec()));
+        })?;
         Ok(batch)
     }
 
     /// [`KvIterHandle::next_batch`], handing each entry to `take` as soon as it is read and
-    /// checked instead of collecting them: a surface that copies the entries into a buffer
-    /// of its own (JNI's packed batches) frees each one before the next is read, so that
-    /// the allocator reuses the same few chunks rather than piling up a batch of them.
-    /// Same rules and errors; returns the number of entries taken (0: exhausted).
+    /// checked instead of collecting them, as slices lent by the store's cursor where it
+    /// can (see [`KvIter::lend_while`]): a surface that copies the entries into a buffer of
+    /// its own (JNI's packed batches) copies each entry once. Same rules and errors;
+    /// returns the number of entries taken (0: exhausted).
     pub fn next_batch_each(
         &self,
         max_entries: usize,
         max_bytes: usize,
-        mut take: impl FnMut(RawEntry),
+        mut take: impl FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
         if max_entries == 0 {
             return Err(Error::InvalidArgument(
@@ -98,41 +100,40 @@ impl KvIterHandle {
         }
         let mut taken = 0usize;
         let mut bytes = 0usize;
-        while taken < max_entries && (taken == 0 || bytes < max_bytes) {
-            let entry = match state.iter.next_raw() {
-                Ok(Some(entry)) => self.check(entry),
-                Ok(None) => break,
-                Err(e) => Err(e),
-            };
-            match entry {
-                Ok(entry) => {
-                    bytes = bytes.saturating_add(entry.0.len() + entry.1.len());
-                    taken += 1;
-                    take(entry);
-                }
-                Err(e) if taken == 0 => return Err(e),
-                Err(e) => {
-                    state.deferred = Some(e);
-                    break;
-                }
+        let mut failed = None;
+        let read = state.iter.lend_while(&mut |k, v| {
+            if let Err(e) = self.check(k, v) {
+                failed = Some(e);
+                return false;
+            }
+            bytes = bytes.saturating_add(k.len() + v.len());
+            taken += 1;
+            take(k, v);
+            taken < max_entries && bytes < max_bytes
+        });
+        match read.err().or(failed) {
+            None => Ok(taken),
+            Some(e) if taken == 0 => Err(e),
+            Some(e) => {
+                state.deferred = Some(e);
+                Ok(taken)
             }
         }
-        Ok(taken)
     }
 
     /// Checks that an entry's value is readable in the store's layout.
-    fn check(&self, entry: RawEntry) -> Result<RawEntry> {
+    fn check(&self, key: &[u8], value: &[u8]) -> Result<()> {
         if self.format != ValueFormat::Plain {
-            if let Err(e) = crate::format::check_layout(self.format, &entry.1) {
+            if let Err(e) = crate::format::check_layout(self.format, value) {
                 return Err(match e {
                     Error::InvalidValue(why) => {
-                        Error::InvalidValue(format!("key \"{}\": {why}", printable(&entry.0)))
+                        Error::InvalidValue(format!("key \"{}\": {why}", printable(key)))
                     }
                     other => other,
                 });
             }
         }
-        Ok(entry)
+        Ok(())
     }
 
     /// Closes the iterator (idempotent); later batches fail with

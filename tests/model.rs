@@ -68,6 +68,14 @@ fn collect(it: kstate::KvIter) -> Vec<(Vec<u8>, Vec<u8>)> {
     it.map(|e| e.unwrap()).collect()
 }
 
+/// Reads `it` in batches of at most three entries (`next_batch`: entries lent by the
+/// engine's cursor, stopping and resuming between batches).
+fn collect_in_batches(mut it: kstate::KvIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    while it.next_batch(3, usize::MAX, &mut out).unwrap() > 0 {}
+    out
+}
+
 fn model_range(
     view: &BTreeMap<Vec<u8>, Vec<u8>>,
     range: &KeyRange,
@@ -167,7 +175,7 @@ impl Harness {
                     s.range(from.as_deref(), to.as_deref())
                 };
                 assert_eq!(
-                    collect(it.unwrap()),
+                    collect_in_batches(it.unwrap()),
                     model_range(&m.view(), &range, *reverse),
                     "range"
                 );

@@ -190,6 +190,22 @@ pub(crate) trait EngineIter: Send {
         }
     }
 
+    /// Hands the next entry (the next one `keep` accepts, when given) to `visit` and moves
+    /// past it; `false` at the end. Engines that can read an entry in place override it
+    /// and lend slices of their own memory: a range read for JNI or C is then copied once,
+    /// into the surface's buffer. The default copies through [`EngineIter::next_entry`].
+    fn lend_next(
+        &mut self,
+        keep: Option<&KeyFilter>,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool> {
+        let next = match keep {
+            Some(keep) => self.next_entry_where(keep)?,
+            None => self.next_entry()?,
+        };
+        Ok(next.map(|(k, v)| visit(&k, &v)).is_some())
+    }
+
     /// Repositions the cursor, within the range it was created with and on the same
     /// pinned state: the next entry is the first key `>= target` (ascending) or the last
     /// key `<= target` (descending). Segmented stores use it to jump between segments

@@ -190,9 +190,10 @@ pub(crate) fn next(it: jlong, max_entries: jint, max_bytes: jint) -> Result<Opti
 }
 
 /// The next batch of `iter` packed ([`codec`] entries), `None` once exhausted; what every
-/// iterator's `next` native returns. Each entry is encoded as soon as it is read (and then
-/// freed), and the buffer is sized from the first entry, so a batch costs one buffer, not
-/// a list of entries and then a buffer.
+/// iterator's `next` native returns. Each entry is encoded as soon as it is read, from the
+/// slices the store's cursor lends, and the buffer is sized from the first entry, so a
+/// batch costs one buffer and one copy of each entry, not a list of entries and then a
+/// buffer.
 pub(crate) fn pack(
     iter: &bridge::KvIterHandle,
     max_entries: jint,
@@ -202,7 +203,7 @@ pub(crate) fn pack(
     let max_bytes = usize::try_from(max_bytes.max(1)).unwrap_or(1);
     let mut packed: Vec<u8> = Vec::new();
     let mut failed = None;
-    let taken = iter.next_batch_each(max_entries, max_bytes, |(k, v)| {
+    let taken = iter.next_batch_each(max_entries, max_bytes, |k, v| {
         let size = k.len() + v.len() + 8;
         if packed.is_empty() {
             packed.reserve(
@@ -211,7 +212,7 @@ pub(crate) fn pack(
             );
         }
         // Only a key or value over 2 GiB fails, which no store accepts.
-        if let Err(e) = codec::encode_entry(&mut packed, &k, Some(&v)) {
+        if let Err(e) = codec::encode_entry(&mut packed, k, Some(v)) {
             failed.get_or_insert(e);
         }
     })?;

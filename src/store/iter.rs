@@ -111,21 +111,31 @@ impl KvIter {
         max_bytes: usize,
         out: &mut Vec<(Vec<u8>, Vec<u8>)>,
     ) -> Result<usize> {
-        let mut slot = self.slot.lock_recover();
-        let iter = slot.as_mut().ok_or(Error::IteratorClosed)?;
+        if max_entries == 0 {
+            return Ok(0);
+        }
         let mut added = 0;
         let mut bytes = 0;
-        while added < max_entries && (added == 0 || bytes < max_bytes) {
-            match iter.next_entry()? {
-                None => break,
-                Some((k, v)) => {
-                    bytes += k.len() + v.len();
-                    out.push((k, v));
-                    added += 1;
-                }
-            }
-        }
+        self.lend_while(&mut |k, v| {
+            bytes += k.len() + v.len();
+            out.push((k.to_vec(), v.to_vec()));
+            added += 1;
+            added < max_entries && bytes < max_bytes
+        })?;
         Ok(added)
+    }
+
+    /// Hands entries (key, raw value) to `visit` one at a time, under one lock, until `visit`
+    /// returns `false` or the iterator ends (the entry after the last one visited is not
+    /// read). The slices are lent by the engine where it can (RocksDB's cursor, when the
+    /// view has one layer): a caller copying entries into a buffer of its own copies each
+    /// once. An error ends the visit; entries visited before it stay consumed.
+    pub fn lend_while(&mut self, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+        let mut slot = self.slot.lock_recover();
+        let iter = slot.as_mut().ok_or(Error::IteratorClosed)?;
+        let mut go = true;
+        while go && iter.lend_next(&mut |k, v| go = visit(k, v))? {}
+        Ok(())
     }
 
     /// Closes the iterator, releasing what it pins. Idempotent.

@@ -26,6 +26,30 @@ pub(crate) trait Source: Send {
         }
     }
 
+    /// Hands the next write that has a value (tombstones are passed over; only keys `keep`
+    /// accepts, when given) to `visit`; `false` at the end. Layers that can lend their
+    /// entries in place override it (see [`crate::engine::EngineIter::lend_next`]).
+    fn lend_next(
+        &mut self,
+        keep: Option<&KeyFilter>,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool> {
+        loop {
+            let write = match keep {
+                Some(keep) => self.next_write_where(keep)?,
+                None => self.next_write()?,
+            };
+            match write {
+                None => return Ok(false),
+                Some((k, Some(v))) => {
+                    visit(&k, &v);
+                    return Ok(true);
+                }
+                Some((_, None)) => continue,
+            }
+        }
+    }
+
     /// Repositions the layer (see [`crate::engine::EngineIter::seek`]); `target` is a user
     /// key.
     fn seek(&mut self, target: &[u8]) -> Result<()>;
@@ -41,6 +65,15 @@ impl Source for Committed {
 
     fn next_write_where(&mut self, keep: &KeyFilter) -> Result<Option<KeyWrite>> {
         Ok(self.0.next_entry_where(keep)?.map(|(k, v)| (k, Some(v))))
+    }
+
+    fn lend_next(
+        &mut self,
+        keep: Option<&KeyFilter>,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool> {
+        // Committed data has no tombstones: every entry is lent as the engine holds it.
+        self.0.lend_next(keep, visit)
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
@@ -212,6 +245,19 @@ impl MergedIter {
             layer.primed = false;
         }
         Ok(())
+    }
+
+    /// Hands the next live entry of the merged view to `visit`; `false` at the end. With one
+    /// layer (the common case, as in [`MergedIter::next_entry`]) the entry is lent by the
+    /// engine's cursor without a copy; merges of several layers copy it once.
+    pub(crate) fn lend_next(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        let filter = self.filter.as_deref();
+        if let [only] = self.layers.as_mut_slice() {
+            if !only.primed {
+                return only.source.lend_next(filter, visit);
+            }
+        }
+        Ok(self.next_entry()?.map(|(k, v)| visit(&k, &v)).is_some())
     }
 
     /// The next live entry of the merged view.
