@@ -862,33 +862,21 @@ impl RocksIter {
         Ok(false)
     }
 
-    /// The entry the cursor is on, copied.
-    fn current(&self) -> Result<(Vec<u8>, Vec<u8>)> {
-        match (self.raw.key(), self.raw.value()) {
-            (Some(k), Some(v)) => Ok((k.to_vec(), v.to_vec())),
-            _ => Err(Error::Internal(
-                "a valid RocksDB iterator has no entry".into(),
-            )),
-        }
+    /// The next entry `keep` accepts (any, without it), copied.
+    fn next_copied(&mut self, keep: Option<&KeyFilter>) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut entry = None;
+        self.lend_next(keep, &mut |k, v| entry = Some((k.to_vec(), v.to_vec())))?;
+        Ok(entry)
     }
 }
 
 impl EngineIter for RocksIter {
     fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        if !self.step()? {
-            return Ok(None);
-        }
-        self.current().map(Some)
+        self.next_copied(None)
     }
 
     fn next_entry_where(&mut self, keep: &KeyFilter) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        while self.step()? {
-            // The key is read in place: a rejected entry is never copied.
-            if self.raw.key().is_some_and(|k| keep(k).taken()) {
-                return self.current().map(Some);
-            }
-        }
-        Ok(None)
+        self.next_copied(Some(keep))
     }
 
     fn lend_next(
@@ -902,6 +890,7 @@ impl EngineIter for RocksIter {
                     "a valid RocksDB iterator has no key".into(),
                 ));
             };
+            // The key is read in place: a rejected entry is never copied.
             if keep.is_some_and(|keep| !keep(key).taken()) {
                 continue;
             }
