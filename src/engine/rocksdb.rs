@@ -447,6 +447,62 @@ fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> O
     o
 }
 
+/// Bytes before the end of the data blocks that [`RocksEngine::stage_file`] reads ahead
+/// too: the last data block (ingestion reads the last key) and any block still buffered
+/// when the writer's size was taken.
+const TAIL_MARGIN_BYTES: u64 = 16 << 10;
+
+/// Asks the kernel to start reading a staged table file into the page cache, from `from` to
+/// its end, and its first page; the reads run while the caller goes on.
+///
+/// RocksDB's SST writer drops the pages it writes from the page cache (it invalidates them
+/// after every MiB and once the file is synced), and ingestion then opens the file and
+/// reads its footer, properties, index and filter, and its first and last data blocks:
+/// through memory maps, a synchronous disk read per page fault. Read ahead while the
+/// ingestion intent is being recorded, they cost less (a 100k-record restore: 3-4 ms less
+/// wall time of about 55). Only a hint: a failure changes nothing but the speed.
+fn read_ahead(path: &Path, from: u64) {
+    #[cfg(target_os = "linux")]
+    if let Ok(file) = std::fs::File::open(path) {
+        use std::os::unix::io::AsRawFd;
+        let fd = file.as_raw_fd();
+        let from = libc::off_t::try_from(from).unwrap_or(0);
+        // SAFETY: `fd` is open for both calls (`file` lives until the end of the block);
+        // posix_fadvise reads nothing through pointers. A length of 0 means "to the end".
+        unsafe {
+            libc::posix_fadvise(fd, from, 0, libc::POSIX_FADV_WILLNEED);
+            libc::posix_fadvise(fd, 0, 4096, libc::POSIX_FADV_WILLNEED);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (path, from);
+}
+
+/// How many entries ahead of the one being written [`RocksEngine::stage_file`] asks for.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Starts loading the first cache lines of `bytes` (at most four) into the CPU cache.
+///
+/// A restore gathers its records in changelog order and writes them in key order, so each
+/// record's first read is a cache miss (and a TLB miss) the SST writer would otherwise wait
+/// for: about a quarter of a 100k-record restore's CPU.
+#[inline]
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64).take(4) {
+        // SAFETY: a prefetch is only a hint to the cache: it cannot fault and changes nothing
+        // the program observes; the address is inside `bytes` anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(
+                line.as_ptr().cast::<i8>(),
+                std::arch::x86_64::_MM_HINT_T0,
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
 /// The environment variable that turns memory-mapped reads of table files off (`false`) or
 /// on (`true`, the default).
 pub const MMAP_READS_ENV: &str = "KSTATE_MMAP_READS";
@@ -602,16 +658,26 @@ impl Engine for RocksEngine {
         let mut writer = rocksdb::SstFileWriter::create(&self.db_opts);
         let err = |e: rocksdb::Error| map_err(&path, e);
         writer.open(&path).map_err(err)?;
-        for (key, value) in entries {
+        for (i, (key, value)) in entries.iter().enumerate() {
+            if let Some((k, v)) = entries.get(i + PREFETCH_AHEAD) {
+                prefetch(k);
+                if let Some(v) = v {
+                    prefetch(v);
+                }
+            }
             match value {
                 Some(v) => writer.put(key, v),
                 None => writer.delete(key),
             }
             .map_err(err)?;
         }
+        // What the data blocks take (less the last one, still buffered): after them come
+        // the index, the filter and the footer.
+        let data_bytes = writer.file_size();
         // `finish` syncs the file; the directory entry is synced here, so that a recorded
         // intent never names a file a power cut could lose.
         writer.finish().map_err(err)?;
+        read_ahead(&path, data_bytes.saturating_sub(TAIL_MARGIN_BYTES));
         std::fs::File::open(&self.path)
             .and_then(|dir| dir.sync_all())
             .map_err(|source| Error::Io {
