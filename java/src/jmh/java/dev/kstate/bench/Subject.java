@@ -72,18 +72,31 @@ public final class Subject extends BenchStore {
         return Bytes.wrap(String.format("k%011dx", i).getBytes(StandardCharsets.US_ASCII));
     }
 
-    /** Writes keys 0..n-1 in batches of 1,000 (putAll + commit), as a loaded store. */
+    /**
+     * Writes keys 0..n-1 in batches of 1,000 (putAll + commit), as a loaded store. Key {@code i}
+     * gets timestamp {@code i} and {@code values[i % values.length]}, as if it were changelog
+     * record {@code i}: each commit carries the offset of its batch's last record, and
+     * {@link #loadRecord} rebuilds any record of the load.
+     */
     public void load(Bytes[] keys, byte[][] values) {
         List<KeyValue<Bytes, ValueAndTimestamp<byte[]>>> batch = new ArrayList<>(1000);
-        long offset = 0;
         for (int i = 0; i < keys.length; i++) {
             batch.add(KeyValue.pair(keys[i], ValueAndTimestamp.make(values[i % values.length], i)));
             if (batch.size() == 1000 || i == keys.length - 1) {
                 store.putAll(batch);
-                commit(offset++);
+                commit(i);
                 batch.clear();
             }
         }
+    }
+
+    /**
+     * @return changelog record {@code i} of a {@link #load} of {@code values}: key {@code i}, its
+     *     timestamp then its value, as a timestamped store's changelog holds them
+     */
+    public static ConsumerRecord<byte[], byte[]> loadRecord(int i, byte[][] values) {
+        byte[] raw = ByteBuffer.allocate(8 + VALUE_BYTES).putLong(i).put(values[i % values.length]).array();
+        return new ConsumerRecord<>(CHANGELOG.topic(), CHANGELOG.partition(), i, key(i).get(), raw);
     }
 
     /** @return {@code n} changelog records (keys 0..n-1 in a shuffled order) in batches of 1,000 */
