@@ -175,6 +175,7 @@ mod tests {
             prop_assert_eq!(got, want);
         }
     }
+
     /// Records spread over several chunks, one of them larger than a chunk (a chunk of its
     /// own), and a key rewritten in a later chunk: each comes back whole, the last write
     /// winning.
