@@ -679,28 +679,50 @@ fn kills_during_an_upgrade_by_swap_leave_the_old_or_the_new_store() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
     let mut rng = Rng::new(0x5A5A ^ u64::from(std::process::id()));
-    let (mut old_live, mut new_live) = (0, 0);
-    for round in 0..24u64 {
-        let _ = std::fs::remove_dir_all(&path);
+    // A plain store of 40,000 keys; returns what the upgraded store must hold of them.
+    let prepare = |path: &Path| {
+        let _ = std::fs::remove_dir_all(path);
         let mut base = std::collections::BTreeMap::new();
-        {
-            let plain = KvStore::open(&path, &StoreOptions::plain(EngineKind::RocksDb)).unwrap();
-            for k in 0..40_000u64 {
-                let key = format!("key-{k:06}").into_bytes();
-                let value = vec![b'a' + (k % 26) as u8; 100];
-                plain.put_raw(&key, Some(&value)).unwrap();
-                base.insert(key, kstate::format::value::encode(&value, -1));
-            }
-            plain.commit(&[], None).unwrap();
-            plain.close().unwrap();
+        let plain = KvStore::open(path, &StoreOptions::plain(EngineKind::RocksDb)).unwrap();
+        for k in 0..40_000u64 {
+            let key = format!("key-{k:06}").into_bytes();
+            let value = vec![b'a' + (k % 26) as u8; 100];
+            plain.put_raw(&key, Some(&value)).unwrap();
+            base.insert(key, kstate::format::value::encode(&value, -1));
         }
+        plain.commit(&[], None).unwrap();
+        plain.close().unwrap();
+        base
+    };
+    let worker = |path: &Path| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
         cmd.arg("swap-worker")
             .arg("--dir")
-            .arg(&path)
+            .arg(path)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        cmd
+    };
+    // Kill moments are drawn over this machine's time for a whole upgrade, measured once
+    // without kills: a fixed window was too long for a fast machine, where most workers
+    // finished before it and the old store was never seen live (24 rounds, 0 old).
+    prepare(&path);
+    let started = Instant::now();
+    let out = worker(&path).output().unwrap();
+    assert!(
+        out.status.success(),
+        "the unkilled worker failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let whole_ms = u64::try_from(started.elapsed().as_millis())
+        .unwrap_or(u64::MAX)
+        .max(20);
+    println!("an upgrade by swap without kills took {whole_ms} ms");
+    let (mut old_live, mut new_live) = (0, 0);
+    for round in 0..24u64 {
+        let base = prepare(&path);
+        let mut cmd = worker(&path);
         if round % 2 == 1 {
             cmd.env("KSTATE_SWAP_NO_EXCHANGE", "1");
         }
@@ -709,7 +731,7 @@ fn kills_during_an_upgrade_by_swap_leave_the_old_or_the_new_store() {
         }
         let started = Instant::now();
         let mut child = cmd.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(20 + rng.below(1_500)));
+        std::thread::sleep(Duration::from_millis(5 + rng.below(whole_ms * 5 / 4)));
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();
         }
