@@ -143,6 +143,20 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
+    /// An empty gathering for a family named `data`.
+    fn gathering() -> Gathering {
+        let registry = crate::engine::Registry::new(&[], &["data"]).unwrap();
+        Gathering::new(registry.require("data").unwrap())
+    }
+
+    /// `sorted_last` as owned entries, to compare with a model.
+    fn owned_sorted_last(g: &mut Gathering) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        g.sorted_last()
+            .into_iter()
+            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+            .collect()
+    }
+
     proptest! {
         /// Against a map applied in changelog order: keys of every length around the
         /// 16-byte prefix (sharing prefixes, zero bytes), repeats and deletes.
@@ -159,20 +173,13 @@ mod tests {
                 0..300,
             )
         ) {
-            let registry = crate::engine::Registry::new(&[], &["data"]).unwrap();
-            let mut g = Gathering::new(registry.require("data").unwrap());
+            let mut g = gathering();
             let mut model: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
             for (k, v) in &writes {
                 g.push(k, v.as_deref());
                 model.insert(k.clone(), v.clone());
             }
-            let got: Vec<(Vec<u8>, Option<Vec<u8>>)> = g
-                .sorted_last()
-                .into_iter()
-                .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
-                .collect();
-            let want: Vec<(Vec<u8>, Option<Vec<u8>>)> = model.into_iter().collect();
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(owned_sorted_last(&mut g), model.into_iter().collect::<Vec<_>>());
         }
     }
 
@@ -181,8 +188,7 @@ mod tests {
     /// winning.
     #[test]
     fn records_across_chunks_come_back_whole() {
-        let registry = crate::engine::Registry::new(&[], &["data"]).unwrap();
-        let mut g = Gathering::new(registry.require("data").unwrap());
+        let mut g = gathering();
         let mut model: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
         for i in 0..40u32 {
             let key = (i % 30).to_be_bytes();
@@ -196,13 +202,11 @@ mod tests {
             model.insert(key.to_vec(), Some(value));
         }
         assert!(g.arena.len() >= 5, "{} chunks", g.arena.len());
-        let got: Vec<(Vec<u8>, Option<Vec<u8>>)> = g
-            .sorted_last()
-            .into_iter()
-            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
-            .collect();
         let want: Vec<(Vec<u8>, Option<Vec<u8>>)> = model.into_iter().collect();
-        assert!(got == want, "sorted_last differs from the model");
+        assert!(
+            owned_sorted_last(&mut g) == want,
+            "sorted_last differs from the model"
+        );
     }
 
     /// Records that take no arena bytes (empty key, no value) share their arena offset with
@@ -210,8 +214,7 @@ mod tests {
     /// all sit at offset 0, and only the changelog order says which one wins.
     #[test]
     fn records_without_bytes_keep_their_changelog_order() {
-        let registry = crate::engine::Registry::new(&[], &["data"]).unwrap();
-        let mut g = Gathering::new(registry.require("data").unwrap());
+        let mut g = gathering();
         // Other keys, in no order, before and after: the sort has to move the run around.
         let mut x = 7u32;
         let mut other = |g: &mut Gathering| {
