@@ -95,8 +95,16 @@ public final class Subject extends BenchStore {
      *     timestamp then its value, as a timestamped store's changelog holds them
      */
     public static ConsumerRecord<byte[], byte[]> loadRecord(int i, byte[][] values) {
-        byte[] raw = ByteBuffer.allocate(8 + VALUE_BYTES).putLong(i).put(values[i % values.length]).array();
-        return new ConsumerRecord<>(CHANGELOG.topic(), CHANGELOG.partition(), i, key(i).get(), raw);
+        return record(i, i, values);
+    }
+
+    /**
+     * @return the changelog record at {@code offset} writing key {@code keyIndex}: timestamp
+     *     {@code offset}, then {@code values[offset % values.length]}
+     */
+    private static ConsumerRecord<byte[], byte[]> record(int offset, int keyIndex, byte[][] values) {
+        byte[] raw = ByteBuffer.allocate(8 + VALUE_BYTES).putLong(offset).put(values[offset % values.length]).array();
+        return new ConsumerRecord<>(CHANGELOG.topic(), CHANGELOG.partition(), offset, key(keyIndex).get(), raw);
     }
 
     /** @return {@code n} changelog records (keys 0..n-1 in a shuffled order) in batches of 1,000 */
@@ -116,8 +124,7 @@ public final class Subject extends BenchStore {
         List<List<ConsumerRecord<byte[], byte[]>>> batches = new ArrayList<>();
         List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>(1000);
         for (int offset = 0; offset < n; offset++) {
-            byte[] raw = ByteBuffer.allocate(8 + VALUE_BYTES).putLong(offset).put(values[offset % values.length]).array();
-            batch.add(new ConsumerRecord<>(CHANGELOG.topic(), CHANGELOG.partition(), offset, key(order[offset]).get(), raw));
+            batch.add(record(offset, order[offset], values));
             if (batch.size() == 1000) {
                 batches.add(batch);
                 batch = new ArrayList<>(1000);
