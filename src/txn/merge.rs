@@ -26,28 +26,32 @@ pub(crate) trait Source: Send {
         }
     }
 
-    /// Hands the next write that has a value (tombstones are passed over; only keys `keep`
-    /// accepts, when given) to `visit`; `false` at the end. Layers that can lend their
-    /// entries in place override it (see [`crate::engine::EngineIter::lend_next`]).
-    fn lend_next(
-        &mut self,
-        keep: Option<&KeyFilter>,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<bool> {
+    /// The next write that has a value (tombstones are passed over; only keys `keep`
+    /// accepts, when given), owned. Layers whose entries are never tombstones override it
+    /// to hand their entries straight through.
+    fn next_value(&mut self, keep: Option<&KeyFilter>) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         loop {
             let write = match keep {
                 Some(keep) => self.next_write_where(keep)?,
                 None => self.next_write()?,
             };
             match write {
-                None => return Ok(false),
-                Some((k, Some(v))) => {
-                    visit(&k, &v);
-                    return Ok(true);
-                }
+                None => return Ok(None),
+                Some((k, Some(v))) => return Ok(Some((k, v))),
                 Some((_, None)) => continue,
             }
         }
+    }
+
+    /// Hands the entry [`Source::next_value`] would return to `visit`; `false` at the end.
+    /// Layers that can lend their entries in place override it (see
+    /// [`crate::engine::EngineIter::lend_next`]).
+    fn lend_next(
+        &mut self,
+        keep: Option<&KeyFilter>,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool> {
+        Ok(self.next_value(keep)?.map(|(k, v)| visit(&k, &v)).is_some())
     }
 
     /// Repositions the layer (see [`crate::engine::EngineIter::seek`]); `target` is a user
@@ -65,6 +69,14 @@ impl Source for Committed {
 
     fn next_write_where(&mut self, keep: &KeyFilter) -> Result<Option<KeyWrite>> {
         Ok(self.0.next_entry_where(keep)?.map(|(k, v)| (k, Some(v))))
+    }
+
+    fn next_value(&mut self, keep: Option<&KeyFilter>) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        // Committed data has no tombstones: entries pass straight through, copied once.
+        match keep {
+            Some(keep) => self.0.next_entry_where(keep),
+            None => self.0.next_entry(),
+        }
     }
 
     fn lend_next(
@@ -267,17 +279,7 @@ impl MergedIter {
             if !only.primed {
                 // One layer (committed reads, or a writer with nothing uncommitted): entries
                 // pass straight through, copied once by the engine.
-                loop {
-                    let write = match filter {
-                        Some(keep) => only.source.next_write_where(keep)?,
-                        None => only.source.next_write()?,
-                    };
-                    match write {
-                        None => return Ok(None),
-                        Some((k, Some(v))) => return Ok(Some((k, v))),
-                        Some((_, None)) => continue,
-                    }
-                }
+                return only.source.next_value(filter);
             }
         }
         loop {
@@ -437,6 +439,47 @@ mod tests {
                 }
                 assert!(!want.is_empty());
                 assert_eq!(got, want, "seed {seed} reverse {reverse}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_single_layer_of_each_kind_reads_its_values_through_the_filter() {
+        use crate::engine::{KeyFilter, Verdict};
+        let keep: Arc<KeyFilter> = Arc::new(|k: &[u8]| match k[3] % 3 {
+            0 => Verdict::Skip,
+            _ => Verdict::Take,
+        });
+        for seed in 0..5 {
+            for reverse in [false, true] {
+                // Buffer, plain source, committed engine data: each alone takes the
+                // one-layer path (`Source::next_value`, the committed layer's override).
+                for kind in 0..3 {
+                    let mut model = layers(seed, reverse).swap_remove(kind);
+                    let mut want = vec![];
+                    while let Some((k, w)) = model.next_write().unwrap() {
+                        if let (Some(v), true) = (w, keep(&k).taken()) {
+                            want.push((k, v));
+                        }
+                    }
+                    let only = vec![layers(seed, reverse).swap_remove(kind)];
+                    let mut view = MergedIter::new(only, reverse).with_filter(Arc::clone(&keep));
+                    let mut got = vec![];
+                    while let Some(e) = view.next_entry().unwrap() {
+                        got.push(e);
+                    }
+                    let only = vec![layers(seed, reverse).swap_remove(kind)];
+                    let mut lent_view =
+                        MergedIter::new(only, reverse).with_filter(Arc::clone(&keep));
+                    let mut lent = vec![];
+                    while lent_view
+                        .lend_next(&mut |k, v| lent.push((k.to_vec(), v.to_vec())))
+                        .unwrap()
+                    {}
+                    assert!(!want.is_empty(), "seed {seed} kind {kind}");
+                    assert_eq!(got, want, "seed {seed} reverse {reverse} kind {kind}");
+                    assert_eq!(lent, want, "seed {seed} reverse {reverse} kind {kind}");
+                }
             }
         }
     }
