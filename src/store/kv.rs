@@ -311,7 +311,7 @@ impl KvStore {
         self.timestamped_only("put")?;
         format::check_key(key)?;
         let encoded = self.encode_timestamped(value, timestamp)?;
-        self.with_live(|l| self.write(l, vec![(key, Some(encoded))]))
+        self.with_live(|l| self.write(l, &[(key, Some(encoded))]))
     }
 
     /// Writes `value` with its timestamp and headers for `key` (headers-format stores).
@@ -320,7 +320,7 @@ impl KvStore {
         format::check_key(key)?;
         let encoded: Arc<[u8]> = value.encode()?.into();
         format::check_value(&encoded)?;
-        self.with_live(|l| self.write(l, vec![(key, Some(encoded))]))
+        self.with_live(|l| self.write(l, &[(key, Some(encoded))]))
     }
 
     /// The writer's view of `key` with its headers (headers-format stores).
@@ -333,13 +333,14 @@ impl KvStore {
 
     /// Buffers writes of the store's values; in upgrade mode each written key also leaves
     /// the old family, in the same transaction, so it is migrated when this commits.
-    fn write(&self, live: &Live, writes: Vec<(&[u8], crate::txn::Write)>) -> Result<()> {
+    fn write(&self, live: &Live, writes: &[(&[u8], crate::txn::Write)]) -> Result<()> {
         self.track(writes.iter().map(|(k, _)| *k));
         if let Some(legacy) = live.legacy {
             live.core
                 .write_all(legacy.family, writes.iter().map(|(k, _)| (*k, None)))?;
         }
-        live.core.write_all(live.data, writes)
+        live.core
+            .write_all(live.data, writes.iter().map(|(k, w)| (*k, w.clone())))
     }
 
     /// `key` in the family of values, falling back in upgrade mode to the old family
@@ -393,11 +394,11 @@ impl KvStore {
         self.with_live(|l| {
             self.write(
                 l,
-                entries
+                &entries
                     .iter()
                     .zip(encoded)
                     .map(|((k, _, _), e)| (*k, Some(e)))
-                    .collect(),
+                    .collect::<Vec<_>>(),
             )
         })
     }
@@ -407,7 +408,14 @@ impl KvStore {
     /// Writes the raw `value` for `key`, or deletes `key` when `value` is `None` (Kafka's
     /// `put(key, null)`). A timestamped store checks the 8-byte timestamp prefix.
     pub fn put_raw(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
-        self.put_all_raw(std::iter::once((key, value)))
+        self.check_raw_write(key, value)?;
+        self.with_live(|l| self.write(l, &[(key, value.map(Arc::from))]))
+    }
+
+    /// Checks a raw write: the key, and the value's layout unless it is a delete.
+    fn check_raw_write(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        format::check_key(key)?;
+        value.map_or(Ok(()), |v| self.check_raw(v))
     }
 
     /// Writes the raw `value` unless `key` has one; returns the existing raw value.
@@ -421,7 +429,7 @@ impl KvStore {
             }
             let existing = Self::read(l, Isolation::ReadUncommitted, key)?;
             if existing.is_none() {
-                self.write(l, vec![(key, Some(Arc::from(value)))])?;
+                self.write(l, &[(key, Some(Arc::from(value)))])?;
             }
             Ok(existing)
         })
@@ -467,18 +475,15 @@ impl KvStore {
     ) -> Result<()> {
         let entries: Vec<(&[u8], Option<&[u8]>)> = entries.into_iter().collect();
         for (k, v) in &entries {
-            format::check_key(k)?;
-            if let Some(v) = v {
-                self.check_raw(v)?;
-            }
+            self.check_raw_write(k, *v)?;
         }
         self.with_live(|l| {
             self.write(
                 l,
-                entries
+                &entries
                     .into_iter()
                     .map(|(k, v)| (k, v.map(Arc::<[u8]>::from)))
-                    .collect(),
+                    .collect::<Vec<_>>(),
             )
         })
     }
@@ -607,10 +612,7 @@ impl KvStore {
     ) -> Result<()> {
         let entries: Vec<(&[u8], Option<&[u8]>)> = entries.into_iter().collect();
         for (k, v) in &entries {
-            format::check_key(k)?;
-            if let Some(v) = v {
-                self.check_raw(v)?;
-            }
+            self.check_raw_write(k, *v)?;
         }
         self.with_live(|live| {
             let data = live.data;
