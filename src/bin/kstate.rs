@@ -244,8 +244,9 @@ fn crash_worker(
     let base = store
         .committed_offset(&workload::changelog_partition())?
         .unwrap_or(0);
-    // Tells a waiting parent that the store is open (and locked) from now on.
-    println!("ready");
+    // Tells a waiting parent that the store is open (and locked) from now on, and from which
+    // committed offset this worker's commits count.
+    println!("ready {base}");
     std::io::Write::flush(&mut std::io::stdout())?;
     // A transaction chosen for restore is tracked in a model of the writer's view (which
     // resolves put_if_absent) and handed over whole, as one restore batch, at its commit;

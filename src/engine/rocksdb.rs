@@ -353,10 +353,11 @@ impl RocksEngine {
         if opts.statistics {
             db_opts.enable_statistics();
         }
+        let open_opts = recovery_keeps_memtables(&mut db_opts).map_err(|e| map_err(path, e))?;
         let db = if read_only {
-            DB::open_cf_descriptors_read_only(&db_opts, path, descriptors, false)
+            DB::open_cf_descriptors_read_only(&open_opts, path, descriptors, false)
         } else {
-            DB::open_cf_descriptors(&db_opts, path, descriptors)
+            DB::open_cf_descriptors(&open_opts, path, descriptors)
         }
         .map_err(|e| map_err(path, e))?;
         Ok(RocksEngine {
@@ -445,6 +446,21 @@ fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> O
     o.set_write_buffer_size(opts.write_buffer_bytes);
     o.set_max_write_buffer_number(opts.max_write_buffers);
     o
+}
+
+/// `opts` with RocksDB's `avoid_flush_during_recovery` set: the memtables rebuilt from the
+/// write-ahead log when a killed store reopens stay memtables, flushed later like any
+/// other, instead of being written to level-0 files before the open returns. The log files
+/// they came from stay alive (tracked in the manifest) until that flush, so a second kill
+/// replays them again. Reopening a store killed with a 13 MB log took 72 ms, 36.5 ms with
+/// it (Rust probe, 1M keys, best of 3; the flush was half the open).
+///
+/// rust-rocksdb 0.25 has no setter for it; RocksDB's own options-string parser applies it
+/// to a copy of `opts`. The copy shares what `opts` holds by reference (block cache, table
+/// factory, write buffer manager, statistics); kstate sets no callback (comparator, merge
+/// operator, filter) whose Rust side the copy could outlive, and the engine keeps `opts`.
+fn recovery_keeps_memtables(opts: &mut Options) -> std::result::Result<Options, rocksdb::Error> {
+    opts.get_options_from_string("avoid_flush_during_recovery=true")
 }
 
 /// Bytes before the end of the data blocks that [`RocksEngine::stage_file`] reads ahead
@@ -1107,6 +1123,27 @@ mod tests {
             "1"
         );
         assert_eq!(count_table_files(&dir.path().join("missing")), 0);
+    }
+
+    #[test]
+    fn recovery_keeps_the_memtables_it_rebuilds() {
+        // Set for the open through RocksDB's options-string parser (see
+        // `recovery_keeps_memtables`): the options RocksDB persisted show it was applied,
+        // with the rest of the engine's options (a sample) intact.
+        let dir = tempfile::tempdir().unwrap();
+        let e = RocksEngine::open(dir.path(), &[], &RocksOptions::default()).unwrap();
+        let plain = e.registry().require(names::PLAIN).unwrap();
+        e.write(&[BatchOp::Put(plain, b"k", b"v")], false).unwrap();
+        assert_eq!(
+            persisted_option(dir.path(), "avoid_flush_during_recovery"),
+            "true"
+        );
+        assert_eq!(persisted_option(dir.path(), "atomic_flush"), "true");
+        assert_eq!(
+            persisted_option(dir.path(), "track_and_verify_wals_in_manifest"),
+            "true"
+        );
+        assert_eq!(e.get(plain, b"k").unwrap(), Some(b"v".to_vec()));
     }
 
     #[test]
