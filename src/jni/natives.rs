@@ -13,18 +13,67 @@ use super::guard::{guard, JniResult};
 use super::ops::{self, OpenArgs, NO_OFFSET};
 use crate::{Error, TopicPartition};
 
-pub(super) fn bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>, what: &str) -> JniResult<Vec<u8>> {
+pub(super) fn bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>, what: &str) -> JniResult<JavaBytes> {
     if array.is_null() {
         return Err(Error::InvalidArgument(format!("null {what}")).into());
     }
-    Ok(env.convert_byte_array(array)?)
+    JavaBytes::copy(env, array)
 }
 
-pub(super) fn opt_bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>) -> JniResult<Option<Vec<u8>>> {
+pub(super) fn opt_bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>) -> JniResult<Option<JavaBytes>> {
     if array.is_null() {
         Ok(None)
     } else {
-        Ok(Some(env.convert_byte_array(array)?))
+        JavaBytes::copy(env, array).map(Some)
+    }
+}
+
+/// Arrays up to this many bytes are copied onto the stack (keys, and the values of most
+/// stores); larger ones (packed batches) onto the heap.
+const INLINE_BYTES: usize = 256;
+
+/// The bytes of a Java array, copied once out of the JVM. A native call made per record
+/// (get, put) copied its key and value into heap vectors, an allocation and a free each:
+/// the small ones now stay on the stack.
+// The inline variant is large on purpose: it lives on the stack for one native call.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum JavaBytes {
+    /// Up to [`INLINE_BYTES`], the first `len` of `buf`.
+    Inline {
+        buf: [jni::sys::jbyte; INLINE_BYTES],
+        len: usize,
+    },
+    /// Larger arrays.
+    Heap(Vec<u8>),
+}
+
+impl JavaBytes {
+    /// Copies the elements of `array`, which is not null.
+    fn copy(env: &JNIEnv<'_>, array: &JByteArray<'_>) -> JniResult<JavaBytes> {
+        let len = usize::try_from(env.get_array_length(array)?)
+            .map_err(|_| Error::Internal("a Java array of negative length".into()))?;
+        if len > INLINE_BYTES {
+            return Ok(JavaBytes::Heap(env.convert_byte_array(array)?));
+        }
+        let mut buf = [0; INLINE_BYTES];
+        env.get_byte_array_region(array, 0, &mut buf[..len])?;
+        Ok(JavaBytes::Inline { buf, len })
+    }
+}
+
+impl std::ops::Deref for JavaBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            JavaBytes::Inline { buf, len } => {
+                let bytes = &buf[..*len];
+                // SAFETY: `jbyte` is `i8`, which has the size and alignment of `u8`, and every
+                // bit pattern is a valid `u8`; the slice borrows `buf` for `&self`'s lifetime.
+                unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<u8>(), bytes.len()) }
+            }
+            JavaBytes::Heap(v) => v,
+        }
     }
 }
 

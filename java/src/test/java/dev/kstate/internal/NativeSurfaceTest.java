@@ -37,6 +37,45 @@ public class NativeSurfaceTest {
         expectCode(KstateException.STORE_CLOSED, () -> KstateNative.get(store, new byte[] {1}, false));
     }
 
+    /**
+     * Keys, values and metadata cross intact at every size around the 256 bytes the natives
+     * copy onto the stack (larger arrays go to the heap): empty, 1, 255, 256, 257 bytes, 4 KiB
+     * and 1 MiB, each byte distinct from its neighbours so that a shifted or truncated copy
+     * shows.
+     */
+    @Test
+    public void arraysOfEverySizeCrossIntact() {
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0);
+        try {
+            int[] sizes = {0, 1, 255, 256, 257, 4096, 1 << 20};
+            for (int keySize : sizes) {
+                for (int valueSize : sizes) {
+                    byte[] key = pattern(keySize, 7 * valueSize + 1);
+                    byte[] value = pattern(valueSize, keySize + 3);
+                    KstateNative.put(store, key, value);
+                    org.junit.Assert.assertArrayEquals(keySize + "/" + valueSize, value, KstateNative.get(store, key, false));
+                    byte[] other = pattern(valueSize, keySize + 5);
+                    org.junit.Assert.assertArrayEquals(value, KstateNative.putIfAbsent(store, key, other));
+                    org.junit.Assert.assertArrayEquals(value, KstateNative.delete(store, key));
+                    org.junit.Assert.assertNull(KstateNative.get(store, key, false));
+                }
+                byte[] metadata = pattern(keySize, 11);
+                KstateNative.commit(store, new String[] {"t"}, new int[] {0}, new long[] {keySize}, metadata);
+                org.junit.Assert.assertArrayEquals(metadata, KstateNative.committedMetadata(store));
+            }
+        } finally {
+            KstateNative.close(store);
+        }
+    }
+
+    private static byte[] pattern(int size, int seed) {
+        byte[] out = new byte[size];
+        for (int i = 0; i < size; i++) {
+            out[i] = (byte) (seed + i * 31 + (i >> 8));
+        }
+        return out;
+    }
+
     /** Runs {@code call}, which must throw a kstate exception carrying {@code code}. */
     private static void expectCode(int code, Runnable call) {
         try {
