@@ -68,6 +68,20 @@ fn spawn_worker_with(
     cmd.spawn().expect("spawn crash worker")
 }
 
+/// Waits for a worker killed by the test (or by itself, at an armed crash point) and fails
+/// the round, with the worker's stderr, if it ended any other way.
+fn expect_sigkilled(child: &mut std::process::Child, round: usize) {
+    use std::os::unix::process::ExitStatusExt;
+    let status = child.wait().unwrap();
+    if status.signal() != Some(libc::SIGKILL) {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        panic!("round {round}: worker ended with {status:?} instead of SIGKILL: {err}");
+    }
+}
+
 #[test]
 fn sigkill_at_random_points_always_recovers_a_whole_commit() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,26 +99,10 @@ fn sigkill_at_random_points_always_recovers_a_whole_commit() {
         let odds = (round % 3 == 2).then_some(4);
         let mut child = spawn_worker(&path, seed, odds);
         std::thread::sleep(Duration::from_millis(5 + rng.below(120)));
-        let status = match child.try_wait().unwrap() {
-            Some(status) => status,
-            None => {
-                child.kill().unwrap(); // SIGKILL on Unix
-                child.wait().unwrap()
-            }
-        };
-        use std::os::unix::process::ExitStatusExt;
-        match status.signal() {
-            // Killed by us, or by itself at an armed crash point.
-            Some(libc::SIGKILL) => {}
-            other => {
-                let mut err = String::new();
-                use std::io::Read;
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = e.read_to_string(&mut err);
-                }
-                panic!("round {round}: worker ended with {status:?} (signal {other:?}) instead of SIGKILL: {err}");
-            }
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL on Unix
         }
+        expect_sigkilled(&mut child, round);
 
         let (store, report, offset, commits) =
             reopen_and_check(&path, round, seed, base, &mut model, config);
@@ -171,15 +169,7 @@ fn kills_in_a_row_without_a_clean_close_recover_a_whole_commit() {
             if child.try_wait().unwrap().is_none() {
                 child.kill().unwrap();
             }
-            let status = child.wait().unwrap();
-            use std::os::unix::process::ExitStatusExt;
-            if status.signal() != Some(libc::SIGKILL) {
-                let mut err = String::new();
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
-                }
-                panic!("round {round}: worker ended with {status:?} instead of SIGKILL: {err}");
-            }
+            expect_sigkilled(&mut child, round);
             let mut out = String::new();
             std::io::Read::read_to_string(&mut { stdout }, &mut out).unwrap();
             match out.lines().find_map(|l| l.strip_prefix("ready ")) {
@@ -429,16 +419,7 @@ fn kills_during_restores_recover_a_whole_commit() {
         } else {
             child.kill().unwrap();
         }
-        let status = child.wait().unwrap();
-        use std::os::unix::process::ExitStatusExt;
-        if status.signal() != Some(libc::SIGKILL) {
-            let mut err = String::new();
-            use std::io::Read;
-            if let Some(mut e) = child.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
-            panic!("round {round}: worker ended with {status:?} instead of SIGKILL: {err}");
-        }
+        expect_sigkilled(&mut child, round);
         let (restored, ingested) = reader.join().unwrap();
         ingestions += ingested;
         let (store, _, offset, _) = reopen_and_check(&path, round, seed, base, &mut model, config);
