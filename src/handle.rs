@@ -354,6 +354,9 @@ pub fn iter(handle: u64) -> Result<Arc<KvIterHandle>> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::{ErrorCode, StoreOptions};
+
     #[test]
     fn handle_numbers_spread_over_buckets_and_control_bytes() {
         // hashbrown picks the bucket from the low bits and the control byte from the top 7.
@@ -370,9 +373,6 @@ mod tests {
             assert_eq!(controls.len(), 128, "{kind:?}");
         }
     }
-
-    use super::*;
-    use crate::{ErrorCode, StoreOptions};
 
     fn memory_store() -> KvStore {
         KvStore::open_in_memory(&StoreOptions::default()).unwrap()
