@@ -68,6 +68,16 @@ fn spawn_worker_with(
     cmd.spawn().expect("spawn crash worker")
 }
 
+/// Kills `child` (SIGKILL) unless it has already ended, by itself at an armed crash point;
+/// true if it had.
+fn kill_unless_ended(child: &mut std::process::Child) -> bool {
+    if child.try_wait().unwrap().is_some() {
+        return true;
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    false
+}
+
 /// Waits for a worker killed by the test (or by itself, at an armed crash point) and fails
 /// the round, with the worker's stderr, if it ended any other way.
 fn expect_sigkilled(child: &mut std::process::Child, round: usize) {
@@ -99,9 +109,7 @@ fn sigkill_at_random_points_always_recovers_a_whole_commit() {
         let odds = (round % 3 == 2).then_some(4);
         let mut child = spawn_worker(&path, seed, odds);
         std::thread::sleep(Duration::from_millis(5 + rng.below(120)));
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap(); // SIGKILL on Unix
-        }
+        kill_unless_ended(&mut child);
         expect_sigkilled(&mut child, round);
 
         let (store, report, offset, commits) =
@@ -166,9 +174,7 @@ fn kills_in_a_row_without_a_clean_close_recover_a_whole_commit() {
             let mut child = spawn_worker_with(&path, seed, odds, restores);
             let stdout = child.stdout.take().expect("piped stdout");
             std::thread::sleep(Duration::from_millis(rng.below(150)));
-            if child.try_wait().unwrap().is_none() {
-                child.kill().unwrap();
-            }
+            kill_unless_ended(&mut child);
             expect_sigkilled(&mut child, round);
             let mut out = String::new();
             std::io::Read::read_to_string(&mut { stdout }, &mut out).unwrap();
@@ -280,10 +286,8 @@ fn kills_inside_creation_and_recovery_leave_a_store_that_opens() {
         while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
             std::thread::sleep(Duration::from_millis(1));
         }
-        if child.try_wait().unwrap().is_some() {
+        if kill_unless_ended(&mut child) {
             self_killed += 1;
-        } else {
-            child.kill().unwrap();
         }
         child.wait().unwrap();
         let (store, _, offset, _) = reopen_and_check(&path, round, seed, base, &mut model, config);
@@ -335,9 +339,7 @@ fn kills_during_a_lazy_upgrade_recover_a_whole_commit() {
         let seed = rng.next_u64();
         let mut child = spawn_worker(&path, seed, (round % 3 == 2).then_some(4));
         std::thread::sleep(Duration::from_millis(5 + rng.below(120)));
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap();
-        }
+        kill_unless_ended(&mut child);
         child.wait().unwrap();
         killed_upgrading += usize::from(upgrading);
         let (store, _, offset, _) = reopen_and_check(&path, round, seed, base, &mut model, config);
@@ -414,10 +416,8 @@ fn kills_during_restores_recover_a_whole_commit() {
             (restored, ingested)
         });
         std::thread::sleep(Duration::from_millis(20 + rng.below(200)));
-        if child.try_wait().unwrap().is_some() {
+        if kill_unless_ended(&mut child) {
             self_killed += 1;
-        } else {
-            child.kill().unwrap();
         }
         expect_sigkilled(&mut child, round);
         let (restored, ingested) = reader.join().unwrap();
@@ -637,16 +637,8 @@ fn segmented_kills(window: bool) {
         };
         let mut child = cmd.spawn().unwrap();
         std::thread::sleep(Duration::from_millis(10 + rng.below(150)));
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap();
-        }
-        let status = child.wait().unwrap();
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(
-            status.signal(),
-            Some(libc::SIGKILL),
-            "round {round}: {status:?}"
-        );
+        kill_unless_ended(&mut child);
+        expect_sigkilled(&mut child, round);
 
         let store = Seg::open(Some(&path), window);
         if let Seg::W(s) = &store {
@@ -781,9 +773,7 @@ fn kills_during_an_upgrade_by_swap_leave_the_old_or_the_new_store() {
         let started = Instant::now();
         let mut child = cmd.spawn().unwrap();
         std::thread::sleep(Duration::from_millis(5 + rng.below(whole_ms * 5 / 4)));
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap();
-        }
+        kill_unless_ended(&mut child);
         let out = child.wait_with_output().unwrap();
         let killed = !out.status.success();
         println!(
