@@ -17,8 +17,12 @@ import org.apache.kafka.streams.state.KeyValueIterator;
  * {@code WindowStoreIteratorWrapper} and {@code WrappedSessionStoreIterator} take. Decode keys
  * with {@link NativeWindowStore#window} / {@link NativeSessionStore#session}.
  *
- * <p>Keeps its store reachable; closed exactly once, explicitly or when the store closes,
- * after which every call throws {@code InvalidStateStoreException}.
+ * <p>Keeps its store reachable; closed exactly once, explicitly or when the store closes.
+ * Closed explicitly, every call throws {@code InvalidStateStoreException}. Closed with its
+ * store, it is exhausted: {@code hasNext()} is false (then {@code next()} and
+ * {@code peekNextKey()} throw {@code NoSuchElementException}), as Kafka's segmented window and
+ * session store iterators answer once their store closed (its key-value iterators throw there,
+ * and so do kstate's).
  */
 public final class NativeSegmentIterator implements KeyValueIterator<Bytes, byte[]> {
     private static final int FIRST_BATCH = 16;
@@ -31,6 +35,8 @@ public final class NativeSegmentIterator implements KeyValueIterator<Bytes, byte
     private int batchSize = FIRST_BATCH;
     private boolean exhausted;
     private KeyValue<Bytes, byte[]> next;
+    /** Set before the handle is released when the store closes this iterator. */
+    private volatile boolean closedWithStore;
 
     NativeSegmentIterator(NativeSegmentedStore store, long handle) {
         this.store = store;
@@ -43,6 +49,7 @@ public final class NativeSegmentIterator implements KeyValueIterator<Bytes, byte
         }
         long h = handle.get();
         if (h == 0) {
+
             throw new KstateInvalidStateStoreException("kstate iterator is closed", KstateException.ITERATOR_CLOSED);
         }
         if (exhausted) {
@@ -87,6 +94,12 @@ public final class NativeSegmentIterator implements KeyValueIterator<Bytes, byte
             throw new NoSuchElementException();
         }
         return next.key;
+    }
+
+    /** Closes the iterator as its store closes: it then reads as exhausted (see the class comment). */
+    void closeWithStore() {
+        closedWithStore = true;
+        close();
     }
 
     /** Closes the iterator and releases its native handle. Idempotent. */

@@ -66,7 +66,7 @@ public abstract class NativeSegmentedStore implements AutoCloseable, NativePrope
         iterators.add(iterator);
         if (!isOpen()) {
             // lost a race with close(): the iterator must not outlive the store
-            iterator.close();
+            iterator.closeWithStore();
         }
         return iterator;
     }
@@ -160,7 +160,7 @@ public abstract class NativeSegmentedStore implements AutoCloseable, NativePrope
     public int closeIterators() {
         List<NativeSegmentIterator> open = new ArrayList<>(iterators);
         for (NativeSegmentIterator it : open) {
-            it.close();
+            it.closeWithStore();
         }
         return open.size();
     }
