@@ -117,7 +117,7 @@ pub fn apply_window(store: &WindowStore, op: &SegOp, offset: i64) -> Result<()> 
 /// Applies a step to a session store; a commit records `offset`.
 pub fn apply_session(store: &SessionStore, op: &SegOp, offset: i64) -> Result<()> {
     match op {
-        SegOp::Session(k, s, e, v) => store.put(k, *s, *e, v.as_deref()),
+        SegOp::Session(k, s, e, v) => store.put(k, *s, *e, v.as_deref()).map(drop),
         SegOp::Window(..) => Ok(()),
         SegOp::Commit => store.commit(&[(segmented_partition(), Some(offset))], None),
         SegOp::Rollback => store.rollback(),

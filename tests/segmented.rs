@@ -92,6 +92,33 @@ fn segment_interval_and_stream_time_persist() {
     store.close().unwrap();
 }
 
+/// A put into an expired segment is dropped and reports it (Kafka counts such writes in its
+/// `dropped-records` task metric; the Java adapter does from this answer).
+#[test]
+fn a_put_into_an_expired_segment_reports_the_drop() {
+    const V: &[u8] = &[0, 0, 0, 0, 0, 0, 0, 1, b'v'];
+    let dir = tempfile::tempdir().unwrap();
+    let options = WindowOptions::new(1000, 10, false).with_segment_interval(100);
+    let w = WindowStore::open(dir.path().join("w"), &options).unwrap();
+    assert!(w.put_raw(b"k", Some(V), 5000).unwrap());
+    // lowest live segment: (5000 - 1000) / 100 = 40
+    assert!(!w.put_raw(b"old", Some(V), 3999).unwrap(), "segment 39");
+    assert!(!w.put_raw(b"old", None, 3999).unwrap(), "a delete too");
+    assert!(w.put_raw(b"edge", Some(V), 4000).unwrap(), "segment 40");
+    let dups = WindowOptions::new(1000, 10, true).with_segment_interval(100);
+    let d = WindowStore::open(dir.path().join("d"), &dups).unwrap();
+    assert!(d.put_raw(b"k", Some(V), 5000).unwrap());
+    assert!(
+        d.put_raw(b"old", None, 0).unwrap(),
+        "a delete with duplicates is ignored before any segment"
+    );
+    let sessions = SessionOptions::new(1000).with_segment_interval(100);
+    let s = SessionStore::open(dir.path().join("s"), &sessions).unwrap();
+    assert!(s.put(b"k", 5000, 5000, Some(b"a")).unwrap());
+    assert!(!s.put(b"old", 3000, 3999, Some(b"a")).unwrap());
+    assert!(s.put(b"edge", 4000, 4000, Some(b"a")).unwrap());
+}
+
 #[test]
 fn the_commit_reclaims_expired_segments_on_disk() {
     let dir = tempfile::tempdir().unwrap();

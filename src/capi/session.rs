@@ -165,7 +165,7 @@ pub unsafe extern "C" fn kstate_session_put(
                 span(aggregate, aggregate_len, "aggregate")?,
             )
         };
-        s.put(key, start, end, Some(aggregate))
+        s.put(key, start, end, Some(aggregate)).map(drop)
     })
 }
 

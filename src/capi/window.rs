@@ -214,7 +214,7 @@ pub unsafe extern "C" fn kstate_window_put_raw(
                 opt_span(value, value_len, "value")?,
             )
         };
-        s.put_raw(key, value, window_start)
+        s.put_raw(key, value, window_start).map(drop)
     })
 }
 

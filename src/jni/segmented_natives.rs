@@ -150,8 +150,8 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionClose<'l>(
     guard(&mut env, (), |_| Ok(ops::session_close(h)?))
 }
 
-/// `void windowPut(long store, byte[] key, byte[] rawValue, long windowStart)`: a null
-/// value deletes (ignored with duplicates).
+/// `boolean windowPut(long store, byte[] key, byte[] rawValue, long windowStart)`: a null
+/// value deletes (ignored with duplicates); false when the write was dropped as expired.
 #[no_mangle]
 pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowPut<'l>(
     mut env: JNIEnv<'l>,
@@ -160,11 +160,16 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowPut<'l>(
     key: JByteArray<'l>,
     value: JByteArray<'l>,
     start: jlong,
-) {
-    guard(&mut env, (), |env| {
+) -> jboolean {
+    guard(&mut env, JNI_TRUE, |env| {
         let key = bytes(env, &key, "key")?;
         let value = opt_bytes(env, &value)?;
-        Ok(ops::window_put(h, &key, value.as_deref(), start)?)
+        Ok(jboolean::from(ops::window_put(
+            h,
+            &key,
+            value.as_deref(),
+            start,
+        )?))
     })
 }
 
@@ -233,8 +238,8 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowQuery<'l>(
     })
 }
 
-/// `void sessionPut(long store, byte[] key, long start, long end, byte[] aggregate)`: a
-/// null aggregate removes the session.
+/// `boolean sessionPut(long store, byte[] key, long start, long end, byte[] aggregate)`:
+/// a null aggregate removes the session; false when the write was dropped as expired.
 #[no_mangle]
 pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionPut<'l>(
     mut env: JNIEnv<'l>,
@@ -244,11 +249,17 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionPut<'l>(
     start: jlong,
     end: jlong,
     agg: JByteArray<'l>,
-) {
-    guard(&mut env, (), |env| {
+) -> jboolean {
+    guard(&mut env, JNI_TRUE, |env| {
         let key = bytes(env, &key, "key")?;
         let agg = opt_bytes(env, &agg)?;
-        Ok(ops::session_put(h, &key, start, end, agg.as_deref())?)
+        Ok(jboolean::from(ops::session_put(
+            h,
+            &key,
+            start,
+            end,
+            agg.as_deref(),
+        )?))
     })
 }
 

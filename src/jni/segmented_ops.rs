@@ -79,8 +79,9 @@ pub(crate) fn session_close(h: jlong) -> Result<()> {
     bridge::close_session_store(number(h))
 }
 
-/// `windowPut`: Kafka's `put(key, rawValue, windowStart)`; `None` deletes.
-pub(crate) fn window_put(h: jlong, key: &[u8], value: Option<&[u8]>, start: jlong) -> Result<()> {
+/// `windowPut`: Kafka's `put(key, rawValue, windowStart)`; `None` deletes. False when the
+/// write was dropped as expired.
+pub(crate) fn window_put(h: jlong, key: &[u8], value: Option<&[u8]>, start: jlong) -> Result<bool> {
     store::<WindowStore>(h)?.put_raw(key, value, start)
 }
 
@@ -140,14 +141,14 @@ pub(crate) fn window_query(
 }
 
 /// `sessionPut`: Kafka's `put(Windowed(key, SessionWindow(start, end)), agg)`; `None`
-/// removes.
+/// removes. False when the write was dropped as expired.
 pub(crate) fn session_put(
     h: jlong,
     key: &[u8],
     start: jlong,
     end: jlong,
     agg: Option<&[u8]>,
-) -> Result<()> {
+) -> Result<bool> {
     store::<SessionStore>(h)?.put(key, start, end, agg)
 }
 

@@ -243,16 +243,18 @@ impl SessionStore {
     /// Kafka's `put(Windowed(key, SessionWindow(start, end)), aggregate)`; `None` deletes.
     /// Advances the stream time to `end`; dropped when its segment has expired.
     ///
+    /// Returns false when the write was dropped because its segment has expired (what
+    /// Kafka counts in its `dropped-records` task metric), else true.
+    ///
     /// # Errors
     /// [`Error::KeyTooLarge`], [`Error::ValueTooLarge`], [`Error::StoreClosed`], spill
     /// errors.
-    pub fn put(&self, key: &[u8], start: i64, end: i64, aggregate: Option<&[u8]>) -> Result<()> {
+    pub fn put(&self, key: &[u8], start: i64, end: i64, aggregate: Option<&[u8]>) -> Result<bool> {
         if let Some(v) = aggregate {
             self.inner.check_raw(v)?;
         }
         let k = Self::kafka_key(key, start, end)?;
-        self.inner.write(&k, end, aggregate.map(Arc::from))?;
-        Ok(())
+        self.inner.write(&k, end, aggregate.map(Arc::from))
     }
 
     /// Writes entries keyed by Kafka session store keys (`key ‖ BE i64 end ‖ BE i64
@@ -282,7 +284,7 @@ impl SessionStore {
     /// Kafka's `remove(Windowed(key, SessionWindow(start, end)))` (also advances the
     /// stream time, as Kafka 4.4 does).
     pub fn remove(&self, key: &[u8], start: i64, end: i64) -> Result<()> {
-        self.put(key, start, end, None)
+        self.put(key, start, end, None).map(drop)
     }
 
     /// Kafka's `fetchSession(key, start, end)` in the writer's view.

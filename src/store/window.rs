@@ -300,7 +300,7 @@ impl WindowStore {
     ) -> Result<()> {
         self.timestamped_only("put")?;
         let raw = value.map(|v| value::encode(v, timestamp));
-        self.put_raw(key, raw.as_deref(), window_start)
+        self.put_raw(key, raw.as_deref(), window_start).map(drop)
     }
 
     /// Kafka's `put(key, rawValue, windowStart)` with the value in the store's layout;
@@ -308,10 +308,14 @@ impl WindowStore {
     /// is ignored and every other put takes the next seqnum; the write advances the
     /// stream time and is dropped when its segment has expired.
     ///
+    /// Returns false when the write was dropped because its segment has expired (what
+    /// Kafka counts in its `dropped-records` task metric), true otherwise (a delete ignored
+    /// with duplicates included: Kafka never lets it reach its segments).
+    ///
     /// # Errors
     /// [`Error::KeyTooLarge`], [`Error::ValueTooLarge`], [`Error::InvalidValue`] (a
     /// timestamped value under 8 bytes), [`Error::StoreClosed`], spill errors.
-    pub fn put_raw(&self, key: &[u8], value: Option<&[u8]>, window_start: i64) -> Result<()> {
+    pub fn put_raw(&self, key: &[u8], value: Option<&[u8]>, window_start: i64) -> Result<bool> {
         if let Some(v) = value {
             self.inner.check_raw(v)?;
         }
@@ -322,7 +326,7 @@ impl WindowStore {
             });
         }
         if value.is_none() && self.retain_duplicates {
-            return Ok(());
+            return Ok(true);
         }
         let seqnum = if self.retain_duplicates {
             self.inner.next_seqnum()
@@ -331,8 +335,7 @@ impl WindowStore {
         };
         let kafka_key = window_key(key, window_start, seqnum);
         self.inner
-            .write(&kafka_key, window_start, value.map(Arc::from))?;
-        Ok(())
+            .write(&kafka_key, window_start, value.map(Arc::from))
     }
 
     /// Writes entries keyed by Kafka window store keys (`key ‖ BE i64 start ‖ BE i32

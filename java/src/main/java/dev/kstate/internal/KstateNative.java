@@ -108,7 +108,7 @@ public final class KstateNative {
 
     static native void windowClose(long store);
 
-    static native void windowPut(long store, byte[] key, byte[] rawValue, long windowStart);
+    static native boolean windowPut(long store, byte[] key, byte[] rawValue, long windowStart);
 
     static native void windowPutAll(long store, byte[] packed);
 
@@ -146,7 +146,7 @@ public final class KstateNative {
 
     static native void sessionClose(long store);
 
-    static native void sessionPut(long store, byte[] key, long start, long end, byte[] aggregate);
+    static native boolean sessionPut(long store, byte[] key, long start, long end, byte[] aggregate);
 
     static native void sessionPutAll(long store, byte[] packed);
 

@@ -53,9 +53,11 @@ public final class NativeSessionStore extends NativeSegmentedStore {
      * @param start session start
      * @param end session end
      * @param aggregate the aggregate; null removes the session
+     * @return false when the write was dropped because its segment has expired (Kafka's
+     *     {@code dropped-records}), else true
      */
-    public void put(byte[] key, long start, long end, byte[] aggregate) {
-        KstateNative.sessionPut(handle(), key, start, end, aggregate);
+    public boolean put(byte[] key, long start, long end, byte[] aggregate) {
+        return KstateNative.sessionPut(handle(), key, start, end, aggregate);
     }
 
     /**

@@ -62,9 +62,11 @@ public final class NativeWindowStore extends NativeSegmentedStore {
      * @param key the record key
      * @param rawValue the raw value; null deletes
      * @param windowStart window start (ms)
+     * @return false when the write was dropped because its segment has expired (Kafka's
+     *     {@code dropped-records}), else true (a delete ignored with duplicates included)
      */
-    public void put(byte[] key, byte[] rawValue, long windowStart) {
-        KstateNative.windowPut(handle(), key, rawValue, windowStart);
+    public boolean put(byte[] key, byte[] rawValue, long windowStart) {
+        return KstateNative.windowPut(handle(), key, rawValue, windowStart);
     }
 
     /**
