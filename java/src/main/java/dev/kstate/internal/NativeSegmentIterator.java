@@ -49,7 +49,9 @@ public final class NativeSegmentIterator implements KeyValueIterator<Bytes, byte
         }
         long h = handle.get();
         if (h == 0) {
-
+            if (closedWithStore) {
+                return false;
+            }
             throw new KstateInvalidStateStoreException("kstate iterator is closed", KstateException.ITERATOR_CLOSED);
         }
         if (exhausted) {
