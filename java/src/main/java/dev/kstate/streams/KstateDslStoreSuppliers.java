@@ -38,9 +38,15 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
     private final DslStoreSuppliers fallback = new BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers();
     private KstateStoreOptions.Engine engine = KstateStoreOptions.Engine.ROCKSDB;
 
-    /** Reads {@code kstate.engine} (rocksdb or memory) and configures the delegate. */
+    /**
+     * Checks every {@code kstate.*} key (see {@link KstateStoreOptions}), reads
+     * {@code kstate.engine} (rocksdb or memory) and configures the delegate.
+     *
+     * @throws org.apache.kafka.common.config.ConfigException for a bad {@code kstate.*} value
+     */
     @Override
     public void configure(Map<String, ?> configs) {
+        KstateStoreOptions.validate(configs);
         Object v = configs == null ? null : configs.get(KstateStoreOptions.ENGINE_CONFIG);
         if (v != null) {
             engine = KstateStoreOptions.Engine.parse(v);

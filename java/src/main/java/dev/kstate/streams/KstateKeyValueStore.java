@@ -16,8 +16,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.header.Header;
@@ -25,7 +23,6 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
-import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.processor.StateStoreContext;
 import org.apache.kafka.streams.processor.api.RecordMetadata;
@@ -70,8 +67,6 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     static final String KAFKA_ROCKSDB_DIR = "rocksdb";
     /** Kafka's internal config that turns on the IQ consistency vector in changelog headers. */
     static final String IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED = "__iq.consistency.offset.vector.enabled__";
-    /** Application ids already warned about exactly-once without transactional state stores. */
-    private static final Set<String> EOS_WARNED = ConcurrentHashMap.newKeySet();
     /** {@code QueryConfig#getIsolationLevel()}, absent before Kafka Streams 4.4. */
     private static final Method QUERY_ISOLATION = queryIsolationMethod();
 
@@ -100,6 +95,8 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
     private volatile StartupParking.Deferred deferred;
     /** Writes the offsets hint after each commit (a RocksDB store in kstate's own directory); else null. */
     private volatile OffsetsHint.Writer hintWriter;
+    /** False when Kafka commits this store only on forced commits: see {@link #approximateNumUncommittedBytes()}. */
+    private volatile boolean reportsUncommittedBytes = true;
 
     KstateKeyValueStore(KstateStoreOptions options) {
         this.options = options;
@@ -118,7 +115,8 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             throw new IllegalStateException("store " + name() + " is already initialised");
         }
         Map<String, Object> configs = context.appConfigs();
-        KstateStoreOptions.warnAboutUnknownKeys(configs);
+        KstateStoreOptions.validate(configs);
+        reportsUncommittedBytes = !KafkaStoreCommits.onlyForced(configs);
         String path = null;
         int engine = KstateNative.ENGINE_MEMORY;
         String origin;
@@ -205,7 +203,7 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         LOG.info("kstate store {} (task {}): {} {}{} in {} ms, {} values; committed position {}",
             name(), context.taskId(), verb, origin, path == null ? "" : " at " + path, (System.nanoTime() - openStart) / 1_000_000,
             options.valueFormat.name().toLowerCase(java.util.Locale.ROOT), committedPosition);
-        warnIfExactlyOnceWithoutTransactionalStores(context.applicationId(), configs);
+        KafkaStoreCommits.warnIfOnlyForced(context.applicationId(), configs, "store " + name());
         context.register(root, new RestoreCallback());
     }
 
@@ -271,28 +269,6 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         LOG.info("kstate store {} (task {}): opened the deferred store at {} in {} ms: the start-up path asked more than its "
             + "offsets hint answers", name(), context.taskId(), directory, (System.nanoTime() - t0) / 1_000_000);
         return s;
-    }
-
-    /**
-     * Kafka Streams 4.4 commits the stores of a running task under {@code exactly_once_v2} only
-     * when the commit is forced (revocation, close) or {@code enable.transactional.statestores}
-     * is true (StreamTask#postCommit). Without the flag, kstate's writes stay uncommitted
-     * between forced commits, and after a crash Kafka wipes the task's state anyway.
-     */
-    private void warnIfExactlyOnceWithoutTransactionalStores(String applicationId, Map<String, Object> configs) {
-        if (configs == null) {
-            return;
-        }
-        boolean eos = StreamsConfig.EXACTLY_ONCE_V2.equals(String.valueOf(configs.get(StreamsConfig.PROCESSING_GUARANTEE_CONFIG)));
-        if (eos && !booleanConfig(configs, StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG)
-            && EOS_WARNED.add(String.valueOf(applicationId))) {
-            LOG.warn("kstate store {}: processing.guarantee=exactly_once_v2 without {}=true. Kafka Streams then commits "
-                    + "state stores only on forced commits (revocation, close), not on every commit: kstate's "
-                    + "uncommitted writes grow until then, and after a crash or a dirty close Kafka Streams wipes the "
-                    + "task's state and restores it from the changelog. Set {}=true (Kafka Streams 4.4 or later) so that "
-                    + "every commit commits kstate's stores with their changelog offsets.",
-                name(), StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG, StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG);
-        }
     }
 
     static boolean booleanConfig(Map<String, Object> configs, String key) {
@@ -465,10 +441,20 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         return true;
     }
 
+    /**
+     * The bytes of the store's uncommitted writes, which Kafka Streams sums over a thread's
+     * stores to commit early past {@code statestore.uncommitted.max.bytes}. Always 0 when Kafka
+     * commits the store only on forced commits ({@code exactly_once_v2} without
+     * {@code enable.transactional.statestores}), as Kafka's own non-transactional stores
+     * report: an early commit would not commit the store there, so the sum would stay past
+     * the limit and every iteration of the stream thread would commit (a commit storm). The
+     * memory the writes hold is bounded by spilling past {@code kstate.max.uncommitted.bytes}
+     * instead.
+     */
     @Override
     public long approximateNumUncommittedBytes() {
         NativeStore s = store;
-        if (s == null || !s.isOpen()) {
+        if (s == null || !s.isOpen() || !reportsUncommittedBytes) {
             return 0;
         }
         return s.approximateNumUncommittedBytes();

@@ -13,6 +13,9 @@ import org.apache.kafka.common.metrics.MeasurableStat;
 import org.apache.kafka.common.metrics.MetricConfig;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.streams.StreamsMetrics;
+import org.apache.kafka.streams.processor.StateStoreContext;
+import org.apache.kafka.streams.processor.internals.metrics.StreamsMetricsImpl;
+import org.apache.kafka.streams.processor.internals.metrics.TaskMetrics;
 
 /**
  * The metrics of one kstate store, registered through the public {@link StreamsMetrics} API
@@ -53,6 +56,14 @@ final class KstateMetrics implements AutoCloseable {
         "recovery-rolled-forward", "kstate.recovery-rolled-forward",
         "spills-total", "kstate.spills",
         "roll-forwards-total", "kstate.roll-forwards");
+
+    /** The descriptions of {@link #KSTATE_COUNTERS}, by metric name. */
+    private static final Map<String, String> KSTATE_COUNTER_DESCRIPTIONS = ordered(
+        "commits-in-doubt-total", "kstate commits that returned COMMIT_IN_DOUBT since the store was opened",
+        "recovery-rolled-forward", "1 when opening the store completed a spilled commit interrupted by a crash, else 0",
+        "spills-total", "times the uncommitted writes outgrew kstate.max.uncommitted.bytes and were moved to disk, since "
+            + "the store was opened",
+        "roll-forwards-total", "spilled commits completed (applied from the spill area) since the store was opened");
 
     private final StreamsMetrics metrics;
     private final Sensor sensor;
@@ -115,13 +126,30 @@ final class KstateMetrics implements AutoCloseable {
                 }
             }
         }
-        add(sensor, names, new MetricName("commits-in-doubt-total", GROUP,
-            "kstate commits that returned COMMIT_IN_DOUBT since the store was opened", tags),
-            new NativeValue(store, KSTATE_COUNTERS.get("commits-in-doubt-total")));
-        add(sensor, names, new MetricName("recovery-rolled-forward", GROUP,
-            "1 when opening the store completed a spilled commit interrupted by a crash, else 0", tags),
-            new NativeValue(store, KSTATE_COUNTERS.get("recovery-rolled-forward")));
+        for (Map.Entry<String, String> c : KSTATE_COUNTERS.entrySet()) {
+            add(sensor, names, new MetricName(c.getKey(), GROUP, KSTATE_COUNTER_DESCRIPTIONS.get(c.getKey()), tags),
+                new NativeValue(store, c.getValue()));
+        }
         return new KstateMetrics(metrics, sensor, Collections.unmodifiableList(names));
+    }
+
+    /**
+     * Kafka's task-level {@code dropped-records} sensor (group {@code stream-task-metrics}, tags
+     * {@code thread-id} = the calling thread, {@code task-id}), obtained the way Kafka's own
+     * segmented stores obtain it in their {@code init} ({@code TaskMetrics#droppedRecordsSensor},
+     * an internal API present in Kafka Streams 4.0 to 4.4): the sensor is the task's, shared with
+     * Kafka's processors, so kstate's expired writes add to the same {@code dropped-records-total}.
+     *
+     * @param context the store's context
+     * @return the sensor, or null when the context's metrics are not Kafka's own implementation
+     */
+    static Sensor droppedRecordsSensor(StateStoreContext context) {
+        StreamsMetrics m = context.metrics();
+        if (!(m instanceof StreamsMetricsImpl)) {
+            return null;
+        }
+        return TaskMetrics.droppedRecordsSensor(Thread.currentThread().getName(), context.taskId().toString(),
+            (StreamsMetricsImpl) m);
     }
 
     private static void add(Sensor sensor, List<MetricName> names, MetricName name, MeasurableStat stat) {

@@ -14,10 +14,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.BooleanSupplier;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.processor.StateStoreContext;
@@ -64,12 +66,14 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     private volatile List<Object> openOptions;
     /** True while the store was created empty by this init and nothing was written or restored since. */
     private volatile boolean emptySinceCreation;
-    /** The writer's observed stream time (Kafka's observedStreamTime), mirrored to know which writes expire. */
-    private long observedStreamTime = -1;
+    /** Kafka's task-level {@code dropped-records} sensor, which counts expired writes; null when unavailable. */
+    private volatile Sensor droppedRecords;
     /** Set while the start-up path's init answers from the offsets hint, unopened (as {@link KstateKeyValueStore}). */
     private volatile StartupParking.Deferred deferred;
     /** Writes the offsets hint after each commit (RocksDB engine); else null. */
     private volatile OffsetsHint.Writer hintWriter;
+    /** False when Kafka commits this store only on forced commits: see {@link #approximateNumUncommittedBytes()}. */
+    private volatile boolean reportsUncommittedBytes = true;
 
     KstateSegmentedStateStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval) {
         this.options = options;
@@ -105,7 +109,8 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
             throw new IllegalStateException("store " + name() + " is already initialised");
         }
         Map<String, Object> configs = context.appConfigs();
-        KstateStoreOptions.warnAboutUnknownKeys(configs);
+        KstateStoreOptions.validate(configs);
+        reportsUncommittedBytes = !KafkaStoreCommits.onlyForced(configs);
         String path = null;
         int engine = KstateNative.ENGINE_MEMORY;
         boolean fresh = true;
@@ -162,9 +167,6 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         }
         position = KstateKeyValueStore.recoveredPosition(name(), opened, opened::committedMetadata);
         committedPosition = position.copy();
-        synchronized (this) {
-            observedStreamTime = opened.streamTime(false);
-        }
         consistencyEnabled = KstateKeyValueStore.booleanConfig(configs, KstateKeyValueStore.IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED);
         emptySinceCreation = fresh;
         this.context = context;
@@ -175,10 +177,12 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         if (StartupParking.registersMetrics(context)) {
             metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(), stateIdTag(),
                 options.engine == KstateStoreOptions.Engine.ROCKSDB, statistics, () -> store);
+            droppedRecords = KstateMetrics.droppedRecordsSensor(context);
         }
         LOG.info("kstate {} store {} (task {}): {} {}{} in {} ms, retention {} ms, segment interval {} ms; committed "
             + "position {}", kind(), name(), context.taskId(), verb, origin, path == null ? "" : " at " + path,
             (System.nanoTime() - openStart) / 1_000_000, retentionPeriod, segmentInterval, committedPosition);
+        KafkaStoreCommits.warnIfOnlyForced(context.applicationId(), configs, kind() + " store " + name());
         context.register(root, new RestoreCallback());
     }
 
@@ -212,7 +216,6 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         S s = (S) d.open();
         position = KstateKeyValueStore.recoveredPosition(name(), s, s::committedMetadata);
         committedPosition = position.copy();
-        observedStreamTime = s.streamTime(false);
         store = s;
         deferred = null;
         LOG.info("kstate {} store {} (task {}): opened the deferred store at {} in {} ms: the start-up path asked more than "
@@ -266,9 +269,6 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
             }
             putAllStoreKeys(s, Packing.packRaw(entries));
             emptySinceCreation = false;
-            synchronized (KstateSegmentedStateStore.this) {
-                observedStreamTime = s.streamTime(false);
-            }
             if (restored != null) {
                 position = restored;
             }
@@ -284,9 +284,6 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
             if (!records.isEmpty()) {
                 putAllStoreKeys(s, Packing.packRaw(new ArrayList<>(records)));
                 emptySinceCreation = false;
-                synchronized (KstateSegmentedStateStore.this) {
-                    observedStreamTime = s.streamTime(false);
-                }
             }
         }
     }
@@ -342,10 +339,20 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         return true;
     }
 
+    /**
+     * The bytes of the store's uncommitted writes, which Kafka Streams sums over a thread's
+     * stores to commit early past {@code statestore.uncommitted.max.bytes}. Always 0 when Kafka
+     * commits the store only on forced commits ({@code exactly_once_v2} without
+     * {@code enable.transactional.statestores}), as Kafka's own non-transactional stores
+     * report: an early commit would not commit the store there, so the sum would stay past
+     * the limit and every iteration of the stream thread would commit (a commit storm). The
+     * memory the writes hold is bounded by spilling past {@code kstate.max.uncommitted.bytes}
+     * instead.
+     */
     @Override
     public long approximateNumUncommittedBytes() {
         S s = store;
-        if (s == null || !s.isOpen()) {
+        if (s == null || !s.isOpen() || !reportsUncommittedBytes) {
             return 0;
         }
         return s.approximateNumUncommittedBytes();
@@ -466,26 +473,30 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     }
 
     /**
-     * Runs a write at Kafka segment time {@code time}, then moves the position as Kafka's
-     * {@code AbstractRocksDBSegmentedBytesStore#put} does: only when the write's segment is live
-     * at the stream time it observed.
+     * Runs a native write, then does what Kafka's {@code AbstractRocksDBSegmentedBytesStore#put}
+     * does after it: a write whose segment is live moves the position; one the native store
+     * dropped because its segment has expired is counted in the task's {@code dropped-records}
+     * metric and logged, as Kafka's segmented stores do.
      *
-     * @param time window start or session end of the write
-     * @param movesPosition false for writes that never move Kafka's position (session removes)
-     * @param write the native write
+     * @param isPut false for writes that are neither counted nor move the position (session
+     *     removes, as Kafka's {@code remove})
+     * @param write the native write; false when it was dropped as expired
      */
-    void write(long time, boolean movesPosition, Runnable write) {
+    void write(boolean isPut, BooleanSupplier write) {
         emptySinceCreation = false;
-        boolean live;
-        synchronized (this) {
-            write.run();
-            long streamTime = Math.max(observedStreamTime, time);
-            observedStreamTime = streamTime;
-            live = time / segmentInterval >= (streamTime - retentionPeriod) / segmentInterval;
+        boolean live = write.getAsBoolean();
+        if (!isPut) {
+            return;
         }
-        if (live && movesPosition) {
+        if (live) {
             updatePosition();
+            return;
         }
+        Sensor dropped = droppedRecords;
+        if (dropped != null) {
+            dropped.record();
+        }
+        LOG.warn("Skipping record for expired segment (kstate {} store {}).", kind(), name());
     }
 
     private void updatePosition() {

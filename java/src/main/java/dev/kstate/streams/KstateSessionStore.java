@@ -80,7 +80,7 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
         long start = sessionKey.window().start();
         long end = sessionKey.window().end();
         NativeSessionStore s = open();
-        write(end, true, () -> s.put(k, start, end, aggregate));
+        write(true, () -> s.put(k, start, end, aggregate));
     }
 
     @Override
@@ -91,7 +91,10 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
         long end = sessionKey.window().end();
         NativeSessionStore s = open();
         // Kafka's AbstractRocksDBSegmentedBytesStore#remove moves the stream time, not the position
-        write(end, false, () -> s.remove(k, start, end));
+        write(false, () -> {
+            s.remove(k, start, end);
+            return true;
+        });
     }
 
     // ----- reads (the writer's view) --------------------------------------------------------------

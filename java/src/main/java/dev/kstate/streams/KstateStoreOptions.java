@@ -259,12 +259,14 @@ public final class KstateStoreOptions {
     }
 
     int resolvedWriteBufferCount(Map<String, Object> appConfigs) {
-        if (writeBufferCount != null) {
-            return writeBufferCount;
-        }
-        long n = longConfig(appConfigs, WRITE_BUFFER_COUNT_CONFIG, 0, "accepted values: an integer from 1 to 1000");
+        return writeBufferCount != null ? writeBufferCount : writeBufferCountConfig(appConfigs);
+    }
+
+    /** {@link #WRITE_BUFFER_COUNT_CONFIG}: an integer from 1 to 1000, or 0 (kstate's default) when absent. */
+    private static int writeBufferCountConfig(Map<String, ?> configs) {
+        long n = longConfig(configs, WRITE_BUFFER_COUNT_CONFIG, 0, "accepted values: an integer from 1 to 1000");
         if (n > 1000) {
-            throw new ConfigException(WRITE_BUFFER_COUNT_CONFIG, appConfigs.get(WRITE_BUFFER_COUNT_CONFIG),
+            throw new ConfigException(WRITE_BUFFER_COUNT_CONFIG, configs.get(WRITE_BUFFER_COUNT_CONFIG),
                 "accepted values: an integer from 1 to 1000");
         }
         return (int) n;
@@ -290,9 +292,11 @@ public final class KstateStoreOptions {
     }
 
     double resolvedBoundedMemoryMemtableRatio(Map<String, Object> appConfigs) {
-        if (boundedMemoryMemtableRatio != null) {
-            return boundedMemoryMemtableRatio;
-        }
+        return boundedMemoryMemtableRatio != null ? boundedMemoryMemtableRatio : memtableRatioConfig(appConfigs);
+    }
+
+    /** {@link #BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG}: strictly between 0 and 1, its default when absent. */
+    private static double memtableRatioConfig(Map<String, ?> appConfigs) {
         Object v = appConfigs == null ? null : appConfigs.get(BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG);
         if (v == null) {
             return DEFAULT_BOUNDED_MEMORY_MEMTABLE_RATIO;
@@ -318,19 +322,61 @@ public final class KstateStoreOptions {
     /** The RocksDB tuning this store opens with: its own options, else the app's keys, else kstate's defaults. */
     NativeStore.RocksTuning resolvedRocksTuning(Map<String, Object> appConfigs) {
         long bounded = resolvedBoundedMemoryBytes(appConfigs);
-        long memtables = 0;
-        if (bounded > 0) {
-            double ratio = resolvedBoundedMemoryMemtableRatio(appConfigs);
-            memtables = Math.max(1, (long) (bounded * ratio));
-            if (memtables >= bounded) {
-                throw new ConfigException(BOUNDED_MEMORY_BYTES_CONFIG, bounded,
-                    "accepted values: a number of bytes large enough for the memtable ratio " + ratio + " to leave room"
-                        + " for the block cache (at least 2)");
-            }
-        }
+        long memtables = bounded > 0 ? memtableBytes(bounded, resolvedBoundedMemoryMemtableRatio(appConfigs)) : 0;
         return new NativeStore.RocksTuning(resolvedBlockCacheBytes(appConfigs), resolvedWriteBufferBytes(appConfigs),
             resolvedWriteBufferCount(appConfigs), resolvedBloomFilter(appConfigs), resolvedStatistics(appConfigs),
             bounded, memtables);
+    }
+
+    /**
+     * The memtables' share of a bounded memory budget.
+     *
+     * @throws ConfigException when it would leave no room for the block cache
+     */
+    private static long memtableBytes(long bounded, double ratio) {
+        long memtables = Math.max(1, (long) (bounded * ratio));
+        if (memtables >= bounded) {
+            throw new ConfigException(BOUNDED_MEMORY_BYTES_CONFIG, bounded,
+                "accepted values: a number of bytes large enough for the memtable ratio " + ratio + " to leave room"
+                    + " for the block cache (at least 2)");
+        }
+        return memtables;
+    }
+
+    /**
+     * Checks every {@code kstate.*} key of an application's config at once, where kstate first
+     * reads it ({@code init} of any kstate store, {@link KstateDslStoreSuppliers#configure}),
+     * whether or not this store or this start-up uses the key: a value that only the start-up
+     * path or a bounded budget would read fails here too, not on some later restart. Unknown
+     * {@code kstate.*} keys are reported (WARN, once per key), not refused: a key of a newer
+     * kstate must not stop an application that downgraded.
+     *
+     * @param configs the application's configs
+     * @throws ConfigException naming the first bad key, its value and the accepted values
+     */
+    static void validate(Map<String, ?> configs) {
+        if (configs == null) {
+            return;
+        }
+        longConfig(configs, MAX_UNCOMMITTED_BYTES_CONFIG, 0);
+        booleanConfig(configs, SYNC_ON_COMMIT_CONFIG, false);
+        longConfig(configs, BLOCK_CACHE_BYTES_CONFIG, 0);
+        longConfig(configs, WRITE_BUFFER_BYTES_CONFIG, 0);
+        writeBufferCountConfig(configs);
+        booleanConfig(configs, BLOOM_FILTER_CONFIG, true);
+        booleanConfig(configs, STATISTICS_CONFIG, false);
+        double ratio = memtableRatioConfig(configs);
+        long bounded = longConfig(configs, BOUNDED_MEMORY_BYTES_CONFIG, 0);
+        if (bounded > 0) {
+            memtableBytes(bounded, ratio);
+        }
+        if (configs.get(ENGINE_CONFIG) != null) {
+            Engine.parse(configs.get(ENGINE_CONFIG));
+        }
+        resolvedStartupParkMs(configs);
+        resolvedStartupOpenAhead(configs);
+        resolvedStartupDeferOpen(configs);
+        warnAboutUnknownKeys(configs);
     }
 
     /**

@@ -95,7 +95,7 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
             // Kafka's RocksDBWindowStore: a delete is a no-op with duplicates (nor does it move the position)
             return;
         }
-        write(windowStartTimestamp, true, () -> s.put(k, value, windowStartTimestamp));
+        write(true, () -> s.put(k, value, windowStartTimestamp));
     }
 
     private static byte[] key(Bytes key) {

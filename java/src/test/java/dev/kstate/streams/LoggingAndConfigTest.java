@@ -8,7 +8,9 @@ import static org.junit.Assert.fail;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.util.Collections;
+import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.common.config.ConfigException;
@@ -113,6 +115,51 @@ public class LoggingAndConfigTest {
         } catch (ConfigException e) {
             assertTrue(e.getMessage(), e.getMessage().contains("kstate.engine") && e.getMessage().contains("lmdb")
                 && e.getMessage().contains("rocksdb, memory"));
+        }
+    }
+
+    /**
+     * Every kstate.* key is checked at the first place kstate reads the config, whether or not
+     * that store uses it: the first init of any kind of store (not a later restart's start-up
+     * path), and KstateDslStoreSuppliers#configure.
+     */
+    @Test
+    public void everyKstateKeyIsCheckedAtTheFirstInit() {
+        String[][] bad = {
+            {KstateStoreOptions.BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG, "1.0", "strictly between 0 and 1"},
+            {KstateStoreOptions.STARTUP_PARK_MS_CONFIG, "-1", "0 or more"},
+            {KstateStoreOptions.STARTUP_OPEN_AHEAD_CONFIG, "sometimes", "true, false"},
+            {KstateStoreOptions.STARTUP_DEFER_OPEN_CONFIG, "later", "true, false"},
+            {KstateStoreOptions.ENGINE_CONFIG, "lmdb", "rocksdb, memory"},
+        };
+        List<java.util.function.Supplier<org.apache.kafka.streams.processor.StateStore>> kinds = java.util.Arrays.asList(
+            () -> KstateStores.persistentKeyValueStore("kv").get(),
+            () -> KstateStores.inMemoryKeyValueStore("mkv").get(),
+            () -> KstateStores.persistentWindowStore("w", Duration.ofMinutes(2), Duration.ofSeconds(10), false).get(),
+            () -> KstateStores.persistentSessionStore("s", Duration.ofMinutes(2)).get());
+        for (String[] b : bad) {
+            for (java.util.function.Supplier<org.apache.kafka.streams.processor.StateStore> kind : kinds) {
+                Properties props = TestSupport.props("app", dir);
+                props.put(b[0], b[1]);
+                org.apache.kafka.streams.processor.StateStore store = kind.get();
+                try {
+                    store.init(new TestSupport.CapturingContext(props, dir), store);
+                    store.close();
+                    fail(store.name() + " accepted " + b[0] + "=" + b[1]);
+                } catch (ConfigException e) {
+                    assertTrue(e.getMessage(), e.getMessage().startsWith("Invalid value " + b[1] + " for configuration "
+                        + b[0] + ": accepted values: ") && e.getMessage().contains(b[2]));
+                }
+                assertFalse(store.isOpen());
+            }
+            Map<String, Object> configs = new HashMap<>();
+            configs.put(b[0], b[1]);
+            try {
+                new KstateDslStoreSuppliers().configure(configs);
+                fail("configure accepted " + b[0] + "=" + b[1]);
+            } catch (ConfigException e) {
+                assertTrue(e.getMessage(), e.getMessage().contains(b[0]) && e.getMessage().contains(b[2]));
+            }
         }
     }
 

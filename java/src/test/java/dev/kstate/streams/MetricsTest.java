@@ -108,7 +108,9 @@ public class MetricsTest {
             assertTrue(value(m, "bytes-read-total") >= 0);
             assertEquals(0, value(m, "commits-in-doubt-total"), 0);
             assertEquals(0, value(m, "recovery-rolled-forward"), 0);
-            assertEquals(m.keySet().toString(), KstateMetrics.ROCKSDB_PROPERTIES.size() + 4, m.size());
+            assertEquals(0, value(m, "spills-total"), 0);
+            assertEquals(0, value(m, "roll-forwards-total"), 0);
+            assertEquals(m.keySet().toString(), KstateMetrics.ROCKSDB_PROPERTIES.size() + 6, m.size());
             assertTrue(store.isOpen());
             assertEquals(m.size(), storeMetrics(live, KstateMetrics.ROCKSDB_STATE_ID_TAG, "s").size());
         }
@@ -175,7 +177,7 @@ public class MetricsTest {
         TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props, dir);
         store.init(ctx, store);
         List<MetricName> names = store.metricNames();
-        assertEquals(KstateMetrics.ROCKSDB_PROPERTIES.size() + 2, names.size());
+        assertEquals(KstateMetrics.ROCKSDB_PROPERTIES.size() + 4, names.size());
         for (MetricName n : names) {
             assertTrue(n.toString(), ctx.metrics().metrics().containsKey(n));
         }
@@ -185,5 +187,41 @@ public class MetricsTest {
             assertFalse(n.toString(), ctx.metrics().metrics().containsKey(n));
         }
         assertTrue(store.metricNames().isEmpty());
+    }
+
+    /**
+     * spills-total and roll-forwards-total count what the README says: a transaction's buffer
+     * is moved to disk each time it outgrows kstate.max.uncommitted.bytes, and its commit is
+     * one roll-forward from the spill area.
+     */
+    @Test
+    public void spillsAndRollForwardsAreCounted() {
+        Properties props = TestSupport.props("app", dir);
+        props.put(KstateStoreOptions.MAX_UNCOMMITTED_BYTES_CONFIG, "4096");
+        for (KstateStoreOptions.Engine engine : KstateStoreOptions.Engine.values()) {
+            KstateKeyValueStore store = (KstateKeyValueStore) KstateStores.builder("spilling-" + engine).engine(engine)
+                .build().get();
+            TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props, dir);
+            store.init(ctx, store);
+            Map<String, Metric> m = new java.util.HashMap<>();
+            for (MetricName n : store.metricNames()) {
+                m.put(n.name(), ctx.metrics().metrics().get(n));
+            }
+            assertEquals(0, value(m, "spills-total"), 0);
+            for (int i = 0; i < 100; i++) {
+                store.put(org.apache.kafka.common.utils.Bytes.wrap(("k" + i).getBytes(java.nio.charset.StandardCharsets.UTF_8)),
+                    new byte[8 + 100]);
+            }
+            // 100 writes of more than 110 bytes (11,000+) through a 4,096-byte buffer: moved to disk
+            // each time it outgrows the bound, so at least twice
+            double spills = value(m, "spills-total");
+            assertTrue(engine + ": " + spills + " spills", spills >= 2);
+            assertEquals(engine.toString(), 0, value(m, "roll-forwards-total"), 0);
+            store.commit(java.util.Collections.emptyMap());
+            assertEquals(engine.toString(), 1, value(m, "roll-forwards-total"), 0);
+            // the commit of a spilled transaction first moves the rest of its buffer to disk
+            assertEquals(engine.toString(), spills + 1, value(m, "spills-total"), 0);
+            store.close();
+        }
     }
 }
