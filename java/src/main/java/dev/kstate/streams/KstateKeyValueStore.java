@@ -117,6 +117,9 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         Map<String, Object> configs = context.appConfigs();
         KstateStoreOptions.validate(configs);
         reportsUncommittedBytes = !KafkaStoreCommits.onlyForced(configs);
+        if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
+            configs = KstateStoreOptions.withRocksDbConfigSetter(name(), configs);
+        }
         String path = null;
         int engine = KstateNative.ENGINE_MEMORY;
         String origin;

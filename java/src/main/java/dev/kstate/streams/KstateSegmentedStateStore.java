@@ -111,6 +111,9 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         Map<String, Object> configs = context.appConfigs();
         KstateStoreOptions.validate(configs);
         reportsUncommittedBytes = !KafkaStoreCommits.onlyForced(configs);
+        if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
+            configs = KstateStoreOptions.withRocksDbConfigSetter(name(), configs);
+        }
         String path = null;
         int engine = KstateNative.ENGINE_MEMORY;
         boolean fresh = true;

@@ -62,7 +62,7 @@ public final class KstateStoreOptions {
     public static final String BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG = "kstate.rocksdb.bounded.memory.memtable.ratio";
     /** Default of {@link #BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG}. */
     public static final double DEFAULT_BOUNDED_MEMORY_MEMTABLE_RATIO = 0.5;
-    /** Kafka's key for the RocksDB config setter of its own stores; kstate's stores ignore it. */
+    /** Kafka's key for the RocksDB config setter of its stores; see {@link #withRocksDbConfigSetter}. */
     static final String ROCKSDB_CONFIG_SETTER = "rocksdb.config.setter";
     /** Engine of the DSL stores made by {@link KstateDslStoreSuppliers}: rocksdb or memory. */
     public static final String ENGINE_CONFIG = "kstate.engine";
@@ -232,14 +232,6 @@ public final class KstateStoreOptions {
         if (configs == null) {
             return;
         }
-        Object setter = configs.get(ROCKSDB_CONFIG_SETTER);
-        if (setter != null && WARNED_KEYS.add(ROCKSDB_CONFIG_SETTER)) {
-            LOG.warn("{}={} applies to Kafka Streams' own RocksDB stores only: kstate stores ignore it. Tune them with "
-                    + "{}, {}, {}, {}, {} and bound their memory with {} and {}.", ROCKSDB_CONFIG_SETTER,
-                setter instanceof Class ? ((Class<?>) setter).getName() : setter, BLOCK_CACHE_BYTES_CONFIG, WRITE_BUFFER_BYTES_CONFIG,
-                WRITE_BUFFER_COUNT_CONFIG, BLOOM_FILTER_CONFIG, STATISTICS_CONFIG, BOUNDED_MEMORY_BYTES_CONFIG,
-                BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG);
-        }
         for (String key : configs.keySet()) {
             if (key.startsWith("kstate.") && !KNOWN_KEYS.contains(key) && WARNED_KEYS.add(key)) {
                 LOG.warn("Unknown kstate config {} is ignored; kstate's keys are {}{}", key, KNOWN_KEYS,
@@ -248,6 +240,23 @@ public final class KstateStoreOptions {
                         + "and from each IQv2 query)" : "");
             }
         }
+    }
+
+    /**
+     * The configs a RocksDB store resolves its options from: with Kafka's
+     * {@code rocksdb.config.setter} set, the application's configs plus the
+     * {@code kstate.rocksdb.*} values the setter implies (see {@link RocksDbConfigSetterBridge},
+     * which RocksJava is loaded for only then); else the configs as they are.
+     *
+     * @param storeName the store, passed to the setter
+     * @param configs the application's configs
+     * @return the configs to resolve from
+     */
+    static Map<String, Object> withRocksDbConfigSetter(String storeName, Map<String, Object> configs) {
+        if (configs == null || configs.get(ROCKSDB_CONFIG_SETTER) == null) {
+            return configs;
+        }
+        return RocksDbConfigSetterBridge.withSetterOptions(storeName, configs);
     }
 
     long resolvedBlockCacheBytes(Map<String, Object> appConfigs) {

@@ -205,10 +205,48 @@ public class LoggingAndConfigTest {
         assertEquals(1, CapturedLogs.count(Level.WARN, "Unknown kstate config kstate.interactive.query.isolation.level"));
     }
 
-    /** A config setter as users write them for Kafka's own RocksDB stores. */
-    public static final class BoundedMemorySetter implements org.apache.kafka.streams.state.RocksDBConfigSetter {
+    /** A config setter as users write them for Kafka's own RocksDB stores: some options kstate has, some it has not. */
+    public static final class MixedSetter implements org.apache.kafka.streams.state.RocksDBConfigSetter {
+        static final java.util.List<String> CLOSED = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        private org.rocksdb.Cache cache;
+        private org.rocksdb.Statistics statistics;
+
         @Override
         public void setConfig(String storeName, org.rocksdb.Options options, Map<String, Object> configs) {
+            org.rocksdb.BlockBasedTableConfig table = (org.rocksdb.BlockBasedTableConfig) options.tableFormatConfig();
+            cache = new org.rocksdb.LRUCache(7L << 20);
+            table.setBlockCache(cache);
+            table.setFilterPolicy(null);
+            table.setBlockSize(16 * 1024);
+            options.setTableFormatConfig(table);
+            options.setWriteBufferSize(8L << 20);
+            options.setMaxWriteBufferNumber(5);
+            statistics = new org.rocksdb.Statistics();
+            options.setStatistics(statistics);
+            options.setCompressionType(org.rocksdb.CompressionType.LZ4_COMPRESSION);
+            options.setCompactionStyle(org.rocksdb.CompactionStyle.LEVEL);
+        }
+
+        @Override
+        public void close(String storeName, org.rocksdb.Options options) {
+            cache.close();
+            statistics.close();
+            CLOSED.add(storeName);
+        }
+    }
+
+    /** Kafka's BoundedMemoryRocksDBConfig example: one cache for every store, charged with the memtables. */
+    public static final class BoundedMemorySetter implements org.apache.kafka.streams.state.RocksDBConfigSetter {
+        private static final org.rocksdb.Cache CACHE = new org.rocksdb.LRUCache(20L << 20, -1, false, 0.1);
+        private static final org.rocksdb.WriteBufferManager WBM = new org.rocksdb.WriteBufferManager(10L << 20, CACHE);
+
+        @Override
+        public void setConfig(String storeName, org.rocksdb.Options options, Map<String, Object> configs) {
+            org.rocksdb.BlockBasedTableConfig table = (org.rocksdb.BlockBasedTableConfig) options.tableFormatConfig();
+            table.setBlockCache(CACHE);
+            table.setCacheIndexAndFilterBlocks(true);
+            options.setWriteBufferManager(WBM);
+            options.setTableFormatConfig(table);
         }
 
         @Override
@@ -216,15 +254,62 @@ public class LoggingAndConfigTest {
         }
     }
 
-    /** Kafka's rocksdb.config.setter does not apply to kstate stores: said once, with the keys that do. */
+    /** Kafka's bounded-memory setter becomes kstate's shared budget of the cache's capacity. */
     @Test
-    public void aRocksDbConfigSetterIsReportedAsIgnored() {
+    public void kafkasBoundedMemorySetterBecomesKstatesBudget() {
         Properties props = TestSupport.props("app", dir);
-        props.put("rocksdb.config.setter", BoundedMemorySetter.class.getName());
-        open("one", props).close();
-        open("two", props).close();
-        assertEquals(CapturedLogs.messages(Level.WARN).toString(), 1,
-            CapturedLogs.count(Level.WARN, "rocksdb.config.setter=" + BoundedMemorySetter.class.getName() + " applies to Kafka"));
-        assertEquals(1, CapturedLogs.count(Level.WARN, KstateStoreOptions.BOUNDED_MEMORY_BYTES_CONFIG));
+        props.put("rocksdb.config.setter", BoundedMemorySetter.class);
+        Map<String, Object> configs = new TestSupport.CapturingContext(props, dir).appConfigs();
+        assertEquals(new dev.kstate.internal.NativeStore.RocksTuning(0, 0, 0, true, false, 20L << 20, 10L << 20),
+            KstateStores.builder("b").options().resolvedRocksTuning(KstateStoreOptions.withRocksDbConfigSetter("b", configs)));
+        String warn = CapturedLogs.messages(Level.WARN).stream().filter(w -> w.contains("rocksdb.config.setter"))
+            .findFirst().get();
+        assertTrue(warn, warn.contains("kstate.rocksdb.bounded.memory.bytes=" + (20L << 20))
+            && warn.contains("writeBufferManager's memtable limit") && warn.contains("cacheIndexAndFilterBlocks=true"));
+    }
+
+    /**
+     * Kafka's rocksdb.config.setter runs against RocksJava Options: what kstate has an option for
+     * (block cache, write buffer size and count, bloom filter, statistics) is applied, the rest
+     * named in one WARN, the setter closed; an explicit kstate.rocksdb.* key wins over it.
+     */
+    @Test
+    public void aRocksDbConfigSetterIsAppliedWhereKstateHasTheOption() {
+        Properties props = TestSupport.props("app", dir);
+        props.put("rocksdb.config.setter", MixedSetter.class.getName());
+        MixedSetter.CLOSED.clear();
+        Map<String, Object> configs = new TestSupport.CapturingContext(props, dir).appConfigs();
+        KstateStoreOptions options = KstateStores.builder("one").options();
+        assertEquals(new dev.kstate.internal.NativeStore.RocksTuning(7L << 20, 8L << 20, 5, false, true, 0, 0),
+            options.resolvedRocksTuning(KstateStoreOptions.withRocksDbConfigSetter("one", configs)));
+        assertEquals(java.util.Arrays.asList("one"), MixedSetter.CLOSED);
+        // a kstate key the application sets wins over the setter
+        props.put(KstateStoreOptions.WRITE_BUFFER_BYTES_CONFIG, String.valueOf(4L << 20));
+        Map<String, Object> withKey = new TestSupport.CapturingContext(props, dir).appConfigs();
+        assertEquals(new dev.kstate.internal.NativeStore.RocksTuning(7L << 20, 4L << 20, 5, false, true, 0, 0),
+            options.resolvedRocksTuning(KstateStoreOptions.withRocksDbConfigSetter("one", withKey)));
+        props.remove(KstateStoreOptions.WRITE_BUFFER_BYTES_CONFIG);
+        // end to end: the store opens with the setter's cache and statistics
+        KstateKeyValueStore store = (KstateKeyValueStore) KstateStores.persistentKeyValueStore("two").get();
+        TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(props, dir);
+        store.init(ctx, store);
+        Map<String, Double> metrics = new HashMap<>();
+        for (org.apache.kafka.common.MetricName n : store.metricNames()) {
+            metrics.put(n.name(), ((Number) ctx.metrics().metrics().get(n).metricValue()).doubleValue());
+        }
+        store.close();
+        assertEquals(7L << 20, metrics.get("block-cache-capacity"), 0);
+        assertTrue("statistics on: " + metrics.keySet(), metrics.containsKey("bytes-written-total"));
+        assertEquals(java.util.Arrays.asList("one", "one", "two"), MixedSetter.CLOSED);
+        List<String> warns = CapturedLogs.messages(Level.WARN);
+        assertEquals(warns.toString(), 1, CapturedLogs.count(Level.WARN, "rocksdb.config.setter"));
+        String warn = warns.stream().filter(w -> w.contains("rocksdb.config.setter")).findFirst().get();
+        for (String named : new String[] {"compressionType=LZ4_COMPRESSION", "compactionStyle=LEVEL",
+            "tableFormatConfig.blockSize=16384", MixedSetter.class.getName()}) {
+            assertTrue(named + " in " + warn, warn.contains(named));
+        }
+        for (String notNamed : new String[] {"writeBufferSize", "maxWriteBufferNumber", "statistics=a Statistics", "filterPolicy"}) {
+            assertFalse(notNamed + " in " + warn, warn.contains(notNamed));
+        }
     }
 }
