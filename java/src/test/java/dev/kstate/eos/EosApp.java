@@ -70,7 +70,9 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * {@code commit.ms}, {@code max.uncommitted} ({@code kstate.max.uncommitted.bytes}),
  * {@code standbys}, {@code iq.limit} (entries printed per query and partition), {@code park.ms}
  * ({@code kstate.startup.park.ms}), {@code open.ahead} ({@code kstate.startup.open.ahead}),
- * {@code defer.open} ({@code kstate.startup.defer.open}).
+ * {@code defer.open} ({@code kstate.startup.defer.open}), {@code txn.stores} ({@code false} runs the
+ * kstate and rocksdb-txn variants without {@code enable.transactional.statestores}),
+ * {@code uncommitted.max} ({@code statestore.uncommitted.max.bytes}).
  *
  * <p>It reports on standard output, one event a line: {@code STATE new old ms}, {@code RUNNING ms}
  * (ms since the JVM started), {@code RESTORE_START store topic partition start end},
@@ -153,8 +155,11 @@ public final class EosApp {
         if (a.containsKey("instance")) {
             p.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG), a.get("instance"));
         }
-        if (!variant.equals("rocksdb")) {
+        if (!variant.equals("rocksdb") && Boolean.parseBoolean(a.getOrDefault("txn.stores", "true"))) {
             p.put(StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG, true);
+        }
+        if (a.containsKey("uncommitted.max")) {
+            p.put("statestore.uncommitted.max.bytes", a.get("uncommitted.max"));
         }
         if (variant.equals("kstate")) {
             p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class);
