@@ -141,15 +141,21 @@ final class KstateMetrics implements AutoCloseable {
      * Kafka's processors, so kstate's expired writes add to the same {@code dropped-records-total}.
      *
      * @param context the store's context
-     * @return the sensor, or null when the context's metrics are not Kafka's own implementation
+     * @return the sensor, or null when the context's metrics are not Kafka's own implementation or
+     *     the Kafka Streams at hand lacks that internal method
      */
     static Sensor droppedRecordsSensor(StateStoreContext context) {
         StreamsMetrics m = context.metrics();
         if (!(m instanceof StreamsMetricsImpl)) {
             return null;
         }
-        return TaskMetrics.droppedRecordsSensor(Thread.currentThread().getName(), context.taskId().toString(),
-            (StreamsMetricsImpl) m);
+        try {
+            return TaskMetrics.droppedRecordsSensor(Thread.currentThread().getName(), context.taskId().toString(),
+                (StreamsMetricsImpl) m);
+        } catch (LinkageError otherKafkaStreams) {
+            // an internal API: a Kafka Streams without it only loses the count
+            return null;
+        }
     }
 
     private static void add(Sensor sensor, List<MetricName> names, MetricName name, MeasurableStat stat) {
