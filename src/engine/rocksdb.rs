@@ -233,6 +233,49 @@ pub(crate) fn probe(path: &Path) -> Result<Probe> {
     Ok(Probe::Database(families))
 }
 
+/// The process that holds RocksDB's `LOCK` on the database at `path` (has it open for
+/// writing: Kafka Streams, another kstate, any RocksDB program, this process included),
+/// found without opening any file of the database; `None` when nobody holds it, there is no
+/// `LOCK`, or the system does not say (no `/proc/locks`).
+///
+/// RocksDB takes a POSIX record lock on `LOCK` (`fcntl(F_SETLK)`, from Java too), which
+/// `/proc/locks` lists by inode. Asking with `fcntl(F_GETLK)` instead would need a file
+/// descriptor on `LOCK`, and closing it drops every record lock this process holds on the
+/// file: a Kafka store open in the same JVM would silently lose its lock. A writable open
+/// must be refused on this before it starts, since RocksDB rotates the database's `LOG`
+/// before it finds `LOCK` taken. Matched on the inode number alone: the device numbers
+/// `/proc/locks` shows differ from `stat`'s on btrfs subvolumes and overlay file systems.
+///
+/// # Errors
+/// [`Error::Io`] when `LOCK` exists but its metadata cannot be read.
+pub(crate) fn lock_holder(path: &Path) -> Result<Option<i32>> {
+    use std::os::unix::fs::MetadataExt;
+    let lock = path.join("LOCK");
+    let inode = match std::fs::metadata(&lock) {
+        Ok(m) => m.ino(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(&lock, e)),
+    };
+    let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
+        return Ok(None);
+    };
+    Ok(locks.lines().find_map(|line| posix_lock_on(line, inode)))
+}
+
+/// The pid of a `/proc/locks` line (`1: POSIX  ADVISORY  WRITE 4711 08:01:123 0 EOF`)
+/// holding a record lock on inode `inode`; `None` for other lines and for waiters (`->`).
+fn posix_lock_on(line: &str, inode: u64) -> Option<i32> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let [_, kind, _, _, pid, file, ..] = fields.as_slice() else {
+        return None;
+    };
+    if !matches!(*kind, "POSIX" | "OFDLCK") {
+        return None;
+    }
+    let ino: u64 = file.rsplit(':').next()?.parse().ok()?;
+    (ino == inode).then(|| pid.parse().ok()).flatten()
+}
+
 /// Committed data in a RocksDB database.
 pub(crate) struct RocksEngine {
     db: Arc<DB>,
@@ -271,8 +314,10 @@ impl RocksEngine {
     }
 
     /// Opens an existing database read-only, with all its column families. Takes no lock,
-    /// so it works while another process has the store open (`kstate inspect`), and
-    /// changes nothing on disk.
+    /// so it works while another process has the store open (`kstate inspect`), and writes
+    /// nothing into the directory: no file appears or changes, RocksDB's `LOG` included
+    /// (a read-only RocksDB creates no info log of its own; `tests/cli_foreign.rs` checks
+    /// every byte of Kafka's stores). The one open to use on a directory kstate does not own.
     pub(crate) fn open_read_only(path: &Path, opts: &RocksOptions) -> Result<RocksEngine> {
         if probe(path)? == Probe::Vacant {
             return Err(Error::NotAStore {
@@ -1177,6 +1222,37 @@ mod tests {
             Some(vec![7; 100])
         );
         assert_eq!(e.get(plain, &1000u32.to_be_bytes()).unwrap(), None);
+    }
+
+    #[test]
+    fn lock_holders_are_read_from_proc_locks() {
+        assert_eq!(
+            posix_lock_on("1: POSIX  ADVISORY  WRITE 4711 08:01:123 0 EOF", 123),
+            Some(4711)
+        );
+        assert_eq!(
+            posix_lock_on("1: POSIX  ADVISORY  WRITE 4711 08:01:123 0 EOF", 12),
+            None
+        );
+        assert_eq!(
+            posix_lock_on("2: FLOCK  ADVISORY  WRITE 99 00:2d:123 0 EOF", 123),
+            None
+        );
+        assert_eq!(
+            posix_lock_on("1: -> POSIX  ADVISORY  WRITE 5 08:01:123 0 EOF", 123),
+            None
+        );
+        // A database this process has open is reported with this process's id; a closed
+        // one, or a directory with no LOCK, with none.
+        let dir = tempfile::tempdir().unwrap();
+        let e = RocksEngine::open(dir.path(), &[], &RocksOptions::default()).unwrap();
+        assert_eq!(
+            lock_holder(dir.path()).unwrap(),
+            Some(std::process::id() as i32)
+        );
+        drop(e);
+        assert_eq!(lock_holder(dir.path()).unwrap(), None);
+        assert_eq!(lock_holder(&dir.path().join("none")).unwrap(), None);
     }
 
     #[test]
