@@ -86,7 +86,10 @@ fn rocks_options() -> rocksdb::Options {
 
 /// Writes a RocksDB database at `path` with `families`, the entries of each, flushed to
 /// table files (as a closed Kafka store leaves it), plus Kafka 4.4's `offsets` family.
-fn kafka_db(path: &Path, families: &[(&str, Vec<(Vec<u8>, Vec<u8>)>)], offsets: bool) {
+/// Key-value entries of one column family.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn kafka_db(path: &Path, families: &[(&str, Entries)], offsets: bool) {
     let mut names: Vec<&str> = families.iter().map(|(n, _)| *n).collect();
     if offsets {
         names.push("offsets");
@@ -142,9 +145,8 @@ fn kafka_segmented(
 ) {
     for id in FIRST_SEGMENT..FIRST_SEGMENT + segments {
         let start = id * INTERVAL;
-        let entries: Vec<(Vec<u8>, Vec<u8>)> =
-            (0..(5 + id % 3) as u8).map(|i| entry(start, i)).collect();
-        let fams: Vec<(&str, Vec<(Vec<u8>, Vec<u8>)>)> = families
+        let entries: Entries = (0..(5 + id % 3) as u8).map(|i| entry(start, i)).collect();
+        let fams: Vec<(&str, Entries)> = families
             .iter()
             .map(|f| {
                 let data = if *f == "default" && families.len() > 1 {
@@ -168,7 +170,7 @@ fn kafka_segmented(
 /// converts; an upgrade to headers converts `kvts` too.
 fn state_dir(app: &Path) {
     let task = app.join("0_0");
-    let kv = |n: u8, f: &dyn Fn(u8) -> Vec<u8>| -> Vec<(Vec<u8>, Vec<u8>)> {
+    let kv = |n: u8, f: &dyn Fn(u8) -> Vec<u8>| -> Entries {
         (0..n).map(|i| (vec![b'k', i], f(i))).collect()
     };
     kafka_db(
@@ -451,7 +453,7 @@ fn damaged_stores_are_failures_named_in_the_summary() {
     let app = dir.path().join("app");
     let kv = |name: &str| {
         let path = app.join("0_0").join("rocksdb").join(name);
-        let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..200u32)
+        let entries: Entries = (0..200u32)
             .map(|i| (i.to_be_bytes().to_vec(), vec![b'v'; 50]))
             .collect();
         kafka_db(&path, &[("default", entries)], false);
@@ -521,7 +523,7 @@ fn a_store_another_process_has_open_is_not_touched() {
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("app");
     let held = app.join("0_0").join("rocksdb").join("held");
-    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..50u8).map(|i| (vec![i], vec![i])).collect();
+    let entries: Entries = (0..50u8).map(|i| (vec![i], vec![i])).collect();
     kafka_db(&held, &[("default", entries)], true);
     let db = rocksdb::DB::open_cf(&rocks_options(), &held, ["default", "offsets"]).unwrap();
     let before = snapshot(&app);
