@@ -235,45 +235,69 @@ pub(crate) fn probe(path: &Path) -> Result<Probe> {
 
 /// The process that holds RocksDB's `LOCK` on the database at `path` (has it open for
 /// writing: Kafka Streams, another kstate, any RocksDB program, this process included),
-/// found without opening any file of the database; `None` when nobody holds it, there is no
-/// `LOCK`, or the system does not say (no `/proc/locks`).
+/// found without taking the lock or changing any file; `None` when nobody holds it or
+/// there is no `LOCK`.
 ///
-/// RocksDB takes a POSIX record lock on `LOCK` (`fcntl(F_SETLK)`, from Java too), which
-/// `/proc/locks` lists by inode. Asking with `fcntl(F_GETLK)` instead would need a file
-/// descriptor on `LOCK`, and closing it drops every record lock this process holds on the
-/// file: a Kafka store open in the same JVM would silently lose its lock. A writable open
-/// must be refused on this before it starts, since RocksDB rotates the database's `LOG`
-/// before it finds `LOCK` taken. Matched on the inode number alone: the device numbers
-/// `/proc/locks` shows differ from `stat`'s on btrfs subvolumes and overlay file systems.
+/// RocksDB takes a POSIX record lock on `LOCK` (`fcntl(F_SETLK)`, from Java too), and
+/// `fcntl(F_GETLK)` names the process holding a conflicting one. It cannot see a lock of
+/// this process, though, and closing any descriptor on `LOCK` drops every record lock this
+/// process holds on it (a Kafka store open in the same JVM would silently lose its lock):
+/// this process's own lock is therefore looked up in `/proc/locks` first, by device and
+/// inode, without opening `LOCK`. A writable open must be refused on this before it starts,
+/// since RocksDB rotates the database's `LOG` before it finds `LOCK` taken.
 ///
 /// # Errors
-/// [`Error::Io`] when `LOCK` exists but its metadata cannot be read.
+/// [`Error::Io`] when `LOCK` exists but cannot be read or queried.
 pub(crate) fn lock_holder(path: &Path) -> Result<Option<i32>> {
+    use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
     let lock = path.join("LOCK");
-    let inode = match std::fs::metadata(&lock) {
-        Ok(m) => m.ino(),
+    let meta = match std::fs::metadata(&lock) {
+        Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(&lock, e)),
     };
-    let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
-        return Ok(None);
-    };
-    Ok(locks.lines().find_map(|line| posix_lock_on(line, inode)))
+    let this = std::process::id() as i32;
+    let file_id = format!(
+        "{:02x}:{:02x}:{}",
+        libc::major(meta.dev()),
+        libc::minor(meta.dev()),
+        meta.ino()
+    );
+    if let Ok(locks) = std::fs::read_to_string("/proc/locks") {
+        if locks
+            .lines()
+            .any(|l| record_lock_on(l, &file_id) == Some(this))
+        {
+            return Ok(Some(this));
+        }
+    }
+    let file = std::fs::File::open(&lock).map_err(|e| Error::io(&lock, e))?;
+    // SAFETY: `flock` is a plain C struct for which all-zero bytes are a valid value.
+    let mut query: libc::flock = unsafe { std::mem::zeroed() };
+    query.l_type = libc::F_WRLCK as libc::c_short;
+    query.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: `file` is open for the duration of the call and `query` is a valid `flock`
+    // the kernel reads and overwrites; F_GETLK takes no lock.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut query) };
+    if rc != 0 {
+        return Err(Error::io(&lock, std::io::Error::last_os_error()));
+    }
+    Ok((query.l_type != libc::F_UNLCK as libc::c_short).then_some(query.l_pid))
 }
 
 /// The pid of a `/proc/locks` line (`1: POSIX  ADVISORY  WRITE 4711 08:01:123 0 EOF`)
-/// holding a record lock on inode `inode`; `None` for other lines and for waiters (`->`).
-fn posix_lock_on(line: &str, inode: u64) -> Option<i32> {
+/// holding a record lock on the file `file_id` (`major:minor:inode`, as the kernel prints
+/// it); `None` for other lines and for waiters (`->`).
+fn record_lock_on(line: &str, file_id: &str) -> Option<i32> {
     let fields: Vec<&str> = line.split_whitespace().collect();
     let [_, kind, _, _, pid, file, ..] = fields.as_slice() else {
         return None;
     };
-    if !matches!(*kind, "POSIX" | "OFDLCK") {
+    if !matches!(*kind, "POSIX" | "OFDLCK") || file != &file_id {
         return None;
     }
-    let ino: u64 = file.rsplit(':').next()?.parse().ok()?;
-    (ino == inode).then(|| pid.parse().ok()).flatten()
+    pid.parse().ok()
 }
 
 /// Committed data in a RocksDB database.
@@ -1225,31 +1249,23 @@ mod tests {
     }
 
     #[test]
-    fn lock_holders_are_read_from_proc_locks() {
-        assert_eq!(
-            posix_lock_on("1: POSIX  ADVISORY  WRITE 4711 08:01:123 0 EOF", 123),
-            Some(4711)
-        );
-        assert_eq!(
-            posix_lock_on("1: POSIX  ADVISORY  WRITE 4711 08:01:123 0 EOF", 12),
-            None
-        );
-        assert_eq!(
-            posix_lock_on("2: FLOCK  ADVISORY  WRITE 99 00:2d:123 0 EOF", 123),
-            None
-        );
-        assert_eq!(
-            posix_lock_on("1: -> POSIX  ADVISORY  WRITE 5 08:01:123 0 EOF", 123),
-            None
-        );
-        // A database this process has open is reported with this process's id; a closed
-        // one, or a directory with no LOCK, with none.
+    fn lock_holders_are_found_without_dropping_this_process_s_lock() {
+        let line = "1: POSIX  ADVISORY  WRITE 4711 08:01:123 0 EOF";
+        assert_eq!(record_lock_on(line, "08:01:123"), Some(4711));
+        assert_eq!(record_lock_on(line, "08:02:123"), None);
+        assert_eq!(record_lock_on(line, "08:01:12"), None);
+        let flock = "2: FLOCK  ADVISORY  WRITE 99 08:01:123 0 EOF";
+        assert_eq!(record_lock_on(flock, "08:01:123"), None);
+        let waiter = "1: -> POSIX  ADVISORY  WRITE 5 08:01:123 0 EOF";
+        assert_eq!(record_lock_on(waiter, "08:01:123"), None);
+        // A database this process has open is reported with this process's id, and asking
+        // twice shows the lock was not dropped by the first question; a closed one, or a
+        // directory with no LOCK, with none.
         let dir = tempfile::tempdir().unwrap();
         let e = RocksEngine::open(dir.path(), &[], &RocksOptions::default()).unwrap();
-        assert_eq!(
-            lock_holder(dir.path()).unwrap(),
-            Some(std::process::id() as i32)
-        );
+        let this = Some(std::process::id() as i32);
+        assert_eq!(lock_holder(dir.path()).unwrap(), this);
+        assert_eq!(lock_holder(dir.path()).unwrap(), this);
         drop(e);
         assert_eq!(lock_holder(dir.path()).unwrap(), None);
         assert_eq!(lock_holder(&dir.path().join("none")).unwrap(), None);
