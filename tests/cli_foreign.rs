@@ -555,10 +555,10 @@ fn a_store_another_process_has_open_is_not_touched() {
         "1".as_ref(),
     ]);
     assert_eq!(code, 2, "{out}");
+    assert_unchanged_except(&before, &snapshot(&app), &[], "a store in use");
     assert!(
         out.contains(&format!("process {pid} has the database open")),
         "{out}"
     );
-    assert_unchanged_except(&before, &snapshot(&app), &[], "a store in use");
     drop(db);
 }
