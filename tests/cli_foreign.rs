@@ -10,20 +10,12 @@
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+mod support;
 
 use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
 use kstate::{KvStore, StoreOptions, TopicPartition};
-
-fn kstate<I: AsRef<OsStr>>(args: &[I]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kstate"))
-        .args(args)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
-}
+use support::kstate;
 
 /// Every file (with its bytes) and directory (with `None`) under `root`, by relative path.
 type Tree = BTreeMap<PathBuf, Option<Vec<u8>>>;

@@ -454,14 +454,7 @@ public class MigrationTest {
         try {
             assertEquals(refOut1, pipe(kafka, 0, phase1, keys));
             kafkaCounts = counts(kafka);
-            StreamTask task = task(kafka);
-            task.suspend();
-            task.prepareCommit(true);
-            task.postCommit(true);
-            task.closeClean();
-            Field f = TopologyTestDriver.class.getDeclaredField("task");
-            f.setAccessible(true);
-            f.set(kafka, null);
+            closeTaskKeepingState(kafka);
             copyTree(new File(kafkaDir, APP).toPath(), new File(stateDir, APP).toPath());
         } finally {
             kafka.close();
