@@ -453,6 +453,8 @@ fn damaged_stores_are_failures_named_in_the_summary() {
     };
     let current = kv("badcurrent");
     std::fs::write(current.join("CURRENT"), b"MANIFEST-garbage\n").unwrap();
+    let missing = kv("nocurrent");
+    std::fs::remove_file(missing.join("CURRENT")).unwrap();
     let truncated = kv("truncated");
     let sst = table_file(&truncated);
     let len = std::fs::metadata(&sst).unwrap().len();
@@ -475,7 +477,7 @@ fn damaged_stores_are_failures_named_in_the_summary() {
     set_header_version(&newer, 99);
     let good = kv("good");
 
-    let damaged = [&current, &truncated, &flipped, &newer];
+    let damaged = [&current, &missing, &truncated, &flipped, &newer];
     for dry_run in [true, false] {
         let mut args = vec![OsStr::new("upgrade"), app.as_os_str()];
         if dry_run {
@@ -483,7 +485,7 @@ fn damaged_stores_are_failures_named_in_the_summary() {
         }
         let (code, out) = kstate(&args);
         assert_eq!(code, 1, "dry run {dry_run}: {out}");
-        assert!(out.contains(", 4 failed,"), "{out}");
+        assert!(out.contains(", 5 failed,"), "{out}");
         for path in damaged {
             let named = format!("failed: {}: cannot be read", path.display());
             assert!(out.contains(&named), "{named}: {out}");
@@ -499,11 +501,15 @@ fn damaged_stores_are_failures_named_in_the_summary() {
         Some(kstate::ValueFormat::Timestamped),
         "the sound store was upgraded all the same"
     );
-    for path in damaged {
+    for path in [&current, &truncated, &flipped, &newer] {
         let (code, out) = kstate(&[OsStr::new("verify"), path.as_os_str()]);
         assert_eq!(code, 1, "{}: {out}", path.display());
         assert!(out.contains("PROBLEM: "), "{out}");
     }
+    // Without CURRENT there is no database to verify: not a store (exit 2).
+    let (code, out) = kstate(&[OsStr::new("verify"), missing.as_os_str()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no CURRENT file"), "{out}");
 }
 
 /// A Kafka store another process has open (here: this test process, through RocksDB's own

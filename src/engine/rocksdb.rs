@@ -242,15 +242,14 @@ pub(crate) fn probe(path: &Path) -> Result<Probe> {
 /// `fcntl(F_GETLK)` names the process holding a conflicting one. It cannot see a lock of
 /// this process, though, and closing any descriptor on `LOCK` drops every record lock this
 /// process holds on it (a Kafka store open in the same JVM would silently lose its lock):
-/// this process's own lock is therefore looked up in `/proc/locks` first, by device and
-/// inode, without opening `LOCK`. A writable open must be refused on this before it starts,
+/// this process's own lock is therefore looked up in `/proc/locks` first (Linux), by device
+/// and inode, without opening `LOCK`. A writable open must be refused on this before it starts,
 /// since RocksDB rotates the database's `LOG` before it finds `LOCK` taken.
 ///
 /// # Errors
 /// [`Error::Io`] when `LOCK` exists but cannot be read or queried.
 pub(crate) fn lock_holder(path: &Path) -> Result<Option<i32>> {
     use std::os::fd::AsRawFd;
-    use std::os::unix::fs::MetadataExt;
     let lock = path.join("LOCK");
     let meta = match std::fs::metadata(&lock) {
         Ok(m) => m,
@@ -258,19 +257,8 @@ pub(crate) fn lock_holder(path: &Path) -> Result<Option<i32>> {
         Err(e) => return Err(Error::io(&lock, e)),
     };
     let this = std::process::id() as i32;
-    let file_id = format!(
-        "{:02x}:{:02x}:{}",
-        libc::major(meta.dev()),
-        libc::minor(meta.dev()),
-        meta.ino()
-    );
-    if let Ok(locks) = std::fs::read_to_string("/proc/locks") {
-        if locks
-            .lines()
-            .any(|l| record_lock_on(l, &file_id) == Some(this))
-        {
-            return Ok(Some(this));
-        }
+    if locked_by(this, &meta) {
+        return Ok(Some(this));
     }
     let file = std::fs::File::open(&lock).map_err(|e| Error::io(&lock, e))?;
     // SAFETY: `flock` is a plain C struct for which all-zero bytes are a valid value.
@@ -286,9 +274,33 @@ pub(crate) fn lock_holder(path: &Path) -> Result<Option<i32>> {
     Ok((query.l_type != libc::F_UNLCK as libc::c_short).then_some(query.l_pid))
 }
 
+/// Whether process `pid` holds a record lock on the file `meta` describes, by
+/// `/proc/locks` (Linux only; elsewhere `false`).
+#[cfg(target_os = "linux")]
+fn locked_by(pid: i32, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let file_id = format!(
+        "{:02x}:{:02x}:{}",
+        libc::major(meta.dev()),
+        libc::minor(meta.dev()),
+        meta.ino()
+    );
+    std::fs::read_to_string("/proc/locks").is_ok_and(|locks| {
+        locks
+            .lines()
+            .any(|l| record_lock_on(l, &file_id) == Some(pid))
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn locked_by(_pid: i32, _meta: &std::fs::Metadata) -> bool {
+    false
+}
+
 /// The pid of a `/proc/locks` line (`1: POSIX  ADVISORY  WRITE 4711 08:01:123 0 EOF`)
 /// holding a record lock on the file `file_id` (`major:minor:inode`, as the kernel prints
 /// it); `None` for other lines and for waiters (`->`).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn record_lock_on(line: &str, file_id: &str) -> Option<i32> {
     let fields: Vec<&str> = line.split_whitespace().collect();
     let [_, kind, _, _, pid, file, ..] = fields.as_slice() else {
