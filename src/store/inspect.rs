@@ -16,8 +16,8 @@ use crate::Result;
 pub struct StoreReport {
     /// Store directory.
     pub path: PathBuf,
-    /// The process that has the store open for writing (holds RocksDB's `LOCK`), if
-    /// another one does.
+    /// The process that has the store open for writing (holds RocksDB's `LOCK`), if one
+    /// does and it can be told.
     pub writer_pid: Option<i32>,
     /// The kstate header, or `None` for a Kafka Streams store kstate never opened.
     pub header: Option<StoreHeader>,
@@ -142,7 +142,8 @@ pub fn inspect(path: &Path) -> Result<StoreReport> {
         values_to_upgrade: upgrading.map_or(0, |f| f.entries),
         upgrade_family: upgrading.map(|f| f.name.clone()),
         path: path.to_path_buf(),
-        writer_pid: lock_holder(path)?,
+        // Unknown (a `LOCK` this user cannot read) is no reason to fail a read-only report.
+        writer_pid: lock_holder(path).ok().flatten(),
         header,
         families,
         committed,
