@@ -560,3 +560,24 @@ fn a_store_another_process_has_open_is_not_touched() {
     );
     drop(db);
 }
+
+/// `--help` documents the exit codes, for the command and for each subcommand.
+#[test]
+fn help_documents_the_exit_codes() {
+    for args in [
+        vec!["--help"],
+        vec!["upgrade", "--help"],
+        vec!["verify", "--help"],
+    ] {
+        let (code, out) = kstate(&args);
+        assert_eq!(code, 0, "{out}");
+        for line in [
+            "Exit codes:",
+            "  0  inspect printed its report",
+            "  1  verify found a problem, or upgrade could not read",
+            "  2  the command could not run",
+        ] {
+            assert!(out.contains(line), "{args:?}: {line}: {out}");
+        }
+    }
+}
