@@ -1,18 +1,9 @@
 //! The `kstate` command line: inspect and verify on real stores.
 
-use std::process::Command;
+mod support;
 
 use kstate::{KvStore, StoreOptions, TopicPartition};
-
-fn kstate(args: &[&std::ffi::OsStr]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kstate"))
-        .args(args)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
-}
+use support::kstate;
 
 #[test]
 fn inspect_and_verify_a_sound_store_then_a_damaged_one() {

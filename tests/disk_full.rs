@@ -272,6 +272,7 @@ fn offline_upgrade_refuses_when_the_disk_is_too_full() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
+    eprintln!("DEBUG {}", String::from_utf8_lossy(&out.stdout));
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("not enough free disk space"), "{text}");
     assert!(text.contains("nothing was changed"), "{text}");

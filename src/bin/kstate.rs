@@ -13,37 +13,57 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use kstate::store::inspect::{inspect, verify};
-use kstate::{KvStore, StoreOptions, TopicPartition, ValueFormat};
+use kstate::format::meta::StoreKind;
+use kstate::store::inspect::{inspect, verify, FamilyReport};
+use kstate::store::kafka_segments::{self, SegmentedReport};
+use kstate::{ErrorCode, KvStore, StoreOptions, TopicPartition, ValueFormat};
 use workload::{Model, Workload, WorkloadConfig};
 
 #[derive(Parser)]
 #[command(
     name = "kstate",
     version,
-    about = "Timestamped, transactional state stores for Kafka Streams"
+    about = "Timestamped, transactional state stores for Kafka Streams",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
 }
 
+/// The exit codes, shown by `--help`.
+const EXIT_CODES: &str = "Exit codes:
+  0  inspect printed its report; verify found nothing wrong; upgrade upgraded every store it
+     converts and left every other one alone on purpose (each listed with the reason)
+  1  verify found a problem, or upgrade could not read, check or upgrade a store (each one
+     named in the summary; the others were still upgraded)
+  2  the command could not run: bad arguments, a path that is not a store, no store found,
+     not enough disk space (nothing was changed)";
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Show a store's format, column families, entry counts, committed offsets and whether
-    /// it was closed cleanly. Read-only; works while another process has the store open.
+    /// it was closed cleanly; for a Kafka Streams window or session store directory, its
+    /// kind and segments. Read-only (writes no file, not even RocksDB's LOG); works while
+    /// another process has the store open.
+    #[command(after_help = EXIT_CODES)]
     Inspect {
         /// Store directory.
         dir: PathBuf,
     },
-    /// Check the layout of every record; exit 1 with a report when anything is wrong.
+    /// Check the layout of every record; exit 1 with a report when anything is wrong,
+    /// including a store that cannot be read. Read-only, as inspect.
+    #[command(after_help = EXIT_CODES)]
     Verify {
         /// Store directory.
         dir: PathBuf,
     },
     /// Upgrade stores in place: plain to timestamped (KIP-258), or with `--to headers` plain
     /// or timestamped to the headers format (KIP-1271); one store directory, or every store
-    /// under a Kafka Streams state directory. Resumable: after a kill, run it again.
+    /// under a Kafka Streams state directory. Resumable: after a kill, run it again. Stores
+    /// it does not convert (already upgraded, window and session stores) are left alone
+    /// untouched; a store it cannot read or upgrade is a failure.
+    #[command(after_help = EXIT_CODES)]
     Upgrade {
         /// A store directory or a Kafka Streams state directory.
         dir: PathBuf,
@@ -150,12 +170,29 @@ fn parse_format(s: &str) -> Result<ValueFormat, String> {
 type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
 fn cmd_inspect(dir: &Path) -> CmdResult {
+    if let Some(segmented) = kafka_segments::find(dir)? {
+        print_segmented(&kafka_segments::describe(&segmented));
+        return Ok(ExitCode::SUCCESS);
+    }
     let r = inspect(dir)?;
     println!("store:            {}", r.path.display());
     println!("engine:           rocksdb");
+    if kafka_segments::is_segment(dir) {
+        println!("segment of:       a Kafka Streams window or session store (inspect its parent)");
+    }
     match r.header {
         Some(h) => {
             println!("format version:   {}", h.format_version);
+            match h.kind {
+                StoreKind::KeyValue => println!("kind:             key-value"),
+                StoreKind::Window { segment_interval }
+                | StoreKind::Session { segment_interval } => {
+                    println!(
+                        "kind:             {} (segment interval {segment_interval} ms)",
+                        h.kind.name()
+                    )
+                }
+            }
             println!("value format:     {}", h.value_format.name());
             if let Some(family) = r
                 .upgrade_family
@@ -174,10 +211,10 @@ fn cmd_inspect(dir: &Path) -> CmdResult {
         }
         None => println!("format:           Kafka Streams store (not yet opened by kstate)"),
     }
-    println!("column families:");
-    for f in &r.families {
-        println!("  {:<32} {:>10} entries  {}", f.name, f.entries, f.role);
+    if let Some(pid) = r.writer_pid {
+        println!("in use:           process {pid} has it open for writing");
     }
+    print_families("", &r.families);
     match &r.committed {
         Some(c) => {
             println!("commits:          {}", c.sequence);
@@ -207,24 +244,99 @@ fn cmd_inspect(dir: &Path) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Prints column families, each line indented by `indent`.
+fn print_families(indent: &str, families: &[FamilyReport]) {
+    println!("{indent}column families:");
+    for f in families {
+        println!(
+            "{indent}  {:<32} {:>10} entries  {}",
+            f.name, f.entries, f.role
+        );
+    }
+}
+
+fn print_segmented(r: &SegmentedReport) {
+    println!("store:            {}", r.dir.path.display());
+    println!(
+        "format:           Kafka Streams segmented store (one RocksDB per segment); kstate \
+         does not adopt or convert it"
+    );
+    println!("kind (guessed):   {}", r.kind.describe());
+    match r.interval {
+        Some(i) => println!(
+            "segment interval: {i} ms (the greatest the segment names allow; ids assume it)"
+        ),
+        None => println!("segment interval: unknown"),
+    }
+    println!("segments:         {}", r.segments.len());
+    for s in &r.segments {
+        let name = s
+            .segment
+            .path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        let id = r
+            .interval
+            .map_or(String::new(), |i| format!(", id {}", s.segment.start / i));
+        println!("  segment {name} (start {} ms{id})", s.segment.start);
+        match &s.error {
+            Some(e) => println!("    cannot be read: {e}"),
+            None => print_families("    ", &s.families),
+        }
+    }
+    for stray in &r.dir.strays {
+        println!(
+            "not a segment:    {stray:?} (Kafka Streams cannot open the store while it is there)"
+        );
+    }
+}
+
 fn cmd_verify(dir: &Path) -> CmdResult {
-    let r = verify(dir)?;
+    if let Some(segmented) = kafka_segments::find(dir)? {
+        let r = kafka_segments::describe(&segmented);
+        let checked: u64 = r
+            .segments
+            .iter()
+            .flat_map(|s| &s.families)
+            .map(|f| f.entries)
+            .sum();
+        println!(
+            "note: a Kafka Streams {} with {} segment(s), read-only",
+            r.kind.describe(),
+            r.segments.len()
+        );
+        return Ok(verdict(checked, &kafka_segments::problems(&r)));
+    }
+    let r = match verify(dir) {
+        Ok(r) => r,
+        // Not a store at all: the command could not run. Anything else the store holds
+        // that cannot be read is what verify is for.
+        Err(e) if matches!(e.code(), ErrorCode::NotAStore | ErrorCode::InvalidArgument) => {
+            return Err(e.into())
+        }
+        Err(e) => return Ok(verdict(0, &[format!("cannot be read: {e}")])),
+    };
     for note in &r.notes {
         println!("note: {note}");
     }
-    for p in &r.problems {
+    Ok(verdict(r.records_checked, &r.problems))
+}
+
+/// Prints the problems and the count line of `verify`, and gives its exit code.
+fn verdict(records_checked: u64, problems: &[String]) -> ExitCode {
+    for p in problems {
         println!("PROBLEM: {p}");
     }
     println!(
-        "{} records checked, {} problems",
-        r.records_checked,
-        r.problems.len()
+        "{records_checked} records checked, {} problems",
+        problems.len()
     );
-    Ok(if r.problems.is_empty() {
+    if problems.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    }
 }
 
 fn crash_worker(

@@ -233,6 +233,85 @@ pub(crate) fn probe(path: &Path) -> Result<Probe> {
     Ok(Probe::Database(families))
 }
 
+/// The process that holds RocksDB's `LOCK` on the database at `path` (has it open for
+/// writing: Kafka Streams, another kstate, any RocksDB program, this process included),
+/// found without taking the lock or changing any file; `None` when nobody holds it or
+/// there is no `LOCK`.
+///
+/// RocksDB takes a POSIX record lock on `LOCK` (`fcntl(F_SETLK)`, from Java too), and
+/// `fcntl(F_GETLK)` names the process holding a conflicting one. It cannot see a lock of
+/// this process, though, and closing any descriptor on `LOCK` drops every record lock this
+/// process holds on it (a Kafka store open in the same JVM would silently lose its lock):
+/// this process's own lock is therefore looked up in `/proc/locks` first (Linux), by device
+/// and inode, without opening `LOCK`. A writable open must be refused on this before it starts,
+/// since RocksDB rotates the database's `LOG` before it finds `LOCK` taken.
+///
+/// # Errors
+/// [`Error::Io`] when `LOCK` exists but cannot be read or queried.
+pub(crate) fn lock_holder(path: &Path) -> Result<Option<i32>> {
+    use std::os::fd::AsRawFd;
+    let lock = path.join("LOCK");
+    let meta = match std::fs::metadata(&lock) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(&lock, e)),
+    };
+    let this = std::process::id() as i32;
+    if locked_by(this, &meta) {
+        return Ok(Some(this));
+    }
+    let file = std::fs::File::open(&lock).map_err(|e| Error::io(&lock, e))?;
+    // SAFETY: `flock` is a plain C struct for which all-zero bytes are a valid value.
+    let mut query: libc::flock = unsafe { std::mem::zeroed() };
+    query.l_type = libc::F_WRLCK as libc::c_short;
+    query.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: `file` is open for the duration of the call and `query` is a valid `flock`
+    // the kernel reads and overwrites; F_GETLK takes no lock.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut query) };
+    if rc != 0 {
+        return Err(Error::io(&lock, std::io::Error::last_os_error()));
+    }
+    Ok((query.l_type != libc::F_UNLCK as libc::c_short).then_some(query.l_pid))
+}
+
+/// Whether process `pid` holds a record lock on the file `meta` describes, by
+/// `/proc/locks` (Linux only; elsewhere `false`).
+#[cfg(target_os = "linux")]
+fn locked_by(pid: i32, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let file_id = format!(
+        "{:02x}:{:02x}:{}",
+        libc::major(meta.dev()),
+        libc::minor(meta.dev()),
+        meta.ino()
+    );
+    std::fs::read_to_string("/proc/locks").is_ok_and(|locks| {
+        locks
+            .lines()
+            .any(|l| record_lock_on(l, &file_id) == Some(pid))
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn locked_by(_pid: i32, _meta: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// The pid of a `/proc/locks` line (`1: POSIX  ADVISORY  WRITE 4711 08:01:123 0 EOF`)
+/// holding a record lock on the file `file_id` (`major:minor:inode`, as the kernel prints
+/// it); `None` for other lines and for waiters (`->`).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn record_lock_on(line: &str, file_id: &str) -> Option<i32> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let [_, kind, _, _, pid, file, ..] = fields.as_slice() else {
+        return None;
+    };
+    if !matches!(*kind, "POSIX" | "OFDLCK") || file != &file_id {
+        return None;
+    }
+    pid.parse().ok()
+}
+
 /// Committed data in a RocksDB database.
 pub(crate) struct RocksEngine {
     db: Arc<DB>,
@@ -271,8 +350,10 @@ impl RocksEngine {
     }
 
     /// Opens an existing database read-only, with all its column families. Takes no lock,
-    /// so it works while another process has the store open (`kstate inspect`), and
-    /// changes nothing on disk.
+    /// so it works while another process has the store open (`kstate inspect`), and writes
+    /// nothing into the directory: no file appears or changes, RocksDB's `LOG` included
+    /// (a read-only RocksDB creates no info log of its own; `tests/cli_foreign.rs` checks
+    /// every byte of Kafka's stores). The one open to use on a directory kstate does not own.
     pub(crate) fn open_read_only(path: &Path, opts: &RocksOptions) -> Result<RocksEngine> {
         if probe(path)? == Probe::Vacant {
             return Err(Error::NotAStore {
@@ -1177,6 +1258,29 @@ mod tests {
             Some(vec![7; 100])
         );
         assert_eq!(e.get(plain, &1000u32.to_be_bytes()).unwrap(), None);
+    }
+
+    #[test]
+    fn lock_holders_are_found_without_dropping_this_process_s_lock() {
+        let line = "1: POSIX  ADVISORY  WRITE 4711 08:01:123 0 EOF";
+        assert_eq!(record_lock_on(line, "08:01:123"), Some(4711));
+        assert_eq!(record_lock_on(line, "08:02:123"), None);
+        assert_eq!(record_lock_on(line, "08:01:12"), None);
+        let flock = "2: FLOCK  ADVISORY  WRITE 99 08:01:123 0 EOF";
+        assert_eq!(record_lock_on(flock, "08:01:123"), None);
+        let waiter = "1: -> POSIX  ADVISORY  WRITE 5 08:01:123 0 EOF";
+        assert_eq!(record_lock_on(waiter, "08:01:123"), None);
+        // A database this process has open is reported with this process's id, and asking
+        // twice shows the lock was not dropped by the first question; a closed one, or a
+        // directory with no LOCK, with none.
+        let dir = tempfile::tempdir().unwrap();
+        let e = RocksEngine::open(dir.path(), &[], &RocksOptions::default()).unwrap();
+        let this = Some(std::process::id() as i32);
+        assert_eq!(lock_holder(dir.path()).unwrap(), this);
+        assert_eq!(lock_holder(dir.path()).unwrap(), this);
+        drop(e);
+        assert_eq!(lock_holder(dir.path()).unwrap(), None);
+        assert_eq!(lock_holder(&dir.path().join("none")).unwrap(), None);
     }
 
     #[test]

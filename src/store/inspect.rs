@@ -1,9 +1,10 @@
 //! Read-only examination of a store on disk (`kstate inspect` and `kstate verify`). Opens
-//! RocksDB read-only, so it changes nothing, takes no lock and works beside a live writer.
+//! RocksDB read-only, so it changes nothing (no file, not even RocksDB's `LOG`), takes no
+//! lock and works beside a live writer.
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::rocksdb::{RocksEngine, RocksOptions};
+use crate::engine::rocksdb::{lock_holder, RocksEngine, RocksOptions};
 use crate::engine::{names, Engine, Family, KeyRange};
 use crate::format::meta::{self, CommittedState, PendingCommit, StoreHeader};
 use crate::format::{self, value, ValueFormat};
@@ -15,6 +16,9 @@ use crate::Result;
 pub struct StoreReport {
     /// Store directory.
     pub path: PathBuf,
+    /// The process that has the store open for writing (holds RocksDB's `LOCK`), if one
+    /// does and it can be told.
+    pub writer_pid: Option<i32>,
     /// The kstate header, or `None` for a Kafka Streams store kstate never opened.
     pub header: Option<StoreHeader>,
     /// Every column family: its name, exact entry count and what it holds.
@@ -84,6 +88,19 @@ fn count(engine: &RocksEngine, family: Family) -> Result<u64> {
     Ok(n)
 }
 
+/// Every column family of `engine` with its exact entry count and role.
+pub(crate) fn count_families(engine: &RocksEngine) -> Result<Vec<FamilyReport>> {
+    let mut families = Vec::new();
+    for (index, name) in engine.registry().names().iter().enumerate() {
+        families.push(FamilyReport {
+            name: name.clone(),
+            entries: count(engine, Family::at(index)?)?,
+            role: family_role(name).unwrap_or("unknown to kstate: not understood"),
+        });
+    }
+    Ok(families)
+}
+
 /// Describes the store at `path`.
 ///
 /// # Errors
@@ -91,14 +108,7 @@ fn count(engine: &RocksEngine, family: Family) -> Result<u64> {
 /// and commit records ([`crate::Error::Corruption`], [`crate::Error::UnsupportedFormat`]).
 pub fn inspect(path: &Path) -> Result<StoreReport> {
     let engine = RocksEngine::open_read_only(path, &RocksOptions::default())?;
-    let mut families = Vec::new();
-    for (index, name) in engine.registry().names().iter().enumerate() {
-        families.push(FamilyReport {
-            name: name.clone(),
-            entries: count(&engine, Family::at(index)?)?,
-            role: family_role(name).unwrap_or("unknown to kstate: not understood"),
-        });
-    }
+    let families = count_families(&engine)?;
     let meta_family = engine.registry().find(names::META);
     let meta_record = |key: &[u8]| -> Result<Option<Vec<u8>>> {
         match meta_family {
@@ -132,6 +142,8 @@ pub fn inspect(path: &Path) -> Result<StoreReport> {
         values_to_upgrade: upgrading.map_or(0, |f| f.entries),
         upgrade_family: upgrading.map(|f| f.name.clone()),
         path: path.to_path_buf(),
+        // Unknown (a `LOCK` this user cannot read) is no reason to fail a read-only report.
+        writer_pid: lock_holder(path).ok().flatten(),
         header,
         families,
         committed,

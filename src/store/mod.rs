@@ -4,6 +4,7 @@
 pub mod inspect;
 mod iter;
 mod kafka;
+pub mod kafka_segments;
 mod kv;
 mod lock;
 pub(crate) mod open;

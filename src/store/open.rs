@@ -20,7 +20,7 @@ use std::sync::Arc;
 use super::kafka;
 use super::lock::{sibling, StoreLock};
 use crate::engine::memory::MemoryEngine;
-use crate::engine::rocksdb::{probe, Probe, RocksEngine};
+use crate::engine::rocksdb::{lock_holder, probe, Probe, RocksEngine};
 use crate::engine::{has_entries, names, BatchOp, Engine, Family};
 use crate::format::meta::{self, CommittedState, StoreHeader, StoreKind, ValueFormat};
 use crate::store::segmented::SegmentBudget;
@@ -136,8 +136,13 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
     if path.as_os_str().is_empty() {
         return Err(Error::InvalidArgument("the store path is empty".into()));
     }
-    // What is not a store is refused before the lock file is created next to it.
-    probe(path)?;
+    // What is not a store is refused before the lock file is created next to it, and so is
+    // a database kstate does not own yet while another process has it open.
+    if let Probe::Database(families) = probe(path)? {
+        if !families.iter().any(|n| n == names::META) {
+            refuse_if_in_use(path)?;
+        }
+    }
     let lock = StoreLock::acquire(path)?;
     let staging = sibling(path, "kstate-new")?;
     if staging.exists() {
@@ -265,6 +270,22 @@ fn publish(path: &Path, staging: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a database that another process has open for writing (Kafka Streams' own store,
+/// most often) before kstate opens it writable: RocksDB would rotate the owner's `LOG`
+/// before finding its `LOCK` taken.
+fn refuse_if_in_use(path: &Path) -> Result<()> {
+    match lock_holder(path)? {
+        Some(pid) => Err(Error::Locked {
+            path: path.to_path_buf(),
+            detail: format!(
+                "process {pid} has the database open (it holds RocksDB's LOCK: Kafka Streams \
+                 or another program); nothing was changed"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The families Kafka Streams' key-value stores may have that kstate adopts.
 const ADOPTABLE: [&str; 4] = [
     names::PLAIN,
@@ -331,6 +352,7 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
             path.display()
         )));
     }
+    refuse_if_in_use(path)?;
     let engine = RocksEngine::open(
         path,
         &[names::META, names::SPILL, data_family_name(format)],

@@ -4,12 +4,19 @@
 //! migrated values is one transaction committed with the store's own offsets, so the
 //! command can be killed at any point and run again: it continues where the last completed
 //! batch ended.
+//!
+//! Stores it does not convert are listed as left alone, with the reason, and never opened
+//! for writing; Kafka's window and session stores (directories of segment databases) are
+//! not opened at all. A store it cannot read or upgrade is a failure, named in the summary
+//! (exit 1).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use kstate::format::meta::StoreKind;
 use kstate::store::inspect::{inspect, StoreReport};
+use kstate::store::kafka_segments::{self, KafkaSegmentedDir};
 use kstate::{KvStore, StoreOptions, ValueFormat};
 
 use super::CmdResult;
@@ -24,15 +31,77 @@ enum Plan {
         what: &'static str,
         steps: Vec<ValueFormat>,
     },
-    /// Nothing to do.
-    Skip(String),
+    /// Deliberately not touched (already in the target format, or not a key-value store).
+    LeaveAlone(String),
+    /// A store the command cannot read or upgrade: a failure, left as it is.
+    Fail(String),
 }
 
-fn plan(path: &Path, target: ValueFormat) -> Plan {
+/// A store found at or under the directory `upgrade` was given.
+enum Found {
+    /// A directory holding one RocksDB database (or the remains of one).
+    Database(PathBuf),
+    /// A Kafka Streams window or session store: a directory of segment databases.
+    KafkaSegmented(KafkaSegmentedDir),
+}
+
+impl Found {
+    fn path(&self) -> &Path {
+        match self {
+            Found::Database(p) => p,
+            Found::KafkaSegmented(d) => &d.path,
+        }
+    }
+}
+
+fn plan(found: &Found, target: ValueFormat) -> Plan {
+    let path = match found {
+        Found::Database(path) => path,
+        Found::KafkaSegmented(dir) => {
+            let mut why = format!(
+                "a Kafka Streams window or session store, {} segment database(s): not a \
+                 key-value store, not opened",
+                dir.segments.len()
+            );
+            if !dir.strays.is_empty() {
+                why.push_str(&format!(
+                    "; {} entries that are not segments, which Kafka cannot open it with (see \
+                     kstate verify)",
+                    dir.strays.len()
+                ));
+            }
+            return Plan::LeaveAlone(why);
+        }
+    };
+    if kafka_segments::is_segment(path) {
+        return Plan::LeaveAlone(
+            "a segment of a Kafka Streams window or session store: not a key-value store, \
+             not opened"
+                .into(),
+        );
+    }
     let report = match inspect(path) {
         Ok(r) => r,
-        Err(e) => return Plan::Skip(format!("cannot be read: {e}")),
+        Err(e) => return Plan::Fail(format!("cannot be read: {e}")),
     };
+    if let Some(kind) = report.header.map(|h| h.kind) {
+        if kind != StoreKind::KeyValue {
+            return Plan::LeaveAlone(format!(
+                "a kstate {} store: not a key-value store",
+                kind.name()
+            ));
+        }
+    }
+    match (plan_formats(&report, target), report.writer_pid) {
+        (Plan::Upgrade { .. }, Some(pid)) => Plan::Fail(format!(
+            "in use: process {pid} has it open (it holds RocksDB's LOCK); not touched"
+        )),
+        (plan, _) => plan,
+    }
+}
+
+/// The plan for a key-value store, from its value formats.
+fn plan_formats(report: &StoreReport, target: ValueFormat) -> Plan {
     let count = |name: &str| {
         report
             .families
@@ -46,7 +115,7 @@ fn plan(path: &Path, target: ValueFormat) -> Plan {
         .any(|f| f.role.starts_with("unknown"));
     if target == ValueFormat::Headers {
         return plan_headers(
-            &report,
+            report,
             unknown,
             count("default"),
             count("keyValueWithTimestamp"),
@@ -55,10 +124,10 @@ fn plan(path: &Path, target: ValueFormat) -> Plan {
     let unknown = unknown || count("keyValueWithTimestampAndHeaders") > 0;
     match report.header.map(|h| h.value_format) {
         Some(ValueFormat::Headers) => {
-            Plan::Skip("headers format, later than timestamped: nothing to do".into())
+            Plan::LeaveAlone("headers format, later than timestamped: nothing to do".into())
         }
         Some(ValueFormat::Timestamped) if report.values_to_upgrade == 0 => {
-            Plan::Skip("already timestamped".into())
+            Plan::LeaveAlone("already timestamped".into())
         }
         Some(ValueFormat::Timestamped) => Plan::Upgrade {
             values: report.values_to_upgrade,
@@ -70,12 +139,12 @@ fn plan(path: &Path, target: ValueFormat) -> Plan {
             what: "kstate plain store",
             steps: vec![ValueFormat::Timestamped],
         },
-        None if unknown => Plan::Skip(
+        None if unknown => Plan::LeaveAlone(
             "a Kafka Streams store of a layout kstate does not convert (headers format or \
              unknown column families)"
                 .into(),
         ),
-        None if count("default") == 0 => Plan::Skip("no plain values".into()),
+        None if count("default") == 0 => Plan::LeaveAlone("no plain values".into()),
         None => Plan::Upgrade {
             values: count("default"),
             what: "Kafka Streams RocksDBStore",
@@ -93,18 +162,18 @@ fn plan_headers(report: &StoreReport, unknown: bool, plain: u64, timestamped: u6
     };
     let what = match report.header.map(|h| h.value_format) {
         Some(ValueFormat::Headers) if plain + timestamped == 0 => {
-            return Plan::Skip("already in the headers format".into())
+            return Plan::LeaveAlone("already in the headers format".into())
         }
         Some(ValueFormat::Headers) => "kstate store, upgrade under way",
         Some(ValueFormat::Timestamped) => "kstate timestamped store",
         Some(ValueFormat::Plain) => "kstate plain store",
         None if unknown => {
-            return Plan::Skip(
+            return Plan::LeaveAlone(
                 "a Kafka Streams store with column families kstate does not know".into(),
             )
         }
         None if plain + timestamped == 0 => {
-            return Plan::Skip("no values of an older format".into())
+            return Plan::LeaveAlone("no values of an older format".into())
         }
         None if timestamped > 0 => "Kafka Streams RocksDBTimestampedStore",
         None => "Kafka Streams RocksDBStore",
@@ -116,18 +185,30 @@ fn plan_headers(report: &StoreReport, unknown: bool, plain: u64, timestamped: u6
     }
 }
 
-/// Every store directory at or under `dir` (a directory holding a RocksDB `CURRENT`),
-/// skipping kstate's hidden staging directories.
-fn find_stores(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if dir.join("CURRENT").is_file() {
-        out.push(dir.to_path_buf());
+/// Every store at or under `dir`: a directory holding a RocksDB `CURRENT` or `MANIFEST-*`
+/// (a database, or a damaged one), or a Kafka Streams window or session store (a directory
+/// of segment databases, not entered); kstate's hidden staging directories are skipped.
+fn find_stores(dir: &Path, out: &mut Vec<Found>) -> std::io::Result<()> {
+    let names: Vec<String> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if names
+        .iter()
+        .any(|n| n == "CURRENT" || n.starts_with("MANIFEST-"))
+    {
+        out.push(Found::Database(dir.to_path_buf()));
         return Ok(());
     }
-    let mut children: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
+    if let Some(segmented) = kafka_segments::find(dir)? {
+        out.push(Found::KafkaSegmented(segmented));
+        return Ok(());
+    }
+    let mut children: Vec<PathBuf> = names
+        .iter()
+        .filter(|n| !n.starts_with('.'))
+        .map(|n| dir.join(n))
+        .filter(|p| p.is_dir())
         .collect();
     children.sort();
     for child in children {
@@ -162,8 +243,9 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     }
 }
 
-/// Runs the upgrade to `target`; exit 0 when every convertible store was converted, 1
-/// otherwise.
+/// Runs the upgrade to `target`. Exit 0 when every store was upgraded or deliberately left
+/// alone, 1 when any store could not be read or upgraded (each one named in the summary);
+/// an error (exit 2) when nothing could be done at all.
 pub fn cmd_upgrade(dir: &Path, dry_run: bool, batch: usize, target: ValueFormat) -> CmdResult {
     if target == ValueFormat::Plain {
         return Err("--to plain: stores are only ever upgraded (to timestamped or headers)".into());
@@ -174,10 +256,12 @@ pub fn cmd_upgrade(dir: &Path, dry_run: bool, batch: usize, target: ValueFormat)
         return Err(format!("no RocksDB store at or under {}", dir.display()).into());
     }
     let plans: Vec<(PathBuf, Plan)> = stores
-        .into_iter()
-        .map(|p| (p.clone(), plan(&p, target)))
+        .iter()
+        .map(|found| (found.path().to_path_buf(), plan(found, target)))
         .collect();
     let mut needed = 0u64;
+    let mut failed: Vec<(&Path, String)> = Vec::new();
+    let mut left_alone = 0;
     println!("{} store(s) under {}:", plans.len(), dir.display());
     for (path, plan) in &plans {
         match plan {
@@ -189,17 +273,24 @@ pub fn cmd_upgrade(dir: &Path, dry_run: bool, batch: usize, target: ValueFormat)
                     "plain"
                 };
                 println!(
-                    "  upgrade  {} ({what}, {values} {old} values, to {})",
+                    "  upgrade     {} ({what}, {values} {old} values, to {})",
                     path.display(),
                     target.name()
                 );
             }
-            Plan::Skip(why) => println!("  skip     {} ({why})", path.display()),
+            Plan::LeaveAlone(why) => {
+                left_alone += 1;
+                println!("  left alone  {} ({why})", path.display());
+            }
+            Plan::Fail(why) => {
+                println!("  FAILED      {}: {why}", path.display());
+                failed.push((path.as_path(), why.clone()));
+            }
         }
     }
     if dry_run {
         println!("dry run: nothing was changed");
-        return Ok(ExitCode::SUCCESS);
+        return Ok(summary(0, left_alone, &failed, 0, None));
     }
     // Every plain value is written once more before its old copy can be compacted away.
     if let Some(free) = free_bytes(dir) {
@@ -212,59 +303,89 @@ pub fn cmd_upgrade(dir: &Path, dry_run: bool, batch: usize, target: ValueFormat)
             .into());
         }
     }
-    let (mut converted, mut failed, mut migrated_total) = (0, 0, 0u64);
+    let (mut converted, mut migrated_total) = (0, 0u64);
     let started = Instant::now();
     for (path, plan) in &plans {
         let Plan::Upgrade { values, steps, .. } = plan else {
             continue;
         };
-        let result = (|| -> kstate::Result<u64> {
-            let (mut done, t0, mut shown) = (0u64, Instant::now(), Instant::now());
-            for step in steps {
-                let options = StoreOptions {
-                    value_format: *step,
-                    ..StoreOptions::default()
-                };
-                let store = KvStore::open(path, &options)?;
-                loop {
-                    let n = store.upgrade_step(batch)?;
-                    if n == 0 {
-                        break;
-                    }
-                    done += n;
-                    if shown.elapsed().as_millis() >= 500 {
-                        shown = Instant::now();
-                        let rate = done as f64 / t0.elapsed().as_secs_f64().max(1e-3);
-                        let eta = values.saturating_sub(done) as f64 / rate.max(1.0);
-                        eprintln!(
-                            "  {}: {done}/{values} values, {rate:.0}/s, ETA {eta:.0}s",
-                            path.display()
-                        );
-                    }
-                }
-                store.close()?;
-            }
-            Ok(done)
-        })();
-        match result {
+        match upgrade_store(path, *values, steps, batch) {
             Ok(done) => {
                 converted += 1;
                 migrated_total += done;
-                println!("  done     {} ({done} values migrated)", path.display());
+                println!("  done        {} ({done} values migrated)", path.display());
             }
             Err(e) => {
-                failed += 1;
-                println!("  FAILED   {}: {e}", path.display());
+                println!("  FAILED      {}: {e}", path.display());
+                failed.push((path.as_path(), e.to_string()));
             }
         }
     }
+    Ok(summary(
+        converted,
+        left_alone,
+        &failed,
+        migrated_total,
+        Some(started.elapsed().as_secs_f64()),
+    ))
+}
+
+/// Migrates the values of one store in `steps`, `batch` values per transaction, showing
+/// progress; the number of values migrated.
+fn upgrade_store(
+    path: &Path,
+    values: u64,
+    steps: &[ValueFormat],
+    batch: usize,
+) -> kstate::Result<u64> {
+    let (mut done, t0, mut shown) = (0u64, Instant::now(), Instant::now());
+    for step in steps {
+        let options = StoreOptions {
+            value_format: *step,
+            ..StoreOptions::default()
+        };
+        let store = KvStore::open(path, &options)?;
+        loop {
+            let n = store.upgrade_step(batch)?;
+            if n == 0 {
+                break;
+            }
+            done += n;
+            if shown.elapsed().as_millis() >= 500 {
+                shown = Instant::now();
+                let rate = done as f64 / t0.elapsed().as_secs_f64().max(1e-3);
+                let eta = values.saturating_sub(done) as f64 / rate.max(1.0);
+                eprintln!(
+                    "  {}: {done}/{values} values, {rate:.0}/s, ETA {eta:.0}s",
+                    path.display()
+                );
+            }
+        }
+        store.close()?;
+    }
+    Ok(done)
+}
+
+/// Prints the summary, naming every store that failed, and gives the exit code.
+fn summary(
+    converted: usize,
+    left_alone: usize,
+    failed: &[(&Path, String)],
+    migrated: u64,
+    seconds: Option<f64>,
+) -> ExitCode {
+    let took = seconds.map_or(String::new(), |s| format!(" in {s:.1}s"));
     println!(
-        "{converted} store(s) upgraded, {failed} failed, {migrated_total} values migrated in {:.1}s",
-        started.elapsed().as_secs_f64()
+        "{converted} store(s) upgraded, {left_alone} left alone, {} failed, {migrated} values \
+         migrated{took}",
+        failed.len()
     );
-    Ok(if failed == 0 {
+    for (path, why) in failed {
+        println!("failed: {}: {why}", path.display());
+    }
+    if failed.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    }
 }

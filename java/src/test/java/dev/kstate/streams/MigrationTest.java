@@ -86,7 +86,22 @@ public class MigrationTest {
             ("0\n1\n" + CHANGELOG.topic() + " " + CHANGELOG.partition() + " " + offset + "\n").getBytes(StandardCharsets.UTF_8));
     }
 
-    private static void copyTree(Path from, Path to) throws IOException {
+    /**
+     * Closes the driver's task cleanly (what TopologyTestDriver#close does, minus the state
+     * directory clean-up); the driver's own close then leaves it alone.
+     */
+    static void closeTaskKeepingState(TopologyTestDriver driver) throws Exception {
+        StreamTask task = task(driver);
+        task.suspend();
+        task.prepareCommit(true);
+        task.postCommit(true);
+        task.closeClean();
+        Field f = TopologyTestDriver.class.getDeclaredField("task");
+        f.setAccessible(true);
+        f.set(driver, null);
+    }
+
+    static void copyTree(Path from, Path to) throws IOException {
         try (Stream<Path> paths = Files.walk(from)) {
             for (Path p : (Iterable<Path>) paths::iterator) {
                 Path target = to.resolve(from.relativize(p).toString());
@@ -155,14 +170,7 @@ public class MigrationTest {
                     1000L + i));
             }
             contents = headers ? headersContents(driver) : contents(driver);
-            Field f = TopologyTestDriver.class.getDeclaredField("task");
-            f.setAccessible(true);
-            StreamTask task = (StreamTask) f.get(driver);
-            task.suspend();
-            task.prepareCommit(true);
-            task.postCommit(true);
-            task.closeClean();
-            f.set(driver, null); // closed above; the driver's own close must not touch it again
+            closeTaskKeepingState(driver);
             copyTree(new File(stateDir, APP).toPath(), new File(into, APP).toPath());
         } finally {
             driver.close();
@@ -446,14 +454,7 @@ public class MigrationTest {
         try {
             assertEquals(refOut1, pipe(kafka, 0, phase1, keys));
             kafkaCounts = counts(kafka);
-            StreamTask task = task(kafka);
-            task.suspend();
-            task.prepareCommit(true);
-            task.postCommit(true);
-            task.closeClean();
-            Field f = TopologyTestDriver.class.getDeclaredField("task");
-            f.setAccessible(true);
-            f.set(kafka, null);
+            closeTaskKeepingState(kafka);
             copyTree(new File(kafkaDir, APP).toPath(), new File(stateDir, APP).toPath());
         } finally {
             kafka.close();
