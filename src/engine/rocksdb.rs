@@ -267,7 +267,7 @@ impl RocksEngine {
         memtables: &[(&str, usize)],
     ) -> Result<RocksEngine> {
         std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
-        Self::open_with(path, wanted, opts, memtables, false)
+        Self::open_with(path, wanted, opts, memtables, false, None)
     }
 
     /// Opens an existing database read-only, with all its column families. Takes no lock,
@@ -285,7 +285,7 @@ impl RocksEngine {
         // it apart from a store that is really damaged (which fails every time).
         let mut attempt = 0;
         loop {
-            match Self::open_with(path, &[], opts, &[], true) {
+            match Self::open_with(path, &[], opts, &[], true, None) {
                 Err(Error::Storage(_) | Error::Corruption(_) | Error::Io { .. }) if attempt < 4 => {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(25 * attempt));
@@ -295,12 +295,31 @@ impl RocksEngine {
         }
     }
 
+    /// Opens a database kstate does not own (a segment of Kafka Streams' own window or
+    /// session store, before kstate adopts it) read-only, changing nothing in its directory:
+    /// no lock, no write, and RocksDB's info `LOG` goes to `log_dir` (which must exist and
+    /// outlive the engine), never into the database directory.
+    pub(crate) fn open_foreign_read_only(
+        path: &Path,
+        log_dir: &Path,
+        opts: &RocksOptions,
+    ) -> Result<RocksEngine> {
+        if probe(path)? == Probe::Vacant {
+            return Err(Error::NotAStore {
+                path: path.to_path_buf(),
+                reason: "no database there".into(),
+            });
+        }
+        Self::open_with(path, &[], opts, &[], true, Some(log_dir))
+    }
+
     fn open_with(
         path: &Path,
         wanted: &[&str],
         opts: &RocksOptions,
         memtables: &[(&str, usize)],
         read_only: bool,
+        log_dir: Option<&Path>,
     ) -> Result<RocksEngine> {
         let existing = match probe(path)? {
             Probe::Vacant => Vec::new(),
@@ -330,6 +349,9 @@ impl RocksEngine {
         db_opts.set_log_level(rocksdb::LogLevel::Error);
         db_opts.set_keep_log_file_num(2);
         db_opts.set_max_log_file_size(1 << 20);
+        if let Some(dir) = log_dir {
+            db_opts.set_db_log_dir(dir);
+        }
         db_opts.increase_parallelism(2);
         db_opts.set_allow_mmap_reads(mmap_reads(std::env::var_os(MMAP_READS_ENV).as_deref())?);
         db_opts.set_max_file_opening_threads(file_opening_threads(

@@ -1,6 +1,7 @@
 //! Stores over the transaction layer: key-value stores, and window and session stores,
 //! which share the segmented machinery of [`segmented`].
 
+mod adopt_segmented;
 pub mod inspect;
 mod iter;
 mod kafka;
