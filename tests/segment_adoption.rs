@@ -384,8 +384,50 @@ fn session_queries(f: &Fixture) -> Vec<SessionQuery> {
     out
 }
 
-/// Checks the adopted window store at `path` against the model, the on-disk family, a
-/// reference store written through the API, and Kafka's offsets and position.
+/// What both store kinds are checked for: `all` (the adopted store's `all()`) equals the
+/// model's visible entries `want`, and the committed offsets and metadata are Kafka's (or
+/// none, for the older runtimes' segments).
+fn check_basics<E: PartialEq + std::fmt::Debug>(
+    all: Vec<E>,
+    want: Vec<E>,
+    committed: (Vec<(TopicPartition, i64)>, Option<Vec<u8>>),
+    kafka_offsets: bool,
+) {
+    assert!(!want.is_empty());
+    assert_eq!(all, want, "all() against the model");
+    check_offsets(committed.0, committed.1, kafka_offsets);
+}
+
+/// Runs every query on the adopted store and on the reference store, under both isolation
+/// levels and in both directions, and asserts equal answers.
+fn compare<Q: std::fmt::Debug, E: PartialEq + std::fmt::Debug>(
+    queries: &[Q],
+    adopted: impl Fn(Isolation, &Q, bool) -> Vec<E>,
+    reference: impl Fn(Isolation, &Q, bool) -> Vec<E>,
+) {
+    let mut compared = 0;
+    for q in queries {
+        for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
+            for reverse in [false, true] {
+                let got = adopted(iso, q, reverse);
+                assert_eq!(got, reference(iso, q, reverse), "{q:?} reverse {reverse}");
+                compared += got.len();
+            }
+        }
+    }
+    assert!(compared > 1000, "the queries returned {compared} entries");
+}
+
+/// The model's records oldest first, as the reference store gets them.
+fn by_time(model: &Model) -> Vec<&(Rec, Vec<u8>)> {
+    let mut out: Vec<_> = model.values().collect();
+    out.sort_by_key(|(r, _)| r.time);
+    out
+}
+
+/// Checks the adopted window store at `path` against the model and Kafka's offsets and
+/// position, then (`full`) against a reference store written through the API, and the
+/// data family on disk.
 fn check_window(path: &Path, f: &Fixture, plain: bool, offsets: bool, full: bool) {
     let model = f.model(!plain);
     let store = WindowStore::open(path, &window_options(plain)).unwrap();
@@ -394,7 +436,7 @@ fn check_window(path: &Path, f: &Fixture, plain: bool, offsets: bool, full: bool
         f.max_time
     );
     let floor = earliest_visible(f).max(0);
-    let want: Vec<WindowEntry> = model
+    let want = model
         .values()
         .filter(|(r, _)| r.time >= floor)
         .map(|(r, v)| WindowEntry {
@@ -404,47 +446,30 @@ fn check_window(path: &Path, f: &Fixture, plain: bool, offsets: bool, full: bool
             raw_value: v.clone(),
         })
         .collect();
-    assert!(!want.is_empty());
-    assert_eq!(
-        windows(store.all().unwrap()),
-        want,
-        "all() against the model"
-    );
-    check_offsets(
+    let committed = (
         store.committed_offsets().unwrap(),
         store.committed_metadata().unwrap(),
-        offsets,
     );
-    if !full {
-        store.close().unwrap();
-        return check_family(path, "kstate_windows", &model);
-    }
-    // A reference store written through the API with the same windows, oldest first.
-    let refdir = tempfile::tempdir().unwrap();
-    let reference = WindowStore::open(refdir.path().join("w"), &window_options(plain)).unwrap();
-    let mut by_time: Vec<_> = model.values().collect();
-    by_time.sort_by_key(|(r, _)| r.time);
-    for (r, v) in by_time {
-        reference.put_raw(&r.key, Some(v), r.time).unwrap();
-    }
-    reference.commit(&[], None).unwrap();
-    let mut compared = 0;
-    for q in window_queries(f) {
-        for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
-            for reverse in [false, true] {
-                let got = windows(store.query(iso, &q, reverse).unwrap());
-                let exp = windows(reference.query(iso, &q, reverse).unwrap());
-                assert_eq!(got, exp, "{q:?} reverse {reverse}");
-                compared += got.len();
-            }
+    check_basics(windows(store.all().unwrap()), want, committed, offsets);
+    if full {
+        let refdir = tempfile::tempdir().unwrap();
+        let reference = WindowStore::open(refdir.path().join("w"), &window_options(plain)).unwrap();
+        for (r, v) in by_time(&model) {
+            reference.put_raw(&r.key, Some(v), r.time).unwrap();
         }
+        reference.commit(&[], None).unwrap();
+        compare(
+            &window_queries(f),
+            |iso, q, rev| windows(store.query(iso, q, rev).unwrap()),
+            |iso, q, rev| windows(reference.query(iso, q, rev).unwrap()),
+        );
+        reference.close().unwrap();
     }
-    assert!(compared > 1000, "the queries returned {compared} windows");
     store.close().unwrap();
-    reference.close().unwrap();
     check_family(path, "kstate_windows", &model);
 }
 
+/// [`check_window`] for session stores.
 fn check_session(path: &Path, f: &Fixture, offsets: bool, full: bool) {
     let model = f.model(false);
     let store = SessionStore::open(path, &SessionOptions::new(RETENTION)).unwrap();
@@ -453,59 +478,42 @@ fn check_session(path: &Path, f: &Fixture, offsets: bool, full: bool) {
         f.max_time
     );
     let floor = earliest_visible(f).max(0);
-    let want: Vec<SessionEntry> = model
+    let session = |r: &Rec| {
+        let (_, start, end) = kstate::format::segmented::parse_session_key(&r.kafka_key).unwrap();
+        (start, end)
+    };
+    let want = model
         .values()
         .filter(|(r, _)| r.time >= floor)
-        .map(|(r, v)| {
-            let (_, start, end) =
-                kstate::format::segmented::parse_session_key(&r.kafka_key).unwrap();
-            SessionEntry {
-                key: r.key.clone(),
-                start,
-                end,
-                value: v.clone(),
-            }
+        .map(|(r, v)| SessionEntry {
+            key: r.key.clone(),
+            start: session(r).0,
+            end: session(r).1,
+            value: v.clone(),
         })
         .collect();
-    assert!(!want.is_empty());
-    assert_eq!(
-        sessions(store.all().unwrap()),
-        want,
-        "all() against the model"
-    );
-    check_offsets(
+    let committed = (
         store.committed_offsets().unwrap(),
         store.committed_metadata().unwrap(),
-        offsets,
     );
-    if !full {
-        store.close().unwrap();
-        return check_family(path, "kstate_sessions", &model);
-    }
-    let refdir = tempfile::tempdir().unwrap();
-    let reference =
-        SessionStore::open(refdir.path().join("s"), &SessionOptions::new(RETENTION)).unwrap();
-    let mut by_time: Vec<_> = model.values().collect();
-    by_time.sort_by_key(|(r, _)| r.time);
-    for (r, v) in by_time {
-        let (_, start, end) = kstate::format::segmented::parse_session_key(&r.kafka_key).unwrap();
-        reference.put(&r.key, start, end, Some(v)).unwrap();
-    }
-    reference.commit(&[], None).unwrap();
-    let mut compared = 0;
-    for q in session_queries(f) {
-        for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
-            for reverse in [false, true] {
-                let got = sessions(store.query(iso, &q, reverse).unwrap());
-                let exp = sessions(reference.query(iso, &q, reverse).unwrap());
-                assert_eq!(got, exp, "{q:?} reverse {reverse}");
-                compared += got.len();
-            }
+    check_basics(sessions(store.all().unwrap()), want, committed, offsets);
+    if full {
+        let refdir = tempfile::tempdir().unwrap();
+        let reference =
+            SessionStore::open(refdir.path().join("s"), &SessionOptions::new(RETENTION)).unwrap();
+        for (r, v) in by_time(&model) {
+            let (start, end) = session(r);
+            reference.put(&r.key, start, end, Some(v)).unwrap();
         }
+        reference.commit(&[], None).unwrap();
+        compare(
+            &session_queries(f),
+            |iso, q, rev| sessions(store.query(iso, q, rev).unwrap()),
+            |iso, q, rev| sessions(reference.query(iso, q, rev).unwrap()),
+        );
+        reference.close().unwrap();
     }
-    assert!(compared > 1000, "the queries returned {compared} sessions");
     store.close().unwrap();
-    reference.close().unwrap();
     check_family(path, "kstate_sessions", &model);
 }
 
@@ -692,6 +700,27 @@ fn what_kstate_does_not_adopt_is_refused_untouched() {
             rocksdb::DB::open_cf(&rocksdb::Options::default(), &seg, ["default", "offsets"])
                 .unwrap();
         db.create_cf("mystery", &rocksdb::Options::default())
+            .unwrap();
+    }
+    assert_refused(&p, ErrorCode::FormatMismatch, || open_ts(&p));
+    // Headers values (Kafka 4.4's headers window segments): a window store cannot hold them.
+    let p = dir.path().join("headers");
+    Fixture::new(Kind::TimestampedWindow, 50, 9).write(&p, Some(0), '.');
+    {
+        let seg = p.join(format!("headers.{}", BASE + 5 * INTERVAL));
+        let mut db = rocksdb::DB::open_cf(
+            &rocksdb::Options::default(),
+            &seg,
+            ["default", "keyValueWithTimestamp", "offsets"],
+        )
+        .unwrap();
+        db.create_cf(
+            "keyValueWithTimestampAndHeaders",
+            &rocksdb::Options::default(),
+        )
+        .unwrap();
+        let cf = db.cf_handle("keyValueWithTimestampAndHeaders").unwrap();
+        db.put_cf(cf, window_key(b"k01", BASE + 5 * INTERVAL, 0), [0u8; 9])
             .unwrap();
     }
     assert_refused(&p, ErrorCode::FormatMismatch, || open_ts(&p));

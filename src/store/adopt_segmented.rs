@@ -40,7 +40,7 @@ use super::segmented::Retention;
 use super::swap;
 use crate::engine::rocksdb::{RocksEngine, RocksOptions};
 use crate::engine::{names, BatchOp, Engine, Family, KeyRange};
-use crate::format::meta::{self, CommittedState, StoreHeader, StoreKind, ValueFormat};
+use crate::format::meta::{CommittedState, StoreHeader, StoreKind, ValueFormat};
 use crate::format::segmented::{parse_session_key, parse_window_key, segment_id, stored_key};
 use crate::format::{value, TopicPartition};
 use crate::store::segmented::SegmentBudget;
@@ -294,24 +294,16 @@ fn build(
         batch.write(&engine, data)?;
         crate::failpoint::hit("adopt-segment-copied");
     }
-    let meta = engine.registry().require(names::META)?;
     let state = CommittedState {
         sequence: 0,
         offsets: committed.offsets,
         metadata: committed.position,
         stream_time,
-    }
-    .encode()?;
-    engine.write(
-        &[
-            BatchOp::Put(meta, meta::KEY_COMMITTED, &state),
-            BatchOp::Put(
-                meta,
-                meta::KEY_HEADER,
-                &StoreHeader::new(format, target.kind).encode(),
-            ),
-        ],
-        true,
+    };
+    super::open::write_adopted_state(
+        &engine,
+        &state,
+        &StoreHeader::new(format, target.kind).encode(),
     )?;
     engine.flush()?;
     drop(engine);

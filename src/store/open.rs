@@ -341,18 +341,29 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
         &options.rocksdb,
     )?;
     crate::failpoint::hit("adopt-before-header");
-    let meta = engine.registry().require(names::META)?;
     let committed = CommittedState {
         sequence: 0,
         offsets: imported.offsets,
         metadata: imported.position,
         stream_time: None,
-    }
-    .encode()?;
+    };
+    write_adopted_state(&engine, &committed, &header_for(format))
+}
+
+/// Writes the first committed state of a store adopted from Kafka Streams (Kafka's offsets
+/// and position; the stream time of a segmented store) with the store's `header`, in one
+/// synced batch: from then on the store is a complete kstate store.
+pub(crate) fn write_adopted_state(
+    engine: &RocksEngine,
+    committed: &CommittedState,
+    header: &[u8],
+) -> Result<()> {
+    let meta = engine.registry().require(names::META)?;
+    let committed = committed.encode()?;
     engine.write(
         &[
             BatchOp::Put(meta, meta::KEY_COMMITTED, &committed),
-            BatchOp::Put(meta, meta::KEY_HEADER, &header_for(format)),
+            BatchOp::Put(meta, meta::KEY_HEADER, header),
         ],
         true,
     )
