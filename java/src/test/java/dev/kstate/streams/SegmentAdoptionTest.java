@@ -54,7 +54,8 @@ import org.slf4j.event.Level;
  * TopologyTestDriver over several segments (expired ones dropped by Kafka as stream time moves),
  * committed and closed cleanly; then the same topology on kstate's suppliers opens the same task
  * directory: each store is converted in place, every query answers exactly what Kafka's store
- * answered, and the committed changelog offsets carried over.
+ * answered, and the committed changelog offsets carried over (from the segments' {@code offsets}
+ * families, or from the task's legacy {@code .checkpoint} for the older runtimes' segments).
  */
 public class SegmentAdoptionTest {
     private static final String APP = "segadopt";
@@ -233,13 +234,31 @@ public class SegmentAdoptionTest {
         });
     }
 
-    @Test
-    public void kafkasWindowAndSessionStoresComeUpOnKstateWithTheirStateAndOffsets() throws Exception {
-        File kafkaState = new File(dir, "kafka");
-        File kstateState = new File(dir, "kstate");
+    /** What Kafka's own stores held and committed when their task closed. */
+    private static final class KafkaRun {
+        final Map<String, List<String>> answers;
+        final Map<String, Long> offsets;
+        final long streamTime;
+        final File taskDir;
+
+        KafkaRun(Map<String, List<String>> answers, Map<String, Long> offsets, long streamTime, File taskDir) {
+            this.answers = answers;
+            this.offsets = offsets;
+            this.streamTime = streamTime;
+            this.taskDir = taskDir;
+        }
+    }
+
+    /**
+     * Runs the topology on Kafka's own stores, records every query answer and committed offset,
+     * closes the task cleanly (what TopologyTestDriver#close does, minus deleting the state) and
+     * copies the application's state directory into {@code into}.
+     */
+    private KafkaRun kafkaRun(File into) throws Exception {
+        File kafkaState = new File(dir, "kafka-" + into.getName());
         Random rnd = new Random(26);
         long streamTime = 0;
-        Map<String, List<String>> kafka;
+        Map<String, List<String>> answers;
         Map<String, Long> offsets = new LinkedHashMap<>();
         TopologyTestDriver driver = new TopologyTestDriver(topology(false), TestSupport.props(APP, kafkaState));
         try {
@@ -251,13 +270,12 @@ public class SegmentAdoptionTest {
                 streamTime = Math.max(streamTime, ts);
                 in.pipeInput(key(rnd.nextInt(KEYS)), "v" + i, ts);
             }
-            kafka = answers(driver, streamTime);
+            answers = answers(driver, streamTime);
             for (String s : STORES) {
                 Long o = stateStore(driver, s).committedOffset(changelog(s));
                 assertNotNull("Kafka committed an offset for " + s, o);
                 offsets.put(s, o);
             }
-            // Close the task cleanly (what TopologyTestDriver#close does, minus deleting the state).
             Field f = TopologyTestDriver.class.getDeclaredField("task");
             f.setAccessible(true);
             StreamTask task = (StreamTask) f.get(driver);
@@ -266,37 +284,104 @@ public class SegmentAdoptionTest {
             task.postCommit(true);
             task.closeClean();
             f.set(driver, null);
-            copyTree(new File(kafkaState, APP).toPath(), new File(kstateState, APP).toPath());
+            copyTree(new File(kafkaState, APP).toPath(), new File(into, APP).toPath());
         } finally {
             driver.close();
         }
-        File taskDir = new File(kstateState, APP + "/0_0");
+        File taskDir = new File(into, APP + "/0_0");
         for (String s : STORES) {
             String[] segments = new File(taskDir, s).list();
             assertTrue(s + " holds Kafka's segments", segments != null && segments.length >= 2);
             assertFalse(new File(taskDir, s + "/CURRENT").exists());
         }
-        for (Map.Entry<String, List<String>> e : kafka.entrySet()) {
+        for (Map.Entry<String, List<String>> e : answers.entrySet()) {
             assertTrue(e.getKey() + " answered " + e.getValue().size(), e.getValue().size() > 1000);
         }
-        try (TopologyTestDriver kstate = new TopologyTestDriver(topology(true), TestSupport.props(APP, kstateState))) {
+        return new KafkaRun(answers, offsets, streamTime, taskDir);
+    }
+
+    /**
+     * Reopens the task directory on kstate's stores: equal answers, the expected offsets, and
+     * Kafka's state manager restores from nowhere before them.
+     */
+    private static void assertAdopted(KafkaRun kafka, File stateDir, Map<String, Long> offsets) throws Exception {
+        try (TopologyTestDriver kstate = new TopologyTestDriver(topology(true), TestSupport.props(APP, stateDir))) {
             for (String s : STORES) {
                 StateStore store = stateStore(kstate, s);
-                assertEquals("Kafka's committed offset of " + s, offsets.get(s), store.committedOffset(changelog(s)));
-                assertEquals("Kafka's state manager starts " + s + "'s changelog at its end: nothing to restore",
+                assertEquals("committed offset of " + s, offsets.get(s), store.committedOffset(changelog(s)));
+                assertEquals("Kafka's state manager starts " + s + "'s changelog right after that offset",
                     Long.valueOf(offsets.get(s) + 1), changelogStarts(kstate).get(changelog(s)));
-                assertTrue(s + " is a kstate store now", new File(taskDir, s + "/CURRENT").isFile());
+                assertTrue(s + " is a kstate store now", new File(kafka.taskDir, s + "/CURRENT").isFile());
             }
-            Map<String, List<String>> adopted = answers(kstate, streamTime);
+            Map<String, List<String>> adopted = answers(kstate, kafka.streamTime);
             for (String s : STORES) {
-                assertEquals("every answer of " + s, kafka.get(s), adopted.get(s));
+                assertEquals("every answer of " + s, kafka.answers.get(s), adopted.get(s));
             }
             assertEquals(3, CapturedLogs.count(Level.INFO, "converted in place"));
             // and they keep working
-            kstate.createInputTopic("in", new StringSerializer(), new StringSerializer())
-                .pipeInput("k00", "after", streamTime + 1);
+            long t = kafka.streamTime + 1;
+            kstate.createInputTopic("in", new StringSerializer(), new StringSerializer()).pipeInput("k00", "after", t);
             WindowStore<String, String> pw = kstate.getWindowStore("pw");
-            assertEquals("after", pw.fetch("k00", streamTime + 1 - (streamTime + 1) % WINDOW.toMillis()));
+            assertEquals("after", pw.fetch("k00", t - t % WINDOW.toMillis()));
+        }
+    }
+
+    @Test
+    public void kafkasWindowAndSessionStoresComeUpOnKstateWithTheirStateAndOffsets() throws Exception {
+        File stateDir = new File(dir, "kstate");
+        KafkaRun kafka = kafkaRun(stateDir);
+        assertAdopted(kafka, stateDir, kafka.offsets);
+    }
+
+    /**
+     * The older runtimes' layout (Kafka 4.2 and older): segments without an {@code offsets}
+     * family (dropped here from Kafka 4.4's), the task's offsets in a legacy {@code .checkpoint}.
+     * kstate adopts the segments without offsets, Kafka Streams migrates the checkpoint into the
+     * adopted stores after {@code init}, and nothing is restored.
+     */
+    @Test
+    public void olderRuntimesSegmentsComeUpWithTheTasksLegacyCheckpoint() throws Exception {
+        File stateDir = new File(dir, "legacy");
+        KafkaRun kafka = kafkaRun(stateDir);
+        org.rocksdb.RocksDB.loadLibrary();
+        StringBuilder checkpoint = new StringBuilder("0\n" + STORES.length + "\n");
+        Map<String, Long> legacy = new LinkedHashMap<>();
+        for (String s : STORES) {
+            for (File segment : new File(kafka.taskDir, s).listFiles()) {
+                dropOffsetsFamily(segment);
+            }
+            long offset = kafka.offsets.get(s) - 7; // not Kafka's last offset: it must come from the checkpoint
+            legacy.put(s, offset);
+            checkpoint.append(changelog(s).topic()).append(" 0 ").append(offset).append("\n");
+        }
+        Files.write(new File(kafka.taskDir, ".checkpoint").toPath(),
+            checkpoint.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        assertAdopted(kafka, stateDir, legacy);
+        assertFalse("Kafka migrated the legacy checkpoint", new File(kafka.taskDir, ".checkpoint").exists());
+    }
+
+    /** Drops the {@code offsets} family from one of Kafka's segment databases (with Kafka's own RocksDB). */
+    private static void dropOffsetsFamily(File segment) throws Exception {
+        List<org.rocksdb.ColumnFamilyDescriptor> descriptors = new ArrayList<>();
+        try (org.rocksdb.Options options = new org.rocksdb.Options()) {
+            for (byte[] name : org.rocksdb.RocksDB.listColumnFamilies(options, segment.getPath())) {
+                descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(name));
+            }
+        }
+        List<org.rocksdb.ColumnFamilyHandle> handles = new ArrayList<>();
+        try (org.rocksdb.DBOptions options = new org.rocksdb.DBOptions();
+             org.rocksdb.RocksDB db = org.rocksdb.RocksDB.open(options, segment.getPath(), descriptors, handles)) {
+            boolean dropped = false;
+            for (org.rocksdb.ColumnFamilyHandle h : handles) {
+                if (new String(h.getName(), java.nio.charset.StandardCharsets.UTF_8).equals("offsets")) {
+                    db.dropColumnFamily(h);
+                    dropped = true;
+                }
+            }
+            assertTrue("Kafka 4.4's segment " + segment + " had an offsets family", dropped);
+            for (org.rocksdb.ColumnFamilyHandle h : handles) {
+                h.close();
+            }
         }
     }
 }
