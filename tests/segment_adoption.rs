@@ -843,3 +843,102 @@ fn kills_during_an_adoption_leave_kafkas_directory_or_the_whole_store() {
         "both outcomes: {untouched} untouched, {adopted} adopted"
     );
 }
+
+/// The way back: an adopted store exported to Kafka's layout has the live segments, each
+/// with Kafka's families, records and `offsets` family (offsets, status 0, position in
+/// Kafka's serde), and adopting that again gives the same store.
+#[test]
+fn an_adopted_store_goes_back_to_kafkas_layout_with_its_offsets() {
+    for kind in [Kind::TimestampedWindow, Kind::PlainWindow, Kind::Session] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("back");
+        let f = Fixture::new(kind, 300, 20);
+        f.write(&path, Some(0), '.');
+        let (families, model) = match kind {
+            Kind::Session => {
+                check_session(&path, &f, true, false);
+                (vec!["default", "offsets"], f.model(false))
+            }
+            _ => {
+                check_window(&path, &f, false, true, false);
+                let families = vec!["default", "keyValueWithTimestamp", "offsets"];
+                (families, f.model(true))
+            }
+        };
+        let report = kstate::store::export_segmented_to_kafka(&path).unwrap();
+        let live: Vec<i64> = f
+            .records
+            .keys()
+            .filter(|s| **s >= f.min_live())
+            .copied()
+            .collect();
+        assert_eq!(report.segments, live.len());
+        assert_eq!(report.records as usize, model.len());
+        let mut names: Vec<String> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        let mut want: Vec<String> = live
+            .iter()
+            .map(|s| format!("back.{}", s * INTERVAL))
+            .collect();
+        want.sort();
+        assert_eq!(names, want, "Kafka's segment directories and nothing else");
+        let mut position = kafka_position(&[("in", 0, 999), ("in", 1, 40)]);
+        position.truncate(position.len() - 16);
+        let offsets: BTreeMap<Vec<u8>, Vec<u8>> = [
+            (
+                b"app-w-changelog-0".to_vec(),
+                1000i64.to_be_bytes().to_vec(),
+            ),
+            (b"app-x-changelog-1".to_vec(), 55i64.to_be_bytes().to_vec()),
+            (b"status".to_vec(), 0i64.to_be_bytes().to_vec()),
+            (b"position".to_vec(), position),
+        ]
+        .into_iter()
+        .collect();
+        for s in &live {
+            let seg = path.join(format!("back.{}", s * INTERVAL));
+            let mut cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), &seg).unwrap();
+            cfs.sort();
+            assert_eq!(cfs, families);
+            let db = rocksdb::DB::open_cf_for_read_only(
+                &rocksdb::Options::default(),
+                &seg,
+                &families,
+                false,
+            )
+            .unwrap();
+            let read = |family: &str| -> BTreeMap<Vec<u8>, Vec<u8>> {
+                db.iterator_cf(db.cf_handle(family).unwrap(), rocksdb::IteratorMode::Start)
+                    .map(|e| {
+                        let (k, v) = e.unwrap();
+                        (k.to_vec(), v.to_vec())
+                    })
+                    .collect()
+            };
+            assert_eq!(read("offsets"), offsets, "segment {s}");
+            let data = if kind == Kind::Session {
+                "default"
+            } else {
+                "keyValueWithTimestamp"
+            };
+            let records: BTreeMap<Vec<u8>, Vec<u8>> = model
+                .iter()
+                .filter(|((seg, _), _)| seg == s)
+                .map(|((_, k), (_, v))| (k.clone(), v.clone()))
+                .collect();
+            assert!(read(data) == records, "segment {s} holds its records");
+            if kind != Kind::Session {
+                assert!(read("default").is_empty());
+            }
+        }
+        // And adopted again: the same store.
+        match kind {
+            Kind::Session => check_session(&path, &f, true, false),
+            _ => check_window(&path, &f, false, true, false),
+        }
+        assert_replaced(&path);
+    }
+}

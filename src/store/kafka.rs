@@ -106,24 +106,48 @@ pub(crate) fn merge_adapter_positions(a: &[u8], b: &[u8]) -> Result<Vec<u8>> {
         let at = merged.entry(tp).or_insert(offset);
         *at = (*at).max(offset);
     }
+    encode_position(&merged, Layout::Adapter)
+}
+
+/// The reverse of [`position_to_adapter`]: a position in the adapter's layout as Kafka's
+/// `PositionSerde` v0 writes it (without padding), for a store handed back to Kafka.
+pub(crate) fn adapter_to_position(raw: &[u8]) -> Result<Vec<u8>> {
+    encode_position(&parse_adapter_position(raw)?, Layout::Kafka)
+}
+
+/// The two layouts of a position: they differ in their first byte and topic length prefix.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Kafka's `PositionSerde` v0: `[i8 0]`, topic lengths as `i32`.
+    Kafka,
+    /// The Java adapter's: `[u8 1]`, topic lengths as `u16`.
+    Adapter,
+}
+
+fn encode_position(position: &BTreeMap<(Vec<u8>, i32), i64>, layout: Layout) -> Result<Vec<u8>> {
     let mut topics: BTreeMap<&[u8], Vec<(i32, i64)>> = BTreeMap::new();
-    for ((topic, partition), offset) in &merged {
+    for ((topic, partition), offset) in position {
         topics
             .entry(topic.as_slice())
             .or_default()
             .push((*partition, *offset));
     }
-    let mut out = vec![1u8];
-    let count = |n: usize| {
+    let int = |n: usize| {
         i32::try_from(n).map_err(|_| Error::Corruption("a position is too large".into()))
     };
-    out.extend_from_slice(&count(topics.len())?.to_be_bytes());
+    let mut out = vec![u8::from(layout == Layout::Adapter)];
+    out.extend_from_slice(&int(topics.len())?.to_be_bytes());
     for (topic, partitions) in topics {
-        let len = u16::try_from(topic.len())
-            .map_err(|_| Error::Corruption("a position topic is too long".into()))?;
-        out.extend_from_slice(&len.to_be_bytes());
+        match layout {
+            Layout::Kafka => out.extend_from_slice(&int(topic.len())?.to_be_bytes()),
+            Layout::Adapter => out.extend_from_slice(
+                &u16::try_from(topic.len())
+                    .map_err(|_| Error::Corruption("a position topic is too long".into()))?
+                    .to_be_bytes(),
+            ),
+        }
         out.extend_from_slice(topic);
-        out.extend_from_slice(&count(partitions.len())?.to_be_bytes());
+        out.extend_from_slice(&int(partitions.len())?.to_be_bytes());
         for (partition, offset) in partitions {
             out.extend_from_slice(&partition.to_be_bytes());
             out.extend_from_slice(&offset.to_be_bytes());
@@ -212,5 +236,9 @@ mod tests {
         .collect();
         assert_eq!(merged, want);
         assert!(merge_adapter_positions(&a, &[0, 1]).is_err());
+        // And back to Kafka's layout, which converts to the same adapter bytes.
+        let back = adapter_to_position(&a).unwrap();
+        assert_eq!(back[0], 0);
+        assert_eq!(position_to_adapter(&back).unwrap(), a);
     }
 }
