@@ -233,6 +233,19 @@ pub(crate) fn probe(path: &Path) -> Result<Probe> {
     Ok(Probe::Database(families))
 }
 
+/// The table format version Kafka Streams 4.4's RocksDB (rocksdbjni 10.1.3) reads: it
+/// refuses format version 7, the default of kstate's RocksDB.
+pub(crate) const KAFKA_TABLE_FORMAT: i32 = 6;
+
+/// What differs when kstate opens a database it does not own.
+#[derive(Clone, Copy, Default)]
+struct Foreign<'a> {
+    /// Where RocksDB's info `LOG` goes instead of the database directory.
+    log_dir: Option<&'a Path>,
+    /// The table format version of the files written.
+    table_format: Option<i32>,
+}
+
 /// Committed data in a RocksDB database.
 pub(crate) struct RocksEngine {
     db: Arc<DB>,
@@ -267,7 +280,7 @@ impl RocksEngine {
         memtables: &[(&str, usize)],
     ) -> Result<RocksEngine> {
         std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
-        Self::open_with(path, wanted, opts, memtables, false, None)
+        Self::open_with(path, wanted, opts, memtables, false, Foreign::default())
     }
 
     /// Opens an existing database read-only, with all its column families. Takes no lock,
@@ -285,7 +298,7 @@ impl RocksEngine {
         // it apart from a store that is really damaged (which fails every time).
         let mut attempt = 0;
         loop {
-            match Self::open_with(path, &[], opts, &[], true, None) {
+            match Self::open_with(path, &[], opts, &[], true, Foreign::default()) {
                 Err(Error::Storage(_) | Error::Corruption(_) | Error::Io { .. }) if attempt < 4 => {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(25 * attempt));
@@ -310,7 +323,24 @@ impl RocksEngine {
                 reason: "no database there".into(),
             });
         }
-        Self::open_with(path, &[], opts, &[], true, Some(log_dir))
+        let foreign = Foreign {
+            log_dir: Some(log_dir),
+            ..Foreign::default()
+        };
+        Self::open_with(path, &[], opts, &[], true, foreign)
+    }
+
+    /// Creates (or opens) a database that Kafka Streams' own RocksDB must read once kstate
+    /// has written it (a store handed back to Kafka): its table files are written in format
+    /// version [`KAFKA_TABLE_FORMAT`], which Kafka 4.4's RocksDB (rocksdbjni 10.1) reads;
+    /// kstate's RocksDB writes a later one by default.
+    pub(crate) fn open_for_kafka(path: &Path, wanted: &[&str]) -> Result<RocksEngine> {
+        std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
+        let foreign = Foreign {
+            table_format: Some(KAFKA_TABLE_FORMAT),
+            ..Foreign::default()
+        };
+        Self::open_with(path, wanted, &RocksOptions::default(), &[], false, foreign)
     }
 
     fn open_with(
@@ -319,7 +349,7 @@ impl RocksEngine {
         opts: &RocksOptions,
         memtables: &[(&str, usize)],
         read_only: bool,
-        log_dir: Option<&Path>,
+        foreign: Foreign<'_>,
     ) -> Result<RocksEngine> {
         let existing = match probe(path)? {
             Probe::Vacant => Vec::new(),
@@ -334,7 +364,7 @@ impl RocksEngine {
             Some(b) => b.cache.clone(),
             None => Cache::new_lru_cache(opts.block_cache_bytes),
         };
-        let cf_opts = column_family_options(opts, &cache, budget.is_some());
+        let cf_opts = column_family_options(opts, &cache, budget.is_some(), foreign.table_format);
         let descriptors = registry.names().iter().map(|n| {
             let mut o = cf_opts.clone();
             if let Some((_, bytes)) = memtables.iter().find(|(f, _)| *f == n.as_str()) {
@@ -349,7 +379,7 @@ impl RocksEngine {
         db_opts.set_log_level(rocksdb::LogLevel::Error);
         db_opts.set_keep_log_file_num(2);
         db_opts.set_max_log_file_size(1 << 20);
-        if let Some(dir) = log_dir {
+        if let Some(dir) = foreign.log_dir {
             db_opts.set_db_log_dir(dir);
         }
         db_opts.increase_parallelism(2);
@@ -448,8 +478,16 @@ impl RocksEngine {
     }
 }
 
-fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> Options {
+fn column_family_options(
+    opts: &RocksOptions,
+    cache: &Cache,
+    bounded: bool,
+    table_format: Option<i32>,
+) -> Options {
     let mut table = BlockBasedOptions::default();
+    if let Some(version) = table_format {
+        table.set_format_version(version);
+    }
     table.set_block_cache(cache);
     table.set_block_size(4096);
     if opts.bloom_filter {

@@ -201,11 +201,7 @@ impl Segment {
             Error::Corruption(format!("segment {id} of interval {interval} overflows"))
         })?;
         let dir = side.join(format!("{name}.{start}"));
-        let engine = RocksEngine::open(
-            &dir,
-            &[family, names::KAFKA_OFFSETS],
-            &RocksOptions::default(),
-        )?;
+        let engine = RocksEngine::open_for_kafka(&dir, &[family, names::KAFKA_OFFSETS])?;
         let data = engine.registry().require(family)?;
         let offsets = engine.registry().require(names::KAFKA_OFFSETS)?;
         Ok(Segment {
