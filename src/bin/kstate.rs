@@ -120,6 +120,20 @@ enum Cmd {
         #[arg(long, default_value_t = 200)]
         writes: u64,
     },
+    /// Open a window or session store (adopting Kafka Streams' segmented store found there)
+    /// and close it (used by the crash tests).
+    #[command(hide = true)]
+    AdoptWorker {
+        /// Store directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// `window` (timestamped), `plain-window` or `session`.
+        #[arg(long)]
+        kind: String,
+        /// Retention period (ms).
+        #[arg(long)]
+        retention: i64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -149,6 +163,11 @@ fn main() -> ExitCode {
             other => Err(format!("unknown store kind {other}").into()),
         },
         Cmd::SwapWorker { dir, writes } => swap_worker(&dir, writes),
+        Cmd::AdoptWorker {
+            dir,
+            kind,
+            retention,
+        } => adopt_worker(&dir, &kind, retention),
     };
     match result {
         Ok(code) => code,
@@ -498,6 +517,22 @@ fn swap_worker(dir: &Path, writes: u64) -> CmdResult {
     result?;
     joined?;
     store.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn adopt_worker(dir: &Path, kind: &str, retention: i64) -> CmdResult {
+    use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
+    let window = |store: StoreOptions| WindowOptions::new(retention, 0, false).with_store(store);
+    match kind {
+        "window" => WindowStore::open(dir, &window(StoreOptions::default()))?.close()?,
+        "plain-window" => WindowStore::open(
+            dir,
+            &window(StoreOptions::plain(kstate::EngineKind::RocksDb)),
+        )?
+        .close()?,
+        "session" => SessionStore::open(dir, &SessionOptions::new(retention))?.close()?,
+        other => return Err(format!("unknown store kind {other}").into()),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

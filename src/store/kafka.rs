@@ -97,6 +97,93 @@ fn position_to_adapter(raw: &[u8]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Kafka's `Position.merge` of two positions in the adapter's layout (see
+/// [`position_to_adapter`]): every partition of either, at the larger offset. Kafka's
+/// segmented stores keep one position per segment database and merge them when they open.
+pub(crate) fn merge_adapter_positions(a: &[u8], b: &[u8]) -> Result<Vec<u8>> {
+    let mut merged = parse_adapter_position(a)?;
+    for (tp, offset) in parse_adapter_position(b)? {
+        let at = merged.entry(tp).or_insert(offset);
+        *at = (*at).max(offset);
+    }
+    encode_position(&merged, Layout::Adapter)
+}
+
+/// The reverse of [`position_to_adapter`]: a position in the adapter's layout as Kafka's
+/// `PositionSerde` v0 writes it (without padding), for a store handed back to Kafka.
+pub(crate) fn adapter_to_position(raw: &[u8]) -> Result<Vec<u8>> {
+    encode_position(&parse_adapter_position(raw)?, Layout::Kafka)
+}
+
+/// The two layouts of a position: they differ in their first byte and topic length prefix.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Kafka's `PositionSerde` v0: `[i8 0]`, topic lengths as `i32`.
+    Kafka,
+    /// The Java adapter's: `[u8 1]`, topic lengths as `u16`.
+    Adapter,
+}
+
+fn encode_position(position: &BTreeMap<(Vec<u8>, i32), i64>, layout: Layout) -> Result<Vec<u8>> {
+    let mut topics: BTreeMap<&[u8], Vec<(i32, i64)>> = BTreeMap::new();
+    for ((topic, partition), offset) in position {
+        topics
+            .entry(topic.as_slice())
+            .or_default()
+            .push((*partition, *offset));
+    }
+    let int = |n: usize| {
+        i32::try_from(n).map_err(|_| Error::Corruption("a position is too large".into()))
+    };
+    let mut out = vec![u8::from(layout == Layout::Adapter)];
+    out.extend_from_slice(&int(topics.len())?.to_be_bytes());
+    for (topic, partitions) in topics {
+        match layout {
+            Layout::Kafka => out.extend_from_slice(&int(topic.len())?.to_be_bytes()),
+            Layout::Adapter => out.extend_from_slice(
+                &u16::try_from(topic.len())
+                    .map_err(|_| Error::Corruption("a position topic is too long".into()))?
+                    .to_be_bytes(),
+            ),
+        }
+        out.extend_from_slice(topic);
+        out.extend_from_slice(&int(partitions.len())?.to_be_bytes());
+        for (partition, offset) in partitions {
+            out.extend_from_slice(&partition.to_be_bytes());
+            out.extend_from_slice(&offset.to_be_bytes());
+        }
+    }
+    Ok(out)
+}
+
+/// The partitions of a position in the adapter's layout, keyed by topic bytes and partition.
+fn parse_adapter_position(raw: &[u8]) -> Result<BTreeMap<(Vec<u8>, i32), i64>> {
+    let bad = || Error::Corruption("a converted Kafka position is malformed".into());
+    let mut at = 0usize;
+    let mut take = |n: usize| -> Result<&[u8]> {
+        let s = raw.get(at..at + n).ok_or_else(bad)?;
+        at += n;
+        Ok(s)
+    };
+    if take(1)? != [1] {
+        return Err(bad());
+    }
+    let int = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    let mut out = BTreeMap::new();
+    for _ in 0..int(take(4)?).max(0) {
+        let len = take(2)?;
+        let topic = take(usize::from(u16::from_be_bytes([len[0], len[1]])))?.to_vec();
+        for _ in 0..int(take(4)?).max(0) {
+            let partition = int(take(4)?);
+            let o = take(8)?;
+            let mut b = [0u8; 8];
+            b.copy_from_slice(o);
+            out.insert((topic.clone(), partition), i64::from_be_bytes(b));
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +208,37 @@ mod tests {
         assert_eq!(position_to_adapter(&kafka).unwrap(), want);
         assert!(position_to_adapter(&kafka[..10]).is_err());
         assert!(position_to_adapter(&[1, 0, 0, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn positions_merge_at_the_larger_offset() {
+        let kafka = |entries: &[(&str, i32, i64)]| {
+            let mut raw = vec![0u8];
+            raw.extend_from_slice(&(entries.len() as i32).to_be_bytes());
+            for (topic, partition, offset) in entries {
+                raw.extend_from_slice(&(topic.len() as i32).to_be_bytes());
+                raw.extend_from_slice(topic.as_bytes());
+                raw.extend_from_slice(&1i32.to_be_bytes());
+                raw.extend_from_slice(&partition.to_be_bytes());
+                raw.extend_from_slice(&offset.to_be_bytes());
+            }
+            position_to_adapter(&raw).unwrap()
+        };
+        let a = kafka(&[("in", 0, 7), ("other", 1, 3)]);
+        let b = kafka(&[("in", 0, 9), ("in", 2, 1)]);
+        let merged = parse_adapter_position(&merge_adapter_positions(&a, &b).unwrap()).unwrap();
+        let want: BTreeMap<(Vec<u8>, i32), i64> = [
+            ((b"in".to_vec(), 0), 9),
+            ((b"in".to_vec(), 2), 1),
+            ((b"other".to_vec(), 1), 3),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(merged, want);
+        assert!(merge_adapter_positions(&a, &[0, 1]).is_err());
+        // And back to Kafka's layout, which converts to the same adapter bytes.
+        let back = adapter_to_position(&a).unwrap();
+        assert_eq!(back[0], 0);
+        assert_eq!(position_to_adapter(&back).unwrap(), a);
     }
 }

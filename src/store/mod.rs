@@ -1,6 +1,8 @@
 //! Stores over the transaction layer: key-value stores, and window and session stores,
 //! which share the segmented machinery of [`segmented`].
 
+mod adopt_segmented;
+mod export_segmented;
 pub mod inspect;
 mod iter;
 mod kafka;
@@ -14,6 +16,7 @@ mod session;
 mod swap;
 mod window;
 
+pub use export_segmented::{export_segmented_to_kafka, KafkaSegmentsExport};
 pub use iter::KvIter;
 pub use kv::KvStore;
 pub use options::StoreOptions;

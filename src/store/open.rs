@@ -13,10 +13,14 @@
 //!   read-only open. Their committed offsets and position become kstate's. Adding kstate's
 //!   families and writing its header are two steps; an empty `kstate_meta` family therefore
 //!   means "adoption interrupted" and the adoption is redone, checks included.
+//! * **Kafka's window and session stores** (a directory of segment databases) are converted
+//!   into a kstate store built beside them and swapped in atomically
+//!   ([`super::adopt_segmented`]).
 
 use std::path::Path;
 use std::sync::Arc;
 
+use super::adopt_segmented;
 use super::kafka;
 use super::lock::{sibling, StoreLock};
 use crate::engine::memory::MemoryEngine;
@@ -359,36 +363,50 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
         &options.rocksdb,
     )?;
     crate::failpoint::hit("adopt-before-header");
-    let meta = engine.registry().require(names::META)?;
     let committed = CommittedState {
         sequence: 0,
         offsets: imported.offsets,
         metadata: imported.position,
         stream_time: None,
-    }
-    .encode()?;
+    };
+    write_adopted_state(&engine, &committed, &header_for(format))
+}
+
+/// Writes the first committed state of a store adopted from Kafka Streams (Kafka's offsets
+/// and position; the stream time of a segmented store) with the store's `header`, in one
+/// synced batch: from then on the store is a complete kstate store.
+pub(crate) fn write_adopted_state(
+    engine: &RocksEngine,
+    committed: &CommittedState,
+    header: &[u8],
+) -> Result<()> {
+    let meta = engine.registry().require(names::META)?;
+    let committed = committed.encode()?;
     engine.write(
         &[
             BatchOp::Put(meta, meta::KEY_COMMITTED, &committed),
-            BatchOp::Put(meta, meta::KEY_HEADER, &header_for(format)),
+            BatchOp::Put(meta, meta::KEY_HEADER, header),
         ],
         true,
     )
 }
 
 /// Opens (creating it if the path is vacant) the RocksDB store of a window or session
-/// store: `kind` (with the segment interval a new store gets) and its one data family
-/// `data`, with the memory of `budget`. An existing store keeps the segment interval it was created with (it is part of
-/// its key layout), which the returned kind carries.
+/// store: `kind` (with the segment interval a new store gets), its `retention` and its one
+/// data family `data`, with the memory of `budget`. An existing store keeps the segment
+/// interval it was created with (it is part of its key layout), which the returned kind
+/// carries. A directory holding Kafka Streams' own segmented store of the same kind is
+/// converted into a kstate store first ([`adopt_segmented`]).
 ///
 /// # Errors
-/// [`Error::FormatMismatch`] for a store of another kind or value format, or a directory
-/// holding a database that is not a kstate store (Kafka's segmented stores are a directory
-/// of databases and are not adopted); otherwise as for key-value stores.
+/// [`Error::FormatMismatch`] for a store of another kind or value format, a directory
+/// holding a database that is not a kstate store, or Kafka segments kstate does not adopt;
+/// otherwise as for key-value stores.
 pub(crate) fn open_rocksdb_kind(
     path: &Path,
     budget: &SegmentBudget,
     kind: StoreKind,
+    retention: i64,
     data: &str,
 ) -> Result<(Opened, StoreKind)> {
     let options = &budget.store;
@@ -396,11 +414,25 @@ pub(crate) fn open_rocksdb_kind(
     if path.as_os_str().is_empty() {
         return Err(Error::InvalidArgument("the store path is empty".into()));
     }
-    probe(path)?;
+    // Kafka's segmented store is a directory of databases, which `probe` would call no store.
+    if adopt_segmented::kafka_segments(path)?.is_none() {
+        probe(path)?;
+    }
     let lock = StoreLock::acquire(path)?;
     let staging = sibling(path, "kstate-new")?;
     if staging.exists() {
         std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    }
+    // An adoption killed midway: its side directory is removed (or, past the point of no
+    // return of the fallback renames, finished) before the directory is looked at again.
+    super::swap::recover(path)?;
+    if let Some(segments) = adopt_segmented::kafka_segments(path)? {
+        let target = adopt_segmented::Target {
+            kind,
+            retention,
+            data,
+        };
+        adopt_segmented::adopt(path, &segments, &target, budget)?;
     }
     let wanted = [names::META, names::SPILL, data];
     let existing = match probe(path)? {

@@ -179,7 +179,13 @@ impl SessionStore {
                     return Err(Error::Internal("a session store of another kind".into()));
                 };
                 let budget = segment_budget(&store, options.retention_period, segment_interval);
-                open_rocksdb_kind(path, &budget, kind, SESSION_FAMILY)?
+                open_rocksdb_kind(
+                    path,
+                    &budget,
+                    kind,
+                    options.retention_period,
+                    SESSION_FAMILY,
+                )?
             }
             EngineKind::Memory => {
                 if path.as_os_str().is_empty() {

@@ -226,7 +226,7 @@ impl WindowStore {
                 };
                 let budget =
                     segment_budget(&options.store, options.retention_period, segment_interval);
-                open_rocksdb_kind(path, &budget, kind, WINDOW_FAMILY)?
+                open_rocksdb_kind(path, &budget, kind, options.retention_period, WINDOW_FAMILY)?
             }
             EngineKind::Memory => {
                 if path.as_os_str().is_empty() {

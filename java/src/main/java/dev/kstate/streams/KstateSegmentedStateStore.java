@@ -47,8 +47,11 @@ import org.slf4j.LoggerFactory;
  */
 abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> implements StateStore {
     private static final Logger LOG = LoggerFactory.getLogger(KstateSegmentedStateStore.class);
-    /** Kafka's own segment directories ({@code <name>.<segment id>}) under {@code <taskDir>/<name>/}. */
-    private static final Pattern KAFKA_SEGMENT = Pattern.compile(".+\\.\\d+");
+    /**
+     * Kafka's own segment directories under {@code <taskDir>/<name>/}: {@code <name>.<start>}, and the older
+     * runtimes' {@code <name>:<start>} and {@code <name>-<yyyyMMddHHmm>}.
+     */
+    private static final Pattern KAFKA_SEGMENT = Pattern.compile(".+[.:-]\\d+");
 
     final KstateStoreOptions options;
     final long retentionPeriod;
@@ -117,10 +120,11 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         String path = null;
         int engine = KstateNative.ENGINE_MEMORY;
         boolean fresh = true;
+        boolean kafkaSegments = false;
         File dir = null;
         if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
             dir = new File(context.stateDir(), name());
-            refuseKafkaSegments(dir);
+            kafkaSegments = holdsKafkaSegments(dir);
             fresh = !hasFiles(dir);
             path = dir.getAbsolutePath();
             engine = KstateNative.ENGINE_ROCKSDB;
@@ -147,7 +151,9 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         long openStart = System.nanoTime();
         S opened = null;
         String verb = "opened";
-        String origin = path == null ? "new in-memory store" : fresh ? "new store" : "existing store";
+        String origin = path == null ? "new in-memory store" : fresh ? "new store" : kafkaSegments
+            ? "Kafka Streams' own segmented " + kind() + " store, converted in place with its offsets (adopted)"
+            : "existing store";
         if (dir != null) {
             // Adopted before the directory is (re)created: a parked store whose directory was
             // deleted must be closed while nothing stands at its path.
@@ -227,22 +233,21 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     }
 
     /**
-     * Kafka's own segmented stores live in {@code <taskDir>/<name>/<name>.<segment>}: kstate
-     * does not adopt them, and must not create a RocksDB database among their segments.
+     * Kafka's own segmented stores live in {@code <taskDir>/<name>/<name>.<segment>}: the native
+     * open converts such a directory into a kstate store in one atomic step, keeping Kafka's
+     * committed offsets and position, or refuses it unchanged. Only told apart here for the log.
      */
-    private void refuseKafkaSegments(File dir) {
+    private static boolean holdsKafkaSegments(File dir) {
         String[] names = dir.list();
         if (names == null || new File(dir, "CURRENT").exists()) {
-            return;
+            return false;
         }
         for (String n : names) {
             if (KAFKA_SEGMENT.matcher(n).matches() && new File(dir, n).isDirectory()) {
-                throw new KstateProcessorStateException("store " + name() + ": " + dir + " holds Kafka Streams' own "
-                    + "segmented " + kind() + " store (segment " + n + "), which kstate does not adopt; delete the "
-                    + "directory (or reset the application) to rebuild the store from its changelog",
-                    KstateException.FORMAT_MISMATCH);
+                return true;
             }
         }
+        return false;
     }
 
     private static boolean hasFiles(File dir) {

@@ -1,0 +1,400 @@
+//! Adopting Kafka Streams' own window and session stores: converting the directory of
+//! segment databases Kafka keeps per store into kstate's one database, in one crash-safe
+//! step.
+//!
+//! Kafka's `AbstractSegments` keeps `<taskDir>/<store>/<store>.<segment start>/`, one
+//! RocksDB per segment (`<store>:<start>` and `<store>-<yyyyMMddHHmm>` in older runtimes),
+//! and nothing else in the store directory. Each segment is a `RocksDBStore` (plain window
+//! and session stores: values in `default`) or a `RocksDBTimestampedStore` (timestamped
+//! window stores: `keyValueWithTimestamp`, plus `default` while it upgrades), with, from
+//! Kafka 4.3 on, its own `offsets` family: every commit writes the offsets and the store's
+//! position into every live segment; `committedOffset` answers from the newest segment that
+//! has the partition, and the position is the merge of the segments' positions. Older
+//! runtimes keep the offsets in the task's `.checkpoint`, which Kafka Streams migrates by
+//! committing them right after `init`.
+//!
+//! The conversion (under kstate's lock, which lives beside the directory):
+//! 1. every segment is opened read-only with RocksDB's info log routed to a temporary
+//!    directory, so nothing is written inside Kafka's directory;
+//! 2. the complete kstate store is built in the side directory of
+//!    [`super::swap`] (`.<name>.kstate-swap`): every record of the live segments, re-keyed
+//!    `[segment][Kafka key]` (a plain value opened timestamped gets timestamp -1), then, in
+//!    one synced batch, the header and a committed state carrying Kafka's offsets, the
+//!    merged position and the stream time (the largest window start or session end held,
+//!    which is what a restore from the changelog observes);
+//! 3. the two directories are exchanged atomically and Kafka's is removed
+//!    ([`super::swap::exchange`]); a kill at any instant leaves either Kafka's untouched
+//!    directory (the next open removes the side directory and converts again) or kstate's
+//!    complete store.
+//!
+//! Anything unexpected (another file in the directory, a column family of another kind or
+//! a later value format, a record outside its segment's time range, which is what another
+//! segment interval or Kafka's time-ordered key layout gives, a segment left open) is
+//! refused before anything changes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::kafka;
+use super::segmented::Retention;
+use super::swap;
+use crate::engine::rocksdb::{RocksEngine, RocksOptions};
+use crate::engine::{names, BatchOp, Engine, Family, KeyRange};
+use crate::format::meta::{CommittedState, StoreHeader, StoreKind, ValueFormat};
+use crate::format::segmented::{parse_session_key, parse_window_key, segment_id, stored_key};
+use crate::format::{value, TopicPartition};
+use crate::store::segmented::SegmentBudget;
+use crate::{Error, Result};
+
+/// Bytes of converted records buffered before they are written to the new store.
+const BATCH_BYTES: usize = 4 << 20;
+
+/// One of Kafka's segment databases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KafkaSegment {
+    /// The segment's start time as its directory name gives it.
+    pub start: i64,
+    /// The segment database's directory.
+    pub dir: PathBuf,
+}
+
+/// What the adopted store is: its kind (with the segment interval), retention, value
+/// format and data family.
+pub(crate) struct Target<'a> {
+    /// Window or session, with kstate's segment interval.
+    pub kind: StoreKind,
+    /// Retention period (ms).
+    pub retention: i64,
+    /// The data family of the kstate store.
+    pub data: &'a str,
+}
+
+impl Target<'_> {
+    fn interval(&self) -> Result<i64> {
+        match self.kind {
+            StoreKind::Window { segment_interval } | StoreKind::Session { segment_interval } => {
+                Ok(segment_interval)
+            }
+            StoreKind::KeyValue => Err(Error::Internal(
+                "a key-value store has no Kafka segments to adopt".into(),
+            )),
+        }
+    }
+
+    /// The Kafka time of a record: window start or session end.
+    fn time_of(&self, kafka_key: &[u8]) -> Result<i64> {
+        match self.kind {
+            StoreKind::Session { .. } => Ok(parse_session_key(kafka_key)?.2),
+            _ => Ok(parse_window_key(kafka_key)?.1),
+        }
+    }
+}
+
+/// The segment start a Kafka segment directory name gives, for store `name`:
+/// `<name>.<start>`, `<name>:<start>` or `<name>-<yyyyMMddHHmm>` (UTC), as Kafka's
+/// `AbstractSegments.segmentIdFromSegmentName` reads them.
+fn segment_start(name: &str, entry: &str) -> Option<i64> {
+    let rest = entry.strip_prefix(name)?;
+    let mut chars = rest.chars();
+    let sep = chars.next()?;
+    let digits = chars.as_str();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    match sep {
+        '.' | ':' => digits.parse().ok(),
+        '-' if digits.len() == 12 => {
+            let n = |r: std::ops::Range<usize>| digits[r].parse::<i64>().ok();
+            let (y, mo, d, h, mi) = (n(0..4)?, n(4..6)?, n(6..8)?, n(8..10)?, n(10..12)?);
+            if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 {
+                return None;
+            }
+            Some(((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60_000)
+        }
+        _ => None,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Kafka's segment databases in `path`, when `path` holds Kafka's layout of a segmented
+/// store: a directory without a database of its own whose entries are all segment
+/// directories of the store named like the directory. `None` when it is anything else
+/// (vacant, a database, no segment at all).
+///
+/// # Errors
+/// [`Error::FormatMismatch`] when segment directories sit beside other entries (Kafka
+/// itself cannot open such a directory), or two name the same segment.
+pub(crate) fn kafka_segments(path: &Path) -> Result<Option<Vec<KafkaSegment>>> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Ok(None);
+    };
+    if !path.is_dir() || path.join("CURRENT").exists() {
+        return Ok(None);
+    }
+    let mut segments = Vec::new();
+    let mut other = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(|e| Error::io(path, e))? {
+        let entry = entry.map_err(|e| Error::io(path, e))?;
+        let file = entry.file_name().to_string_lossy().into_owned();
+        match segment_start(name, &file) {
+            Some(start) if entry.path().is_dir() => segments.push(KafkaSegment {
+                start,
+                dir: entry.path(),
+            }),
+            _ => other.push(file),
+        }
+    }
+    if segments.is_empty() {
+        return Ok(None);
+    }
+    if !other.is_empty() {
+        other.sort();
+        return Err(Error::FormatMismatch(format!(
+            "{} holds Kafka Streams' segment directories and also {other:?}; kstate adopts only \
+             a directory of segments (as Kafka itself opens it) and has changed nothing",
+            path.display()
+        )));
+    }
+    segments.sort_by_key(|s| s.start);
+    if let Some(w) = segments.windows(2).find(|w| w[0].start == w[1].start) {
+        return Err(Error::FormatMismatch(format!(
+            "{} and {} name the same Kafka segment; kstate has changed nothing",
+            w[0].dir.display(),
+            w[1].dir.display()
+        )));
+    }
+    Ok(Some(segments))
+}
+
+/// What the segments' `offsets` families say, combined as Kafka's `AbstractSegments` does.
+#[derive(Default)]
+struct Committed {
+    offsets: BTreeMap<TopicPartition, i64>,
+    position: Option<Vec<u8>>,
+}
+
+/// Converts Kafka's segmented store at `path` (its `segments`, from [`kafka_segments`])
+/// into a kstate store of `target`, replacing the directory in one atomic exchange. The
+/// caller holds kstate's lock and has recovered any earlier swap ([`swap::recover`]).
+///
+/// # Errors
+/// [`Error::FormatMismatch`] or [`Error::Corruption`] for a directory kstate does not adopt
+/// (nothing changed); storage and I/O errors (the side directory is removed by the next
+/// open).
+pub(crate) fn adopt(
+    path: &Path,
+    segments: &[KafkaSegment],
+    target: &Target<'_>,
+    budget: &SegmentBudget,
+) -> Result<()> {
+    let side = swap::side_dir(path)?;
+    if side.exists() {
+        std::fs::remove_dir_all(&side).map_err(|e| Error::io(&side, e))?;
+    }
+    let built = build(segments, target, budget, &side);
+    if let Err(e) = built {
+        let _ = std::fs::remove_dir_all(&side);
+        return Err(e);
+    }
+    swap::exchange(path, &side)
+}
+
+/// Builds the complete kstate store in `side`.
+fn build(
+    segments: &[KafkaSegment],
+    target: &Target<'_>,
+    budget: &SegmentBudget,
+    side: &Path,
+) -> Result<()> {
+    let interval = target.interval()?;
+    let retention = Retention {
+        period: target.retention,
+        segment_interval: interval,
+    };
+    let format = budget.store.value_format;
+    let engine = RocksEngine::open_sized(
+        side,
+        &[names::META, names::SPILL, target.data],
+        &budget.store.rocksdb,
+        &[(target.data, budget.data_write_buffer)],
+    )?;
+    let data = engine.registry().require(target.data)?;
+    let mut committed = Committed::default();
+    let mut stream_time: Option<i64> = None;
+    // Newest first: the newest segment holding data gives the stream time (every record
+    // lies in its own segment, checked below), which decides which older segments are live.
+    for segment in segments.iter().rev() {
+        let id = segment_id(segment.start, interval);
+        let live = stream_time.map_or(true, |t| id >= retention.min_live_segment(t));
+        let ro = RocksEngine::open_read_only(&segment.dir, &RocksOptions::default())?;
+        read_offsets(&ro, segment, &mut committed)?;
+        let sources = data_sources(&ro, segment, format, target)?;
+        if !live {
+            continue;
+        }
+        let mut batch = Batch::default();
+        for (family, plain_to_timestamped) in sources {
+            let mut it = ro.iter(family, &KeyRange::all(), false)?;
+            while let Some((key, v)) = it.next_entry()? {
+                let time = target.time_of(&key)?;
+                if segment_id(time, interval) != id {
+                    return Err(Error::FormatMismatch(format!(
+                        "{}: a record at time {time} lies outside this segment (segment interval \
+                         {interval} ms): the store was written with another segment interval or \
+                         key layout (Kafka's time-ordered stores are not adopted); kstate has \
+                         changed nothing",
+                        segment.dir.display()
+                    )));
+                }
+                stream_time = Some(stream_time.map_or(time, |t| t.max(time)));
+                let v = if plain_to_timestamped {
+                    value::encode(&v, value::UNKNOWN_TIMESTAMP)
+                } else {
+                    v
+                };
+                batch.push(stored_key(id, &key), v);
+                if batch.bytes >= BATCH_BYTES {
+                    batch.write(&engine, data)?;
+                }
+            }
+        }
+        batch.write(&engine, data)?;
+        crate::failpoint::hit("adopt-segment-copied");
+    }
+    let state = CommittedState {
+        sequence: 0,
+        offsets: committed.offsets,
+        metadata: committed.position,
+        stream_time,
+    };
+    super::open::write_adopted_state(
+        &engine,
+        &state,
+        &StoreHeader::new(format, target.kind).encode(),
+    )?;
+    engine.flush()?;
+    drop(engine);
+    Ok(())
+}
+
+/// Converted records waiting to be written.
+#[derive(Default)]
+struct Batch {
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    bytes: usize,
+}
+
+impl Batch {
+    fn push(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.bytes += key.len() + value.len();
+        self.entries.push((key, value));
+    }
+
+    /// Writes the records without the write-ahead log: the engine flushes them before the
+    /// final, synced batch that makes the store complete.
+    fn write(&mut self, engine: &RocksEngine, data: Family) -> Result<()> {
+        if self.entries.is_empty() {
+            return Ok(());
+        }
+        let ops: Vec<BatchOp<'_>> = self
+            .entries
+            .iter()
+            .map(|(k, v)| BatchOp::Put(data, k, v))
+            .collect();
+        engine.write_unlogged(&ops)?;
+        self.entries.clear();
+        self.bytes = 0;
+        Ok(())
+    }
+}
+
+/// Merges a segment's `offsets` family into `into`: a partition's offset comes from the
+/// newest segment that has it (segments arrive newest first), positions merge.
+///
+/// # Errors
+/// [`Error::Corruption`] for a segment left open (status 1), as for key-value stores.
+fn read_offsets(ro: &RocksEngine, segment: &KafkaSegment, into: &mut Committed) -> Result<()> {
+    let Some(f) = ro.registry().find(names::KAFKA_OFFSETS) else {
+        return Ok(());
+    };
+    let found = kafka::read(ro, f)?;
+    if found.left_open {
+        return Err(Error::Corruption(format!(
+            "Kafka Streams segment {} was left open (status 1 in its offsets column family): its \
+             data may not match its offsets, and Kafka itself refuses it under exactly-once; \
+             delete the store directory to restore it from the changelog",
+            segment.dir.display()
+        )));
+    }
+    for (tp, offset) in found.offsets {
+        into.offsets.entry(tp).or_insert(offset);
+    }
+    into.position = match (into.position.take(), found.position) {
+        (Some(a), Some(b)) => Some(kafka::merge_adapter_positions(&a, &b)?),
+        (a, b) => a.or(b),
+    };
+    Ok(())
+}
+
+/// The families of a segment to copy, in order (a later one wins for a key in both), each
+/// with whether its plain values get timestamp -1 on the way.
+///
+/// # Errors
+/// [`Error::FormatMismatch`] for a family Kafka's window and session segments do not have,
+/// or values the target cannot hold (timestamped values in a plain store, headers).
+fn data_sources(
+    ro: &RocksEngine,
+    segment: &KafkaSegment,
+    format: ValueFormat,
+    target: &Target<'_>,
+) -> Result<Vec<(Family, bool)>> {
+    let refuse = |why: String| {
+        Error::FormatMismatch(format!(
+            "Kafka Streams segment {} {why}; kstate has changed nothing",
+            segment.dir.display()
+        ))
+    };
+    let mut out = Vec::new();
+    for (index, name) in ro.registry().names().iter().enumerate() {
+        let family = Family::at(index)?;
+        match name.as_str() {
+            names::KAFKA_OFFSETS => {}
+            // Plain values first: Kafka's upgrading segments read the timestamped family first.
+            names::PLAIN => out.insert(0, (family, format == ValueFormat::Timestamped)),
+            names::TIMESTAMPED | names::HEADERS => {
+                let later = if name == names::TIMESTAMPED {
+                    ValueFormat::Timestamped
+                } else {
+                    ValueFormat::Headers
+                };
+                if later == format {
+                    out.push((family, false));
+                } else if crate::engine::has_entries(ro, family)? {
+                    return Err(refuse(format!(
+                        "holds {} values, which a {} {} store cannot hold",
+                        later.name(),
+                        format.name(),
+                        target.kind.name()
+                    )));
+                }
+            }
+            other => {
+                return Err(refuse(format!(
+                    "has column family '{other}', which Kafka's window and session segments \
+                     do not have"
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
