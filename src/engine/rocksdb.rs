@@ -380,6 +380,14 @@ impl RocksEngine {
         Ok(self.path.join(name))
     }
 
+    /// Writes a RocksDB checkpoint of the database into the new directory `dir`: table
+    /// files hard-linked, memtables flushed first, so that it opens without a WAL to replay.
+    pub(crate) fn checkpoint(&self, dir: &Path) -> Result<()> {
+        rocksdb::checkpoint::Checkpoint::new(&self.db)
+            .and_then(|c| c.create_checkpoint(dir))
+            .map_err(|e| map_err(dir, e))
+    }
+
     /// Flushes the memtables of every family (atomically: see `set_atomic_flush`) and waits.
     fn flush_all(&self) -> Result<()> {
         let cfs: Vec<&rocksdb::ColumnFamily> = self
@@ -426,8 +434,16 @@ impl RocksEngine {
     }
 }
 
+/// The block-based table `format_version` kstate writes: the newest one Kafka Streams 4.4's
+/// RocksDB (rocksdbjni 10.1) reads, so that a store handed back to Kafka (`kstate export --to
+/// kafka`) keeps its table files. RocksDB 11.8's default, 7, only changes how custom
+/// compression is recorded (kstate compresses nothing) and needs RocksDB 10.4 to read;
+/// tables of either version stay readable by kstate.
+pub(crate) const TABLE_FORMAT_VERSION: u32 = 6;
+
 fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> Options {
     let mut table = BlockBasedOptions::default();
+    table.set_format_version(TABLE_FORMAT_VERSION as i32);
     table.set_block_cache(cache);
     table.set_block_size(4096);
     if opts.bloom_filter {

@@ -6,6 +6,9 @@
 //! | `<topic>-<partition>` (UTF-8) | changelog offset, 8-byte big-endian |
 //! | `status` | 8-byte big-endian: 1 while open, 0 once closed |
 //! | `position` | Kafka's `PositionSerde` v0 (may carry trailing zero padding) |
+//!
+//! [`read`] imports it when kstate adopts a Kafka store; [`entries`] writes it back when
+//! `kstate export --to kafka` hands a store to Kafka.
 
 use std::collections::BTreeMap;
 
@@ -97,6 +100,60 @@ fn position_to_adapter(raw: &[u8]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The `offsets` family of a Kafka store closed cleanly at this commit: every committed
+/// offset, `status` 0, and `position` when the commit metadata is the adapter's position.
+pub(crate) fn entries(
+    offsets: &BTreeMap<TopicPartition, i64>,
+    position: Option<&[u8]>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out: Vec<(Vec<u8>, Vec<u8>)> = offsets
+        .iter()
+        .map(|(tp, offset)| {
+            (
+                format!("{}-{}", tp.topic, tp.partition).into_bytes(),
+                offset.to_be_bytes().to_vec(),
+            )
+        })
+        .collect();
+    out.push((b"status".to_vec(), 0i64.to_be_bytes().to_vec()));
+    if let Some(p) = position {
+        out.push((b"position".to_vec(), p.to_vec()));
+    }
+    out
+}
+
+/// Converts the Kafka Streams adapter's position metadata (see [`position_to_adapter`])
+/// into Kafka's `PositionSerde` v0, without padding; `None` when `raw` is not exactly one
+/// adapter position (metadata a C caller chose, say), which Kafka could not read.
+pub(crate) fn adapter_to_position(raw: &[u8]) -> Option<Vec<u8>> {
+    let mut at = 0usize;
+    let mut take = |n: usize| -> Option<&[u8]> {
+        let s = raw.get(at..at + n)?;
+        at += n;
+        Some(s)
+    };
+    let int = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    if take(1)? != [1] {
+        return None;
+    }
+    let topics = int(take(4)?);
+    let mut out = vec![0u8];
+    out.extend_from_slice(&topics.to_be_bytes());
+    for _ in 0..usize::try_from(topics).ok()? {
+        let len = take(2)?;
+        let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+        let topic = take(len)?;
+        out.extend_from_slice(&i32::try_from(len).ok()?.to_be_bytes());
+        out.extend_from_slice(topic);
+        let partitions = int(take(4)?);
+        out.extend_from_slice(&partitions.to_be_bytes());
+        for _ in 0..usize::try_from(partitions).ok()? {
+            out.extend_from_slice(take(12)?);
+        }
+    }
+    (at == raw.len()).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +178,34 @@ mod tests {
         assert_eq!(position_to_adapter(&kafka).unwrap(), want);
         assert!(position_to_adapter(&kafka[..10]).is_err());
         assert!(position_to_adapter(&[1, 0, 0, 0, 0]).is_err());
+        // and back: Kafka's bytes without the padding
+        assert_eq!(
+            adapter_to_position(&want).unwrap(),
+            kafka[..kafka.len() - 40]
+        );
+        assert_eq!(adapter_to_position(&want[..want.len() - 1]), None);
+        let mut trailing = want.clone();
+        trailing.push(0);
+        assert_eq!(
+            adapter_to_position(&trailing),
+            None,
+            "not exactly a position"
+        );
+        assert_eq!(adapter_to_position(b"opaque C metadata"), None);
+    }
+
+    #[test]
+    fn entries_are_what_read_imports() {
+        let mut offsets = BTreeMap::new();
+        offsets.insert(TopicPartition::new("app-s-changelog", 3), 41);
+        offsets.insert(TopicPartition::new("a-b", 0), -4);
+        let e = entries(&offsets, Some(&[0, 0, 0, 0, 0]));
+        let want: Vec<(Vec<u8>, Vec<u8>)> = vec![
+            (b"a-b-0".to_vec(), (-4i64).to_be_bytes().to_vec()),
+            (b"app-s-changelog-3".to_vec(), 41i64.to_be_bytes().to_vec()),
+            (b"status".to_vec(), vec![0; 8]),
+            (b"position".to_vec(), vec![0, 0, 0, 0, 0]),
+        ];
+        assert_eq!(e, want);
     }
 }

@@ -1,6 +1,8 @@
 //! Stores over the transaction layer: key-value stores, and window and session stores,
 //! which share the segmented machinery of [`segmented`].
 
+mod checkpoint_file;
+pub mod export;
 pub mod inspect;
 mod iter;
 mod kafka;

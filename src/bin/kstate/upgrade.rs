@@ -118,7 +118,7 @@ fn plan_headers(report: &StoreReport, unknown: bool, plain: u64, timestamped: u6
 
 /// Every store directory at or under `dir` (a directory holding a RocksDB `CURRENT`),
 /// skipping kstate's hidden staging directories.
-fn find_stores(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+pub fn find_stores(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if dir.join("CURRENT").is_file() {
         out.push(dir.to_path_buf());
         return Ok(());

@@ -45,8 +45,8 @@ import org.slf4j.event.Level;
  * real init and legacy-checkpoint migration (ProcessorStateManager, LegacyCheckpointingStateStore).
  */
 public class MigrationTest {
-    private static final String APP = "mig";
-    private static final TopicPartition CHANGELOG = new TopicPartition(APP + "-s-changelog", 0);
+    static final String APP = "mig";
+    static final TopicPartition CHANGELOG = new TopicPartition(APP + "-s-changelog", 0);
     private File dir;
 
     @Before
@@ -86,7 +86,7 @@ public class MigrationTest {
             ("0\n1\n" + CHANGELOG.topic() + " " + CHANGELOG.partition() + " " + offset + "\n").getBytes(StandardCharsets.UTF_8));
     }
 
-    private static void copyTree(Path from, Path to) throws IOException {
+    static void copyTree(Path from, Path to) throws IOException {
         try (Stream<Path> paths = Files.walk(from)) {
             for (Path p : (Iterable<Path>) paths::iterator) {
                 Path target = to.resolve(from.relativize(p).toString());
@@ -262,7 +262,7 @@ public class MigrationTest {
         }
     }
 
-    private static List<String> columnFamilies(File db) throws Exception {
+    static List<String> columnFamilies(File db) throws Exception {
         List<String> out = new ArrayList<>();
         for (byte[] name : org.rocksdb.RocksDB.listColumnFamilies(new org.rocksdb.Options(), db.getPath())) {
             out.add(new String(name, StandardCharsets.UTF_8));
@@ -342,7 +342,7 @@ public class MigrationTest {
     }
 
     /** Counts per key of "in" in store "s" (no cache), each new count to "out". */
-    private static StreamsBuilder counts(KeyValueBytesStoreSupplier supplier) {
+    static StreamsBuilder counts(KeyValueBytesStoreSupplier supplier) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
             .groupByKey()
@@ -354,7 +354,7 @@ public class MigrationTest {
     }
 
     /** Pipes records {@code from..to-1} (key-(i % keys), increasing timestamps) and returns the outputs they caused. */
-    private static List<String> pipe(TopologyTestDriver driver, int from, int to, int keys) {
+    static List<String> pipe(TopologyTestDriver driver, int from, int to, int keys) {
         TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
         org.apache.kafka.streams.TestOutputTopic<String, Long> out = driver.createOutputTopic("out",
             new org.apache.kafka.common.serialization.StringDeserializer(),
@@ -370,7 +370,7 @@ public class MigrationTest {
         return outputs;
     }
 
-    private static List<String> counts(TopologyTestDriver driver) {
+    static List<String> counts(TopologyTestDriver driver) {
         List<String> out = new ArrayList<>();
         KeyValueStore<String, Long> store = driver.getKeyValueStore("s");
         try (KeyValueIterator<String, Long> it = store.all()) {
@@ -379,14 +379,14 @@ public class MigrationTest {
         return out;
     }
 
-    private static StreamTask task(TopologyTestDriver driver) throws ReflectiveOperationException {
+    static StreamTask task(TopologyTestDriver driver) throws ReflectiveOperationException {
         Field f = TopologyTestDriver.class.getDeclaredField("task");
         f.setAccessible(true);
         return (StreamTask) f.get(driver);
     }
 
     /** Where Kafka's changelog reader would start restoring "s" from (its next offset to fetch). */
-    private static Long restoreStart(TopologyTestDriver driver) throws ReflectiveOperationException {
+    static Long restoreStart(TopologyTestDriver driver) throws ReflectiveOperationException {
         Field f = org.apache.kafka.streams.processor.internals.AbstractTask.class.getDeclaredField("stateMgr");
         f.setAccessible(true);
         org.apache.kafka.streams.processor.internals.ProcessorStateManager stateMgr =
