@@ -191,7 +191,15 @@ fn export_of_each_format_and_layout_matches_the_model_and_reopens_in_kstate() {
             assert_eq!(committed.len(), 299);
             let target = task.join("rocksdb").join("s");
             assert_eq!(kafka_target(&source).unwrap(), target);
+            let ExportPlan::Export { newer_tables, .. } = plan(&source).unwrap() else {
+                panic!("not a kstate store to export");
+            };
+            assert_eq!(
+                newer_tables, 0,
+                "kstate wrote a table Kafka's RocksDB cannot read"
+            );
             let done = export(&source, false).unwrap().unwrap();
+            assert_eq!(done.tables_rewritten, 0);
             let case = format!("{} store, adopted {adopted}", format.name());
             assert_eq!(done.target, target, "{case}");
             assert!(done.position, "{case}");

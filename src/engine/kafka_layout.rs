@@ -5,7 +5,7 @@
 //!
 //! The copy is a RocksDB checkpoint (table files hard-linked, see
 //! [`super::rocksdb::RocksEngine::checkpoint`]): what is kept is not rewritten, only tables
-//! of a newer format (written by kstate before it pinned [`TABLE_FORMAT_VERSION`]) are, by
+//! of a newer format (written by kstate before it pinned [`KAFKA_TABLE_FORMAT_VERSION`]) are, by
 //! a forced compaction of their family.
 
 use std::path::Path;
@@ -16,8 +16,12 @@ use rocksdb::{
 };
 
 use super::names;
-use super::rocksdb::{map_err, TABLE_FORMAT_VERSION};
+use super::rocksdb::map_err;
 use crate::{Error, Result};
+
+/// The newest block-based table `format_version` Kafka Streams 4.4's RocksDB (rocksdbjni
+/// 10.1.3) reads: 7 needs RocksDB 10.4 (`Corrupt or unsupported format_version: 7`).
+pub(crate) const KAFKA_TABLE_FORMAT_VERSION: u32 = 6;
 
 /// RocksDB's block-based table magic number, the last 8 bytes (little-endian) of a table.
 const BLOCK_BASED_MAGIC: u64 = 0x88e2_41b7_85f4_cff7;
@@ -47,13 +51,15 @@ pub(crate) fn table_format_version(path: &Path) -> Result<u32> {
 }
 
 /// The table files directly in `dir` whose format Kafka's RocksDB cannot read (newer than
-/// [`TABLE_FORMAT_VERSION`]), by file name.
+/// [`KAFKA_TABLE_FORMAT_VERSION`]), by file name.
 pub(crate) fn newer_tables(dir: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".sst") && table_format_version(&entry.path())? > TABLE_FORMAT_VERSION {
+        if name.ends_with(".sst")
+            && table_format_version(&entry.path())? > KAFKA_TABLE_FORMAT_VERSION
+        {
             out.push(name);
         }
     }
@@ -62,10 +68,10 @@ pub(crate) fn newer_tables(dir: &Path) -> Result<Vec<String>> {
 }
 
 /// Options for new tables of the copy: kstate's (no compression, 4 KiB blocks, a bloom
-/// filter of 10 bits per key, as Kafka's) at [`TABLE_FORMAT_VERSION`].
+/// filter of 10 bits per key, as Kafka's) at [`KAFKA_TABLE_FORMAT_VERSION`].
 fn table_options() -> Options {
     let mut table = BlockBasedOptions::default();
-    table.set_format_version(TABLE_FORMAT_VERSION as i32);
+    table.set_format_version(KAFKA_TABLE_FORMAT_VERSION as i32);
     table.set_block_size(4096);
     table.set_bloom_filter(10.0, false);
     let mut o = Options::default();
@@ -179,7 +185,7 @@ pub(crate) fn rewrite_as_kafka(
     if !left.is_empty() {
         return Err(Error::Internal(format!(
             "table files {left:?} in {} are still newer than format_version \
-             {TABLE_FORMAT_VERSION} after their compaction",
+             {KAFKA_TABLE_FORMAT_VERSION} after their compaction",
             dir.display()
         )));
     }
@@ -274,7 +280,10 @@ mod tests {
         for entry in std::fs::read_dir(dir.path()).unwrap() {
             let p = entry.unwrap().path();
             if p.extension().is_some_and(|e| e == "sst") {
-                assert_eq!(table_format_version(&p).unwrap(), TABLE_FORMAT_VERSION);
+                assert_eq!(
+                    table_format_version(&p).unwrap(),
+                    KAFKA_TABLE_FORMAT_VERSION
+                );
             }
         }
         assert!(table_format_version(&dir.path().join("CURRENT")).is_err());

@@ -435,11 +435,11 @@ impl RocksEngine {
 }
 
 /// The block-based table `format_version` kstate writes: the newest one Kafka Streams 4.4's
-/// RocksDB (rocksdbjni 10.1) reads, so that a store handed back to Kafka (`kstate export --to
-/// kafka`) keeps its table files. RocksDB 11.8's default, 7, only changes how custom
+/// RocksDB (rocksdbjni 10.1.3) reads, so that a store handed back to Kafka (`kstate export
+/// --to kafka`) keeps its table files, and Kafka's RocksDB can open a kstate store at all. RocksDB 11.8's default, 7, only changes how custom
 /// compression is recorded (kstate compresses nothing) and needs RocksDB 10.4 to read;
 /// tables of either version stay readable by kstate.
-pub(crate) const TABLE_FORMAT_VERSION: u32 = 6;
+pub(crate) const TABLE_FORMAT_VERSION: u32 = super::kafka_layout::KAFKA_TABLE_FORMAT_VERSION;
 
 fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> Options {
     let mut table = BlockBasedOptions::default();

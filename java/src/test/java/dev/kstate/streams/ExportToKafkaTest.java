@@ -72,13 +72,16 @@ public class ExportToKafkaTest {
     public void kafkasRocksDbOpensAKstateStoreKilledMidWrite() throws Exception {
         String cli = System.getProperty("kstate.cli", "../target/release/kstate");
         File store = new File(dir, "killed");
-        Process p = new ProcessBuilder(cli, "crash-worker", "--dir", store.getPath(), "--seed", "7")
-            .redirectErrorStream(true).start();
+        // Restores on small memtables: table files (flushed and ingested) as well as a log.
+        Process p = new ProcessBuilder(cli, "crash-worker", "--dir", store.getPath(), "--seed", "7",
+            "--restore-percent", "50").redirectErrorStream(true).start();
         java.io.BufferedReader out = new java.io.BufferedReader(
             new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
         assertTrue(out.readLine().startsWith("ready"));
         Thread.sleep(400);
         p.destroyForcibly().waitFor();
+        String[] tables = store.list((d, n) -> n.endsWith(".sst"));
+        assertTrue("kstate wrote table files", tables != null && tables.length > 0);
         List<byte[]> names = org.rocksdb.RocksDB.listColumnFamilies(new org.rocksdb.Options(), store.getPath());
         List<org.rocksdb.ColumnFamilyDescriptor> descriptors = new java.util.ArrayList<>();
         for (byte[] n : names) {
