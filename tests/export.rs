@@ -505,6 +505,7 @@ fn kills_during_an_export_leave_the_kstate_or_the_kafka_store() {
     let scratch = dir.path().join("scratch");
     let mut rng = Rng::new(0xE4_0427 ^ u64::from(std::process::id()));
     let (mut killed, mut finished, mut kafka_seen, mut kstate_seen) = (0, 0, 0, 0);
+    let mut kafka_after_kill = 0;
     // How long one export takes here: kills are spread over that time.
     let calibration = dir.path().join("calibration").join("0_0").join("s");
     worker(&calibration, 1, Some(3), Duration::ZERO).unwrap();
@@ -553,17 +554,34 @@ fn kills_during_an_export_leave_the_kstate_or_the_kafka_store() {
             } else {
                 &source
             })
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.env_remove("KSTATE_FAILPOINT_ODDS");
         if cfg!(feature = "failpoints") && rng.below(2) == 0 {
-            cmd.env("KSTATE_FAILPOINT_ODDS", "3");
+            // Killed at one step of the export (those of its layout; the others let it
+            // finish), or at a crash point of the recovery it starts with.
+            const STEPS: [&str; 7] = [
+                "export-checkpointed",
+                "export-built",
+                "export-published",
+                "export-source-moved",
+                "swap-before-exchange",
+                "swap-after-exchange",
+                "export-swapped",
+            ];
+            match rng.below(8) {
+                7 => cmd.env("KSTATE_FAILPOINT_ODDS", "2"),
+                i => cmd.env("KSTATE_FAILPOINT_NAME", STEPS[i as usize]),
+            };
         } else {
-            cmd.env_remove("KSTATE_FAILPOINT_ODDS");
+            cmd.env_remove("KSTATE_FAILPOINT_NAME");
         }
         let mut child = cmd.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(rng.below(span)));
+        std::thread::sleep(Duration::from_millis(rng.below(2 * span)));
         let _ = child.kill();
-        let status = child.wait().unwrap();
+        let output = child.wait_with_output().unwrap();
+        let status = output.status;
+        let was_killed = !status.success();
         if status.success() {
             finished += 1;
         } else {
@@ -571,7 +589,9 @@ fn kills_during_an_export_leave_the_kstate_or_the_kafka_store() {
             assert_eq!(
                 status.signal(),
                 Some(libc::SIGKILL),
-                "round {round}: export failed: {status:?}"
+                "round {round}: export failed: {status:?} {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
             );
             killed += 1;
         }
@@ -597,6 +617,7 @@ fn kills_during_an_export_leave_the_kstate_or_the_kafka_store() {
         }
         if target.join("CURRENT").is_file() && !is_kstate(&target) {
             kafka_seen += 1;
+            kafka_after_kill += usize::from(was_killed);
             offsets.push(check_kafka(&target, &chain, &scratch, round));
         }
         assert!(
@@ -624,11 +645,15 @@ fn kills_during_an_export_leave_the_kstate_or_the_kafka_store() {
     }
     eprintln!(
         "export kills: {killed} SIGKILLs ({finished} exports finished first) in {round} rounds, {:.1}s \
-         (kills spread over {span} ms); states seen: {kstate_seen} kstate, {kafka_seen} Kafka",
+         (kills spread over {span} ms); states seen: {kstate_seen} kstate, {kafka_seen} Kafka \
+         ({kafka_after_kill} of them after a kill)",
         started.elapsed().as_secs_f64()
     );
-    assert!(
-        kafka_seen > 0 && kstate_seen > 0,
-        "kills never landed on both sides"
-    );
+    if cfg!(feature = "failpoints") {
+        // Kills at named steps reach past the publication whatever the machine's speed.
+        assert!(
+            kafka_after_kill > 0 && kstate_seen > 0,
+            "kills never landed on both sides"
+        );
+    }
 }

@@ -51,14 +51,16 @@ pub(crate) fn table_format_version(path: &Path) -> Result<u32> {
 }
 
 /// The table files directly in `dir` whose format Kafka's RocksDB cannot read (newer than
-/// [`KAFKA_TABLE_FORMAT_VERSION`]), by file name.
+/// [`KAFKA_TABLE_FORMAT_VERSION`]), by file name. A file without a table footer is not
+/// counted: it is the remains of a flush or compaction killed midway, which no manifest
+/// names and RocksDB deletes on its next open.
 pub(crate) fn newer_tables(dir: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.ends_with(".sst")
-            && table_format_version(&entry.path())? > KAFKA_TABLE_FORMAT_VERSION
+            && table_format_version(&entry.path()).is_ok_and(|v| v > KAFKA_TABLE_FORMAT_VERSION)
         {
             out.push(name);
         }
@@ -287,5 +289,8 @@ mod tests {
             }
         }
         assert!(table_format_version(&dir.path().join("CURRENT")).is_err());
+        // The remains of a flush killed midway are no table: not counted.
+        std::fs::write(dir.path().join("999999.sst"), b"").unwrap();
+        assert_eq!(newer_tables(dir.path()).unwrap(), Vec::<String>::new());
     }
 }
