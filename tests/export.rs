@@ -24,23 +24,16 @@ use workload::{Model, Rng, WorkloadConfig};
 
 const TOPIC: &str = "app-s-changelog";
 
-/// The Kafka Streams adapter's position metadata for `input` partition 0 at `offset`.
-fn adapter_position(offset: i64) -> Vec<u8> {
-    let mut m = vec![1u8];
+/// A position on `input` partition 0 at `offset`: in the Kafka Streams adapter's metadata
+/// layout (`[u8 1]`, u16 topic length) or in Kafka's `PositionSerde` v0 (`[u8 0]`, i32).
+fn position(adapter: bool, offset: i64) -> Vec<u8> {
+    let mut m = vec![u8::from(adapter)];
     m.extend_from_slice(&1i32.to_be_bytes());
-    m.extend_from_slice(&5u16.to_be_bytes());
-    m.extend_from_slice(b"input");
-    m.extend_from_slice(&1i32.to_be_bytes());
-    m.extend_from_slice(&0i32.to_be_bytes());
-    m.extend_from_slice(&offset.to_be_bytes());
-    m
-}
-
-/// The same position in Kafka's `PositionSerde` v0.
-fn kafka_position(offset: i64) -> Vec<u8> {
-    let mut m = vec![0u8];
-    m.extend_from_slice(&1i32.to_be_bytes());
-    m.extend_from_slice(&5i32.to_be_bytes());
+    if adapter {
+        m.extend_from_slice(&5u16.to_be_bytes());
+    } else {
+        m.extend_from_slice(&5i32.to_be_bytes());
+    }
     m.extend_from_slice(b"input");
     m.extend_from_slice(&1i32.to_be_bytes());
     m.extend_from_slice(&0i32.to_be_bytes());
@@ -74,7 +67,7 @@ fn write_store(path: &Path, format: ValueFormat) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let tp0 = TopicPartition::new(TOPIC, 0);
     let tp1 = TopicPartition::new(TOPIC, 1);
     store
-        .commit(&[(tp0.clone(), Some(41))], Some(&adapter_position(41)))
+        .commit(&[(tp0.clone(), Some(41))], Some(&position(true, 41)))
         .unwrap();
     for i in 100..300 {
         put(i, "second");
@@ -83,7 +76,7 @@ fn write_store(path: &Path, format: ValueFormat) -> BTreeMap<Vec<u8>, Vec<u8>> {
     store
         .commit(
             &[(tp0, Some(99)), (tp1, Some(-4))],
-            Some(&adapter_position(99)),
+            Some(&position(true, 99)),
         )
         .unwrap();
     let committed = workload::dump(&store).unwrap();
@@ -168,7 +161,7 @@ fn expected_offsets() -> BTreeMap<Vec<u8>, Vec<u8>> {
         (-4i64).to_be_bytes().to_vec(),
     );
     want.insert(b"status".to_vec(), vec![0; 8]);
-    want.insert(b"position".to_vec(), kafka_position(99));
+    want.insert(b"position".to_vec(), position(false, 99));
     want
 }
 
@@ -249,7 +242,7 @@ fn export_of_each_format_and_layout_matches_the_model_and_reopens_in_kstate() {
             );
             assert_eq!(
                 back.committed_metadata().unwrap(),
-                Some(adapter_position(99)),
+                Some(position(true, 99)),
                 "{case}"
             );
             back.close().unwrap();

@@ -7,7 +7,6 @@ import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 
 import java.io.File;
-import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,7 +16,6 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.processor.StateStore;
-import org.apache.kafka.streams.processor.internals.StreamTask;
 import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.Stores;
 import org.junit.After;
@@ -105,23 +103,6 @@ public class ExportToKafkaTest {
         assertTrue("Kafka's RocksDB " + org.rocksdb.RocksDB.rocksdbVersion() + " read kstate's entries", entries > 0);
     }
 
-    /** Suspends, commits and closes the driver's task cleanly, then copies the application's state out. */
-    private static void closeCleanlyInto(TopologyTestDriver driver, File stateDir, File into) throws Exception {
-        try {
-            StreamTask task = MigrationTest.task(driver);
-            task.suspend();
-            task.prepareCommit(true);
-            task.postCommit(true);
-            task.closeClean();
-            Field f = TopologyTestDriver.class.getDeclaredField("task");
-            f.setAccessible(true);
-            f.set(driver, null); // closed above; the driver's own close must not touch it again
-            MigrationTest.copyTree(new File(stateDir, APP).toPath(), new File(into, APP).toPath());
-        } finally {
-            driver.close();
-        }
-    }
-
     private static Long committed(TopologyTestDriver driver) {
         return ((StateStore) driver.getKeyValueStore("s")).committedOffset(CHANGELOG);
     }
@@ -159,7 +140,7 @@ public class ExportToKafkaTest {
             TestSupport.props(APP, run1));
         assertEquals(refOut1, MigrationTest.pipe(onKstate, 0, PHASE1, KEYS));
         assertEquals(Long.valueOf(PHASE1 - 1L), committed(onKstate));
-        closeCleanlyInto(onKstate, run1, exported);
+        MigrationTest.closeCleanlyInto(onKstate, run1, exported);
         File taskDir = new File(exported, APP + "/0_0");
         assertTrue("kstate's own store directory", new File(taskDir, "s/CURRENT").isFile());
 
@@ -189,7 +170,7 @@ public class ExportToKafkaTest {
         // TopologyTestDriver numbers a new driver's changelog records from 0 again.
         long committedByKafka = PHASE2 - PHASE1 - 1L;
         assertEquals(Long.valueOf(committedByKafka), committed(onKafka));
-        closeCleanlyInto(onKafka, exported, back);
+        MigrationTest.closeCleanlyInto(onKafka, exported, back);
 
         // And the first direction again: kstate adopts the store Kafka wrote.
         try (TopologyTestDriver again = new TopologyTestDriver(MigrationTest.counts(kstate).build(),

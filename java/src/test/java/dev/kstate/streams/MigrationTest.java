@@ -379,6 +379,27 @@ public class MigrationTest {
         return out;
     }
 
+    /**
+     * Suspends, commits and closes the driver's task cleanly (what TopologyTestDriver#close
+     * does, minus the state directory clean-up), copies the application's state directory
+     * {@code stateDir} into {@code into}, and closes the driver.
+     */
+    static void closeCleanlyInto(TopologyTestDriver driver, File stateDir, File into) throws Exception {
+        try {
+            StreamTask task = task(driver);
+            task.suspend();
+            task.prepareCommit(true);
+            task.postCommit(true);
+            task.closeClean();
+            Field f = TopologyTestDriver.class.getDeclaredField("task");
+            f.setAccessible(true);
+            f.set(driver, null); // closed above; the driver's own close must not touch it again
+            copyTree(new File(stateDir, APP).toPath(), new File(into, APP).toPath());
+        } finally {
+            driver.close();
+        }
+    }
+
     static StreamTask task(TopologyTestDriver driver) throws ReflectiveOperationException {
         Field f = TopologyTestDriver.class.getDeclaredField("task");
         f.setAccessible(true);
@@ -446,17 +467,8 @@ public class MigrationTest {
         try {
             assertEquals(refOut1, pipe(kafka, 0, phase1, keys));
             kafkaCounts = counts(kafka);
-            StreamTask task = task(kafka);
-            task.suspend();
-            task.prepareCommit(true);
-            task.postCommit(true);
-            task.closeClean();
-            Field f = TopologyTestDriver.class.getDeclaredField("task");
-            f.setAccessible(true);
-            f.set(kafka, null);
-            copyTree(new File(kafkaDir, APP).toPath(), new File(stateDir, APP).toPath());
         } finally {
-            kafka.close();
+            closeCleanlyInto(kafka, kafkaDir, stateDir);
         }
         File kafkaDb = new File(stateDir, APP + "/0_0/rocksdb/s");
         assertEquals("Kafka's plain RocksDBStore: default and offsets only",
