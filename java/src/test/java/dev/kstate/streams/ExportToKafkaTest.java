@@ -103,6 +103,55 @@ public class ExportToKafkaTest {
         assertTrue("Kafka's RocksDB " + org.rocksdb.RocksDB.rocksdbVersion() + " read kstate's entries", entries > 0);
     }
 
+    /**
+     * A headers-format kstate store (records with and without headers) exported and opened by
+     * Kafka 4.4's own {@code RocksDBTimestampedStoreWithHeaders} ({@code dsl.store.format=headers}):
+     * every value with its timestamp and headers, Kafka's committed offset, and writes go on.
+     */
+    @Test
+    public void headersStoresGoBackToKafkasHeadersStore() throws Exception {
+        File run1 = new File(dir, "headers-kstate");
+        File exported = new File(dir, "headers-exported");
+        TopologyTestDriver onKstate = new TopologyTestDriver(
+            MigrationTest.table(KstateStores.persistentTimestampedKeyValueStoreWithHeaders("s")).build(),
+            MigrationTest.props(run1, true));
+        List<String> contents;
+        try {
+            org.apache.kafka.streams.TestInputTopic<String, String> in = onKstate.createInputTopic("in",
+                new org.apache.kafka.common.serialization.StringSerializer(),
+                new org.apache.kafka.common.serialization.StringSerializer());
+            for (int i = 0; i < 400; i++) {
+                org.apache.kafka.common.header.internals.RecordHeaders h =
+                    new org.apache.kafka.common.header.internals.RecordHeaders();
+                if (i % 3 == 0) {
+                    h.add("n", Integer.toString(i).getBytes(StandardCharsets.UTF_8));
+                }
+                in.pipeInput(new org.apache.kafka.streams.test.TestRecord<>("key-" + (i % 150), "value-" + i, h,
+                    1000L + i));
+            }
+            contents = MigrationTest.headersContents(onKstate);
+            assertEquals(Long.valueOf(399L), onKstate.getAllStateStores().get("s").committedOffset(CHANGELOG));
+        } catch (RuntimeException e) {
+            onKstate.close();
+            throw e;
+        }
+        MigrationTest.closeCleanlyInto(onKstate, run1, exported);
+        export(exported);
+        assertEquals(Arrays.asList("default", "keyValueWithTimestampAndHeaders", "offsets"),
+            MigrationTest.columnFamilies(new File(exported, APP + "/0_0/rocksdb/s")));
+        try (TopologyTestDriver onKafka = new TopologyTestDriver(
+            MigrationTest.table(Stores.persistentTimestampedKeyValueStoreWithHeaders("s")).build(),
+            MigrationTest.props(exported, true))) {
+            assertEquals("every value, timestamp and headers, read by Kafka's headers store", contents,
+                MigrationTest.headersContents(onKafka));
+            assertEquals("Kafka reports kstate's committed offset", Long.valueOf(399L),
+                onKafka.getAllStateStores().get("s").committedOffset(CHANGELOG));
+            onKafka.createInputTopic("in", new org.apache.kafka.common.serialization.StringSerializer(),
+                new org.apache.kafka.common.serialization.StringSerializer()).pipeInput("key-0", "after", 5000L);
+            assertTrue(MigrationTest.headersContents(onKafka).stream().anyMatch(e -> e.startsWith("key-0=after@5000")));
+        }
+    }
+
     private static Long committed(TopologyTestDriver driver) {
         return ((StateStore) driver.getKeyValueStore("s")).committedOffset(CHANGELOG);
     }

@@ -60,7 +60,7 @@ public class MigrationTest {
         TestSupport.deleteTree(dir);
     }
 
-    private static StreamsBuilder table(KeyValueBytesStoreSupplier supplier) {
+    static StreamsBuilder table(KeyValueBytesStoreSupplier supplier) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.table("in", Consumed.with(Serdes.String(), Serdes.String()),
             Materialized.<String, String>as(supplier).withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
@@ -115,7 +115,7 @@ public class MigrationTest {
     }
 
     /** Kafka 4.4's headers DSL format: {@code dsl.store.format=HEADERS}. */
-    private static Properties props(File stateDir, boolean headers) {
+    static Properties props(File stateDir, boolean headers) {
         Properties p = TestSupport.props(APP, stateDir);
         if (headers) {
             p.put(org.apache.kafka.streams.StreamsConfig.DSL_STORE_FORMAT_CONFIG,
@@ -125,7 +125,7 @@ public class MigrationTest {
     }
 
     /** Every entry of the headers-format store "s": value, timestamp and headers. */
-    private static List<String> headersContents(TopologyTestDriver driver) {
+    static List<String> headersContents(TopologyTestDriver driver) {
         List<String> out = new ArrayList<>();
         KeyValueStore<String, org.apache.kafka.streams.state.ValueTimestampHeaders<String>> store =
             driver.getTimestampedKeyValueStoreWithHeaders("s");
