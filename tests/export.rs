@@ -264,6 +264,17 @@ fn legacy_checkpoint_is_merged_into_the_task_file() {
     );
 }
 
+/// Creates a kstate window store at `path`.
+fn window_store(path: &Path) {
+    WindowStore::open(
+        path,
+        &WindowOptions::new(60_000, 1_000, false).with_store(StoreOptions::default()),
+    )
+    .unwrap()
+    .close()
+    .unwrap();
+}
+
 fn cli(args: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kstate"))
         .args(args)
@@ -286,13 +297,7 @@ fn dry_run_changes_nothing_and_window_stores_are_reported_not_exported() {
         ValueFormat::Plain,
     );
     let window = app.join("1_0").join("w");
-    WindowStore::open(
-        &window,
-        &WindowOptions::new(60_000, 1_000, false).with_store(StoreOptions::default()),
-    )
-    .unwrap()
-    .close()
-    .unwrap();
+    window_store(&window);
     let before = snapshot(&app);
     let app_arg = app.to_str().unwrap();
     let (code, out) = cli(&["export", "--to", "kafka", app_arg, "--dry-run"]);
@@ -361,13 +366,7 @@ fn refusals_leave_everything_as_it_was() {
 
     // A window store.
     let window = dir.path().join("w");
-    WindowStore::open(
-        &window,
-        &WindowOptions::new(60_000, 1_000, false).with_store(StoreOptions::default()),
-    )
-    .unwrap()
-    .close()
-    .unwrap();
+    window_store(&window);
     assert_eq!(
         plan(&window).unwrap(),
         ExportPlan::Unsupported { kind: "window" }

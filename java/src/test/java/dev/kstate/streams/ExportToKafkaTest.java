@@ -117,18 +117,7 @@ public class ExportToKafkaTest {
             MigrationTest.props(run1, true));
         List<String> contents;
         try {
-            org.apache.kafka.streams.TestInputTopic<String, String> in = onKstate.createInputTopic("in",
-                new org.apache.kafka.common.serialization.StringSerializer(),
-                new org.apache.kafka.common.serialization.StringSerializer());
-            for (int i = 0; i < 400; i++) {
-                org.apache.kafka.common.header.internals.RecordHeaders h =
-                    new org.apache.kafka.common.header.internals.RecordHeaders();
-                if (i % 3 == 0) {
-                    h.add("n", Integer.toString(i).getBytes(StandardCharsets.UTF_8));
-                }
-                in.pipeInput(new org.apache.kafka.streams.test.TestRecord<>("key-" + (i % 150), "value-" + i, h,
-                    1000L + i));
-            }
+            MigrationTest.pipeWithHeaders(onKstate, 400);
             contents = MigrationTest.headersContents(onKstate);
             assertEquals(Long.valueOf(399L), onKstate.getAllStateStores().get("s").committedOffset(CHANGELOG));
         } catch (RuntimeException e) {

@@ -124,6 +124,20 @@ public class MigrationTest {
         return p;
     }
 
+    /** Pipes {@code records} records into "in": key-(i % 150), value-i, a header "n" on every third. */
+    static void pipeWithHeaders(TopologyTestDriver driver, int records) {
+        TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+        for (int i = 0; i < records; i++) {
+            org.apache.kafka.common.header.internals.RecordHeaders h =
+                new org.apache.kafka.common.header.internals.RecordHeaders();
+            if (i % 3 == 0) {
+                h.add("n", Integer.toString(i).getBytes(StandardCharsets.UTF_8));
+            }
+            in.pipeInput(new org.apache.kafka.streams.test.TestRecord<>("key-" + (i % 150), "value-" + i, h,
+                1000L + i));
+        }
+    }
+
     /** Every entry of the headers-format store "s": value, timestamp and headers. */
     static List<String> headersContents(TopologyTestDriver driver) {
         List<String> out = new ArrayList<>();
@@ -144,16 +158,7 @@ public class MigrationTest {
         TopologyTestDriver driver = new TopologyTestDriver(table(supplier).build(), props(stateDir, headers));
         List<String> contents;
         try {
-            TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
-            for (int i = 0; i < records; i++) {
-                org.apache.kafka.common.header.internals.RecordHeaders h =
-                    new org.apache.kafka.common.header.internals.RecordHeaders();
-                if (i % 3 == 0) {
-                    h.add("n", Integer.toString(i).getBytes(StandardCharsets.UTF_8));
-                }
-                in.pipeInput(new org.apache.kafka.streams.test.TestRecord<>("key-" + (i % 150), "value-" + i, h,
-                    1000L + i));
-            }
+            pipeWithHeaders(driver, records);
             contents = headers ? headersContents(driver) : contents(driver);
             Field f = TopologyTestDriver.class.getDeclaredField("task");
             f.setAccessible(true);
