@@ -12,9 +12,11 @@
 #[inline(always)]
 pub(crate) fn hit(_name: &str) {}
 
-/// A named crash point; kills the process at the configured odds.
+/// A named crash point; kills the process at the configured odds, or always when it is
+/// the point `KSTATE_FAILPOINT_NAME` names (for tests that must reach one step).
 #[cfg(feature = "failpoints")]
-pub(crate) fn hit(_name: &str) {
+pub(crate) fn hit(name: &str) {
+    armed::hit_named(name);
     armed::hit();
 }
 
@@ -38,6 +40,17 @@ mod armed {
             .unwrap_or(1);
         AtomicU64::new(nanos ^ (u64::from(std::process::id()) << 32) | 1)
     });
+
+    static NAMED: Lazy<Option<String>> = Lazy::new(|| std::env::var("KSTATE_FAILPOINT_NAME").ok());
+
+    pub(super) fn hit_named(name: &str) {
+        if NAMED.as_deref() == Some(name) {
+            // SAFETY: as in `hit`.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
+    }
 
     pub(super) fn hit() {
         let odds = *ODDS;

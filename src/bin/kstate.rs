@@ -77,6 +77,26 @@ enum Cmd {
         #[arg(long, default_value_t = 10_000)]
         batch: usize,
     },
+    /// Hand kstate key-value stores back to Kafka Streams' own RocksDB stores (one store
+    /// directory, or every store under a Kafka Streams state directory): Kafka's column
+    /// families, offsets and position at `<taskDir>/rocksdb/<name>`, no kstate files left.
+    /// Crash-safe and resumable: after a kill, run it again. Run it with the application
+    /// stopped. Exit 1 when a store is left unexported (window and session stores, for now).
+    Export {
+        /// A store directory or a Kafka Streams state directory.
+        dir: PathBuf,
+        /// Where to: `kafka` (Kafka Streams' RocksDBStore, RocksDBTimestampedStore,
+        /// RocksDBTimestampedStoreWithHeaders).
+        #[arg(long, value_parser = ["kafka"])]
+        to: String,
+        /// Show what would be exported and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Also merge each store's offsets into its task's legacy `.checkpoint` file, which
+        /// Kafka Streams 4.2 and older read (4.3+ read the store's `offsets` family).
+        #[arg(long)]
+        checkpoint: bool,
+    },
     /// Write and commit word counts, kill a writer mid-transaction with SIGKILL, reopen and
     /// show what was recovered.
     Demo {
@@ -147,6 +167,12 @@ fn main() -> ExitCode {
             dry_run,
             batch,
         } => upgrade::cmd_upgrade(&dir, dry_run, batch, to),
+        Cmd::Export {
+            dir,
+            to: _,
+            dry_run,
+            checkpoint,
+        } => export::cmd_export(&dir, dry_run, checkpoint),
         Cmd::Demo { dir } => cmd_demo(dir),
         Cmd::CrashWorker {
             dir,
@@ -180,6 +206,9 @@ fn main() -> ExitCode {
 
 #[path = "kstate/upgrade.rs"]
 mod upgrade;
+
+#[path = "kstate/export.rs"]
+mod export;
 
 fn parse_format(s: &str) -> Result<ValueFormat, String> {
     ValueFormat::from_name(s)

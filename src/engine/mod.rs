@@ -11,6 +11,7 @@
 
 #[cfg(test)]
 pub(crate) mod fault;
+pub(crate) mod kafka_layout;
 pub(crate) mod memory;
 pub(crate) mod rocksdb;
 

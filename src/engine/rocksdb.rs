@@ -312,17 +312,6 @@ fn record_lock_on(line: &str, file_id: &str) -> Option<i32> {
     pid.parse().ok()
 }
 
-/// The table format version Kafka Streams 4.4's RocksDB (rocksdbjni 10.1.3) reads: it
-/// refuses format version 7, the default of kstate's RocksDB.
-pub(crate) const KAFKA_TABLE_FORMAT: i32 = 6;
-
-/// What differs when kstate writes a database that Kafka's own RocksDB reads next.
-#[derive(Clone, Copy, Default)]
-struct Foreign {
-    /// The table format version of the files written.
-    table_format: Option<i32>,
-}
-
 /// Committed data in a RocksDB database.
 pub(crate) struct RocksEngine {
     db: Arc<DB>,
@@ -357,7 +346,7 @@ impl RocksEngine {
         memtables: &[(&str, usize)],
     ) -> Result<RocksEngine> {
         std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
-        Self::open_with(path, wanted, opts, memtables, false, Foreign::default())
+        Self::open_with(path, wanted, opts, memtables, false)
     }
 
     /// Opens an existing database read-only, with all its column families. Takes no lock,
@@ -377,7 +366,7 @@ impl RocksEngine {
         // it apart from a store that is really damaged (which fails every time).
         let mut attempt = 0;
         loop {
-            match Self::open_with(path, &[], opts, &[], true, Foreign::default()) {
+            match Self::open_with(path, &[], opts, &[], true) {
                 Err(Error::Storage(_) | Error::Corruption(_) | Error::Io { .. }) if attempt < 4 => {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(25 * attempt));
@@ -387,26 +376,12 @@ impl RocksEngine {
         }
     }
 
-    /// Creates (or opens) a database that Kafka Streams' own RocksDB must read once kstate
-    /// has written it (a store handed back to Kafka): its table files are written in format
-    /// version [`KAFKA_TABLE_FORMAT`], which Kafka 4.4's RocksDB (rocksdbjni 10.1) reads;
-    /// kstate's RocksDB writes a later one by default.
-    pub(crate) fn open_for_kafka(path: &Path, wanted: &[&str]) -> Result<RocksEngine> {
-        std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
-        let foreign = Foreign {
-            table_format: Some(KAFKA_TABLE_FORMAT),
-            ..Foreign::default()
-        };
-        Self::open_with(path, wanted, &RocksOptions::default(), &[], false, foreign)
-    }
-
     fn open_with(
         path: &Path,
         wanted: &[&str],
         opts: &RocksOptions,
         memtables: &[(&str, usize)],
         read_only: bool,
-        foreign: Foreign,
     ) -> Result<RocksEngine> {
         let existing = match probe(path)? {
             Probe::Vacant => Vec::new(),
@@ -421,7 +396,7 @@ impl RocksEngine {
             Some(b) => b.cache.clone(),
             None => Cache::new_lru_cache(opts.block_cache_bytes),
         };
-        let cf_opts = column_family_options(opts, &cache, budget.is_some(), foreign.table_format);
+        let cf_opts = column_family_options(opts, &cache, budget.is_some());
         let descriptors = registry.names().iter().map(|n| {
             let mut o = cf_opts.clone();
             if let Some((_, bytes)) = memtables.iter().find(|(f, _)| *f == n.as_str()) {
@@ -486,6 +461,14 @@ impl RocksEngine {
         Ok(self.path.join(name))
     }
 
+    /// Writes a RocksDB checkpoint of the database into the new directory `dir`: table
+    /// files hard-linked, memtables flushed first, so that it opens without a WAL to replay.
+    pub(crate) fn checkpoint(&self, dir: &Path) -> Result<()> {
+        rocksdb::checkpoint::Checkpoint::new(&self.db)
+            .and_then(|c| c.create_checkpoint(dir))
+            .map_err(|e| map_err(dir, e))
+    }
+
     /// Flushes the memtables of every family (atomically: see `set_atomic_flush`) and waits.
     fn flush_all(&self) -> Result<()> {
         let cfs: Vec<&rocksdb::ColumnFamily> = self
@@ -532,16 +515,16 @@ impl RocksEngine {
     }
 }
 
-fn column_family_options(
-    opts: &RocksOptions,
-    cache: &Cache,
-    bounded: bool,
-    table_format: Option<i32>,
-) -> Options {
+/// The block-based table `format_version` kstate writes: the newest one Kafka Streams 4.4's
+/// RocksDB (rocksdbjni 10.1.3) reads, so that a store handed back to Kafka (`kstate export
+/// --to kafka`) keeps its table files, and Kafka's RocksDB can open a kstate store at all. RocksDB 11.8's default, 7, only changes how custom
+/// compression is recorded (kstate compresses nothing) and needs RocksDB 10.4 to read;
+/// tables of either version stay readable by kstate.
+pub(crate) const TABLE_FORMAT_VERSION: u32 = super::kafka_layout::KAFKA_TABLE_FORMAT_VERSION;
+
+fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> Options {
     let mut table = BlockBasedOptions::default();
-    if let Some(version) = table_format {
-        table.set_format_version(version);
-    }
+    table.set_format_version(TABLE_FORMAT_VERSION as i32);
     table.set_block_cache(cache);
     table.set_block_size(4096);
     if opts.bloom_filter {

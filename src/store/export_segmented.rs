@@ -178,7 +178,7 @@ fn offsets_entries(state: &CommittedState) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     if let Some(position) = state
         .metadata
         .as_deref()
-        .and_then(|m| kafka::adapter_to_position(m).ok())
+        .and_then(kafka::adapter_to_position)
     {
         out.push((b"position".to_vec(), position));
     }
@@ -201,7 +201,12 @@ impl Segment {
             Error::Corruption(format!("segment {id} of interval {interval} overflows"))
         })?;
         let dir = side.join(format!("{name}.{start}"));
-        let engine = RocksEngine::open_for_kafka(&dir, &[family, names::KAFKA_OFFSETS])?;
+        let engine = RocksEngine::open_sized(
+            &dir,
+            &[family, names::KAFKA_OFFSETS],
+            &RocksOptions::default(),
+            &[],
+        )?;
         let data = engine.registry().require(family)?;
         let offsets = engine.registry().require(names::KAFKA_OFFSETS)?;
         Ok(Segment {

@@ -6,6 +6,9 @@
 //! | `<topic>-<partition>` (UTF-8) | changelog offset, 8-byte big-endian |
 //! | `status` | 8-byte big-endian: 1 while open, 0 once closed |
 //! | `position` | Kafka's `PositionSerde` v0 (may carry trailing zero padding) |
+//!
+//! [`read`] imports it when kstate adopts a Kafka store; [`entries`] writes it back when
+//! `kstate export --to kafka` hands a store to Kafka.
 
 use std::collections::BTreeMap;
 
@@ -110,9 +113,11 @@ pub(crate) fn merge_adapter_positions(a: &[u8], b: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// The reverse of [`position_to_adapter`]: a position in the adapter's layout as Kafka's
-/// `PositionSerde` v0 writes it (without padding), for a store handed back to Kafka.
-pub(crate) fn adapter_to_position(raw: &[u8]) -> Result<Vec<u8>> {
-    encode_position(&parse_adapter_position(raw)?, Layout::Kafka)
+/// `PositionSerde` v0 writes it (without padding), for a store handed back to Kafka; `None`
+/// when `raw` is not exactly one adapter position (metadata a C caller chose, say), which
+/// Kafka could not read.
+pub(crate) fn adapter_to_position(raw: &[u8]) -> Option<Vec<u8>> {
+    encode_position(&parse_adapter_position(raw).ok()?, Layout::Kafka).ok()
 }
 
 /// The two layouts of a position: they differ in their first byte and topic length prefix.
@@ -181,7 +186,32 @@ fn parse_adapter_position(raw: &[u8]) -> Result<BTreeMap<(Vec<u8>, i32), i64>> {
             out.insert((topic.clone(), partition), i64::from_be_bytes(b));
         }
     }
+    if at != raw.len() {
+        return Err(bad());
+    }
     Ok(out)
+}
+
+/// The `offsets` family of a Kafka store closed cleanly at this commit: every committed
+/// offset, `status` 0, and `position` when the commit metadata is the adapter's position.
+pub(crate) fn entries(
+    offsets: &BTreeMap<TopicPartition, i64>,
+    position: Option<&[u8]>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out: Vec<(Vec<u8>, Vec<u8>)> = offsets
+        .iter()
+        .map(|(tp, offset)| {
+            (
+                format!("{}-{}", tp.topic, tp.partition).into_bytes(),
+                offset.to_be_bytes().to_vec(),
+            )
+        })
+        .collect();
+    out.push((b"status".to_vec(), 0i64.to_be_bytes().to_vec()));
+    if let Some(p) = position {
+        out.push((b"position".to_vec(), p.to_vec()));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -208,6 +238,35 @@ mod tests {
         assert_eq!(position_to_adapter(&kafka).unwrap(), want);
         assert!(position_to_adapter(&kafka[..10]).is_err());
         assert!(position_to_adapter(&[1, 0, 0, 0, 0]).is_err());
+        // and back: Kafka's bytes without the padding
+        assert_eq!(
+            adapter_to_position(&want).unwrap(),
+            kafka[..kafka.len() - 40]
+        );
+        assert_eq!(adapter_to_position(&want[..want.len() - 1]), None);
+        let mut trailing = want.clone();
+        trailing.push(0);
+        assert_eq!(
+            adapter_to_position(&trailing),
+            None,
+            "not exactly a position"
+        );
+        assert_eq!(adapter_to_position(b"opaque C metadata"), None);
+    }
+
+    #[test]
+    fn entries_are_what_read_imports() {
+        let mut offsets = BTreeMap::new();
+        offsets.insert(TopicPartition::new("app-s-changelog", 3), 41);
+        offsets.insert(TopicPartition::new("a-b", 0), -4);
+        let e = entries(&offsets, Some(&[0, 0, 0, 0, 0]));
+        let want: Vec<(Vec<u8>, Vec<u8>)> = vec![
+            (b"a-b-0".to_vec(), (-4i64).to_be_bytes().to_vec()),
+            (b"app-s-changelog-3".to_vec(), 41i64.to_be_bytes().to_vec()),
+            (b"status".to_vec(), vec![0; 8]),
+            (b"position".to_vec(), vec![0, 0, 0, 0, 0]),
+        ];
+        assert_eq!(e, want);
     }
 
     #[test]

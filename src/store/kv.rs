@@ -669,6 +669,23 @@ impl KvStore {
         self.shared.shutdown()
     }
 
+    /// Closes the store as [`KvStore::close`] does, but hands kstate's lock on its directory
+    /// to the caller (an export keeps it while it replaces the directory). `None` for a
+    /// store without one (in memory) or already closed.
+    pub(crate) fn close_keeping_lock(&self) -> Result<Option<StoreLock>> {
+        let mut core = self.shared.core.write_recover();
+        self.shared.iterators.close_all();
+        let Some(Live {
+            core: txn, _lock, ..
+        }) = core.take()
+        else {
+            return Ok(None);
+        };
+        txn.close()?;
+        drop(txn);
+        Ok(_lock)
+    }
+
     /// Migrates up to `max_entries` old-format values of a store in upgrade mode to the
     /// store's family (converted: timestamp -1 for a plain value, no headers; or dropping
     /// the old value where a new one already exists) and commits them, keeping the committed offsets and metadata.

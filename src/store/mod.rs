@@ -2,6 +2,8 @@
 //! which share the segmented machinery of [`segmented`].
 
 mod adopt_segmented;
+mod checkpoint_file;
+pub mod export;
 mod export_segmented;
 pub mod inspect;
 mod iter;

@@ -38,7 +38,7 @@ enum Plan {
 }
 
 /// A store found at or under the directory `upgrade` was given.
-enum Found {
+pub enum Found {
     /// A directory holding one RocksDB database (or the remains of one).
     Database(PathBuf),
     /// A Kafka Streams window or session store: a directory of segment databases.
@@ -188,7 +188,7 @@ fn plan_headers(report: &StoreReport, unknown: bool, plain: u64, timestamped: u6
 /// Every store at or under `dir`: a directory holding a RocksDB `CURRENT` or `MANIFEST-*`
 /// (a database, or a damaged one), or a Kafka Streams window or session store (a directory
 /// of segment databases, not entered); kstate's hidden staging directories are skipped.
-fn find_stores(dir: &Path, out: &mut Vec<Found>) -> std::io::Result<()> {
+pub fn find_stores(dir: &Path, out: &mut Vec<Found>) -> std::io::Result<()> {
     let names: Vec<String> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())

@@ -45,8 +45,8 @@ import org.slf4j.event.Level;
  * real init and legacy-checkpoint migration (ProcessorStateManager, LegacyCheckpointingStateStore).
  */
 public class MigrationTest {
-    private static final String APP = "mig";
-    private static final TopicPartition CHANGELOG = new TopicPartition(APP + "-s-changelog", 0);
+    static final String APP = "mig";
+    static final TopicPartition CHANGELOG = new TopicPartition(APP + "-s-changelog", 0);
     private File dir;
 
     @Before
@@ -60,7 +60,7 @@ public class MigrationTest {
         TestSupport.deleteTree(dir);
     }
 
-    private static StreamsBuilder table(KeyValueBytesStoreSupplier supplier) {
+    static StreamsBuilder table(KeyValueBytesStoreSupplier supplier) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.table("in", Consumed.with(Serdes.String(), Serdes.String()),
             Materialized.<String, String>as(supplier).withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
@@ -98,7 +98,7 @@ public class MigrationTest {
         task.closeClean();
         Field f = TopologyTestDriver.class.getDeclaredField("task");
         f.setAccessible(true);
-        f.set(driver, null);
+        f.set(driver, null); // closed above; the driver's own close must not touch it again
     }
 
     static void copyTree(Path from, Path to) throws IOException {
@@ -130,7 +130,7 @@ public class MigrationTest {
     }
 
     /** Kafka 4.4's headers DSL format: {@code dsl.store.format=HEADERS}. */
-    private static Properties props(File stateDir, boolean headers) {
+    static Properties props(File stateDir, boolean headers) {
         Properties p = TestSupport.props(APP, stateDir);
         if (headers) {
             p.put(org.apache.kafka.streams.StreamsConfig.DSL_STORE_FORMAT_CONFIG,
@@ -139,8 +139,22 @@ public class MigrationTest {
         return p;
     }
 
+    /** Pipes {@code records} records into "in": key-(i % 150), value-i, a header "n" on every third. */
+    static void pipeWithHeaders(TopologyTestDriver driver, int records) {
+        TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+        for (int i = 0; i < records; i++) {
+            org.apache.kafka.common.header.internals.RecordHeaders h =
+                new org.apache.kafka.common.header.internals.RecordHeaders();
+            if (i % 3 == 0) {
+                h.add("n", Integer.toString(i).getBytes(StandardCharsets.UTF_8));
+            }
+            in.pipeInput(new org.apache.kafka.streams.test.TestRecord<>("key-" + (i % 150), "value-" + i, h,
+                1000L + i));
+        }
+    }
+
     /** Every entry of the headers-format store "s": value, timestamp and headers. */
-    private static List<String> headersContents(TopologyTestDriver driver) {
+    static List<String> headersContents(TopologyTestDriver driver) {
         List<String> out = new ArrayList<>();
         KeyValueStore<String, org.apache.kafka.streams.state.ValueTimestampHeaders<String>> store =
             driver.getTimestampedKeyValueStoreWithHeaders("s");
@@ -159,16 +173,7 @@ public class MigrationTest {
         TopologyTestDriver driver = new TopologyTestDriver(table(supplier).build(), props(stateDir, headers));
         List<String> contents;
         try {
-            TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
-            for (int i = 0; i < records; i++) {
-                org.apache.kafka.common.header.internals.RecordHeaders h =
-                    new org.apache.kafka.common.header.internals.RecordHeaders();
-                if (i % 3 == 0) {
-                    h.add("n", Integer.toString(i).getBytes(StandardCharsets.UTF_8));
-                }
-                in.pipeInput(new org.apache.kafka.streams.test.TestRecord<>("key-" + (i % 150), "value-" + i, h,
-                    1000L + i));
-            }
+            pipeWithHeaders(driver, records);
             contents = headers ? headersContents(driver) : contents(driver);
             closeTaskKeepingState(driver);
             copyTree(new File(stateDir, APP).toPath(), new File(into, APP).toPath());
@@ -270,7 +275,7 @@ public class MigrationTest {
         }
     }
 
-    private static List<String> columnFamilies(File db) throws Exception {
+    static List<String> columnFamilies(File db) throws Exception {
         List<String> out = new ArrayList<>();
         for (byte[] name : org.rocksdb.RocksDB.listColumnFamilies(new org.rocksdb.Options(), db.getPath())) {
             out.add(new String(name, StandardCharsets.UTF_8));
@@ -350,7 +355,7 @@ public class MigrationTest {
     }
 
     /** Counts per key of "in" in store "s" (no cache), each new count to "out". */
-    private static StreamsBuilder counts(KeyValueBytesStoreSupplier supplier) {
+    static StreamsBuilder counts(KeyValueBytesStoreSupplier supplier) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
             .groupByKey()
@@ -362,7 +367,7 @@ public class MigrationTest {
     }
 
     /** Pipes records {@code from..to-1} (key-(i % keys), increasing timestamps) and returns the outputs they caused. */
-    private static List<String> pipe(TopologyTestDriver driver, int from, int to, int keys) {
+    static List<String> pipe(TopologyTestDriver driver, int from, int to, int keys) {
         TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
         org.apache.kafka.streams.TestOutputTopic<String, Long> out = driver.createOutputTopic("out",
             new org.apache.kafka.common.serialization.StringDeserializer(),
@@ -378,7 +383,7 @@ public class MigrationTest {
         return outputs;
     }
 
-    private static List<String> counts(TopologyTestDriver driver) {
+    static List<String> counts(TopologyTestDriver driver) {
         List<String> out = new ArrayList<>();
         KeyValueStore<String, Long> store = driver.getKeyValueStore("s");
         try (KeyValueIterator<String, Long> it = store.all()) {
@@ -387,14 +392,28 @@ public class MigrationTest {
         return out;
     }
 
-    private static StreamTask task(TopologyTestDriver driver) throws ReflectiveOperationException {
+    /**
+     * Suspends, commits and closes the driver's task cleanly (what TopologyTestDriver#close
+     * does, minus the state directory clean-up), copies the application's state directory
+     * {@code stateDir} into {@code into}, and closes the driver.
+     */
+    static void closeCleanlyInto(TopologyTestDriver driver, File stateDir, File into) throws Exception {
+        try {
+            closeTaskKeepingState(driver);
+            copyTree(new File(stateDir, APP).toPath(), new File(into, APP).toPath());
+        } finally {
+            driver.close();
+        }
+    }
+
+    static StreamTask task(TopologyTestDriver driver) throws ReflectiveOperationException {
         Field f = TopologyTestDriver.class.getDeclaredField("task");
         f.setAccessible(true);
         return (StreamTask) f.get(driver);
     }
 
     /** Where Kafka's changelog reader would start restoring "s" from (its next offset to fetch). */
-    private static Long restoreStart(TopologyTestDriver driver) throws ReflectiveOperationException {
+    static Long restoreStart(TopologyTestDriver driver) throws ReflectiveOperationException {
         Field f = org.apache.kafka.streams.processor.internals.AbstractTask.class.getDeclaredField("stateMgr");
         f.setAccessible(true);
         org.apache.kafka.streams.processor.internals.ProcessorStateManager stateMgr =
@@ -454,10 +473,8 @@ public class MigrationTest {
         try {
             assertEquals(refOut1, pipe(kafka, 0, phase1, keys));
             kafkaCounts = counts(kafka);
-            closeTaskKeepingState(kafka);
-            copyTree(new File(kafkaDir, APP).toPath(), new File(stateDir, APP).toPath());
         } finally {
-            kafka.close();
+            closeCleanlyInto(kafka, kafkaDir, stateDir);
         }
         File kafkaDb = new File(stateDir, APP + "/0_0/rocksdb/s");
         assertEquals("Kafka's plain RocksDBStore: default and offsets only",

@@ -1,0 +1,145 @@
+//! `kstate export --to kafka DIR`: hands kstate key-value stores back to Kafka Streams' own
+//! RocksDB stores (one store directory, or every store under a Kafka Streams state
+//! directory). The work and its crash safety are in `kstate::store::export`; this module
+//! lists, reports and sets the exit code: 0 when every store under DIR is now Kafka's, 1
+//! when a store was not exported (a window or session store, or an error), 2 on a usage
+//! error.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use kstate::store::export::{export, kafka_class, plan, ExportPlan};
+
+use super::upgrade::{find_stores, Found};
+use super::CmdResult;
+
+/// Whether a plan leaves a kstate store behind.
+fn blocks(plan: &kstate::Result<ExportPlan>) -> bool {
+    matches!(plan, Err(_) | Ok(ExportPlan::Unsupported { .. }))
+}
+
+fn describe(path: &Path, plan: &kstate::Result<ExportPlan>) -> String {
+    match plan {
+        Ok(ExportPlan::Export {
+            target,
+            format,
+            offsets,
+            newer_tables,
+            resumed,
+        }) => {
+            let offsets: Vec<String> = offsets
+                .iter()
+                .map(|(tp, o)| format!("{}-{}={o}", tp.topic, tp.partition))
+                .collect();
+            format!(
+                "  {}  {} -> {} (kstate {} store; offsets [{}]; {newer_tables} table files to \
+                 rewrite; opens as Kafka's {})",
+                if *resumed { "resume" } else { "export" },
+                path.display(),
+                target.display(),
+                format.name(),
+                offsets.join(", "),
+                kafka_class(*format)
+            )
+        }
+        Ok(ExportPlan::Kafka { leftovers }) => format!(
+            "  kafka   {} (a Kafka Streams store: left as it is{})",
+            path.display(),
+            if *leftovers {
+                "; kstate leftovers beside it are removed"
+            } else {
+                ""
+            }
+        ),
+        Ok(ExportPlan::Unsupported { kind }) => format!(
+            "  NOT EXPORTED  {} (a kstate {kind} store: only key-value stores can be exported \
+             so far; left as it is)",
+            path.display()
+        ),
+        Err(e) => format!("  NOT EXPORTED  {}: {e}", path.display()),
+    }
+}
+
+/// Runs the export; see the module documentation for the exit code.
+pub fn cmd_export(dir: &Path, dry_run: bool, checkpoint: bool) -> CmdResult {
+    let mut found = Vec::new();
+    if dir.exists() {
+        find_stores(dir, &mut found)?;
+    }
+    let mut stores = Vec::new();
+    for f in found {
+        match f {
+            Found::Database(path) => stores.push(path),
+            // Kafka's own window or session store: already Kafka's; never opened.
+            Found::KafkaSegmented(d) => println!(
+                "  kafka   {} (a Kafka Streams window or session store: left as it is)",
+                d.path.display()
+            ),
+        }
+    }
+    if stores.is_empty() && plan(dir).is_ok() {
+        // A store whose export only has its clean-up left (it now lives at its target).
+        stores.push(dir.to_path_buf());
+    }
+    if stores.is_empty() {
+        return Err(format!("no RocksDB store at or under {}", dir.display()).into());
+    }
+    let plans: Vec<(PathBuf, kstate::Result<ExportPlan>)> =
+        stores.into_iter().map(|p| (p.clone(), plan(&p))).collect();
+    println!("{} store(s) under {}:", plans.len(), dir.display());
+    for (path, plan) in &plans {
+        println!("{}", describe(path, plan));
+    }
+    let mut left = plans.iter().filter(|(_, p)| blocks(p)).count();
+    if dry_run {
+        println!("dry run: nothing was changed");
+        return Ok(exit(left));
+    }
+    let mut exported = 0;
+    // kstate stores first: a Kafka store listed may be the target of one of them.
+    let order = plans
+        .iter()
+        .filter(|(_, p)| matches!(p, Ok(ExportPlan::Export { .. })))
+        .chain(
+            plans
+                .iter()
+                .filter(|(_, p)| matches!(p, Ok(ExportPlan::Kafka { .. }))),
+        );
+    for (path, _) in order {
+        match export(path, checkpoint) {
+            Ok(Some(done)) => {
+                exported += 1;
+                println!(
+                    "  done    {} -> {} ({} offsets{}, {} table files rewritten{})",
+                    path.display(),
+                    done.target.display(),
+                    done.offsets.len(),
+                    if done.position {
+                        " and the position"
+                    } else {
+                        ""
+                    },
+                    done.tables_rewritten,
+                    done.checkpoint_file
+                        .map(|f| format!("; merged into {}", f.display()))
+                        .unwrap_or_default()
+                );
+            }
+            Ok(None) => {}
+            Err(e) => {
+                left += 1;
+                println!("  FAILED  {}: {e}", path.display());
+            }
+        }
+    }
+    println!("{exported} store(s) exported to Kafka's stores, {left} not exported");
+    Ok(exit(left))
+}
+
+fn exit(left: usize) -> ExitCode {
+    if left == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

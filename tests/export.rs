@@ -1,0 +1,651 @@
+//! `kstate export --to kafka`: kstate key-value stores handed back to Kafka Streams' own
+//! RocksDB layout, checked byte for byte against a model (values, Kafka's `offsets`
+//! family, the position), the dry run, the refusals, and SIGKILLs of the real `kstate
+//! export` process at random moments (and, with the `failpoints` feature, at its crash
+//! points): every state left is the complete kstate store or the complete Kafka store with
+//! the same offsets, and a rerun finishes.
+//!
+//! `KSTATE_EXPORT_KILLS` sets the number of killed exports (default 50).
+
+#[allow(dead_code)]
+#[path = "../src/workload.rs"]
+mod workload;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kstate::store::export::{export, kafka_target, newer_table_files, plan, ExportPlan};
+use kstate::store::{WindowOptions, WindowStore};
+use kstate::{ErrorCode, KvStore, StoreOptions, TopicPartition, ValueFormat};
+use rocksdb::{Options, DB};
+use workload::{Model, Rng, WorkloadConfig};
+
+const TOPIC: &str = "app-s-changelog";
+
+/// A position on `input` partition 0 at `offset`: in the Kafka Streams adapter's metadata
+/// layout (`[u8 1]`, u16 topic length) or in Kafka's `PositionSerde` v0 (`[u8 0]`, i32).
+fn position(adapter: bool, offset: i64) -> Vec<u8> {
+    let mut m = vec![u8::from(adapter)];
+    m.extend_from_slice(&1i32.to_be_bytes());
+    if adapter {
+        m.extend_from_slice(&5u16.to_be_bytes());
+    } else {
+        m.extend_from_slice(&5i32.to_be_bytes());
+    }
+    m.extend_from_slice(b"input");
+    m.extend_from_slice(&1i32.to_be_bytes());
+    m.extend_from_slice(&0i32.to_be_bytes());
+    m.extend_from_slice(&offset.to_be_bytes());
+    m
+}
+
+fn options(format: ValueFormat) -> StoreOptions {
+    StoreOptions {
+        value_format: format,
+        ..StoreOptions::default()
+    }
+}
+
+/// Writes 300 keys in two commits (offsets 41 then 99, with a position), then uncommitted
+/// writes that a close discards. Returns the committed entries, raw.
+fn write_store(path: &Path, format: ValueFormat) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let store = KvStore::open(path, &options(format)).unwrap();
+    let put = |i: usize, tag: &str| {
+        let key = format!("key-{i:04}");
+        let value = format!("{tag}-{i}");
+        match format {
+            ValueFormat::Plain => store.put_raw(key.as_bytes(), Some(value.as_bytes())),
+            _ => store.put(key.as_bytes(), value.as_bytes(), 1000 + i as i64),
+        }
+        .unwrap();
+    };
+    for i in 0..200 {
+        put(i, "first");
+    }
+    let tp0 = TopicPartition::new(TOPIC, 0);
+    let tp1 = TopicPartition::new(TOPIC, 1);
+    store
+        .commit(&[(tp0.clone(), Some(41))], Some(&position(true, 41)))
+        .unwrap();
+    for i in 100..300 {
+        put(i, "second");
+    }
+    store.delete_raw(b"key-0007").unwrap();
+    store
+        .commit(
+            &[(tp0, Some(99)), (tp1, Some(-4))],
+            Some(&position(true, 99)),
+        )
+        .unwrap();
+    let committed = workload::dump(&store).unwrap();
+    for i in 0..50 {
+        put(i, "uncommitted");
+    }
+    store.close().unwrap();
+    committed
+}
+
+/// Every entry of column family `family` of the RocksDB database at `path`, read-only.
+fn family_entries(path: &Path, family: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let families = DB::list_cf(&Options::default(), path).unwrap();
+    let db = DB::open_cf_for_read_only(&Options::default(), path, &families, false).unwrap();
+    let cf = db.cf_handle(family).unwrap();
+    db.iterator_cf(cf, rocksdb::IteratorMode::Start)
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect()
+}
+
+fn sorted_families(path: &Path) -> Vec<String> {
+    let mut f = DB::list_cf(&Options::default(), path).unwrap();
+    f.sort();
+    f
+}
+
+/// Every path under `dir` (relative), recursively.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            if p.is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Files under `dir` with their contents, RocksDB's info logs aside (a read-only open may
+/// rotate them).
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    tree(dir)
+        .into_iter()
+        .filter(|p| !p.rsplit('/').next().unwrap_or("").starts_with("LOG"))
+        .filter_map(|p| {
+            let full = dir.join(&p);
+            full.is_file().then(|| (p, std::fs::read(full).unwrap()))
+        })
+        .collect()
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_tree(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+/// The Kafka `offsets` family expected for the commit of [`write_store`].
+fn expected_offsets() -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut want = BTreeMap::new();
+    want.insert(
+        format!("{TOPIC}-0").into_bytes(),
+        99i64.to_be_bytes().to_vec(),
+    );
+    want.insert(
+        format!("{TOPIC}-1").into_bytes(),
+        (-4i64).to_be_bytes().to_vec(),
+    );
+    want.insert(b"status".to_vec(), vec![0; 8]);
+    want.insert(b"position".to_vec(), position(false, 99));
+    want
+}
+
+#[test]
+fn export_of_each_format_and_layout_matches_the_model_and_reopens_in_kstate() {
+    for format in [
+        ValueFormat::Plain,
+        ValueFormat::Timestamped,
+        ValueFormat::Headers,
+    ] {
+        for adopted in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let task = dir.path().join("app").join("0_0");
+            let source = if adopted {
+                task.join("rocksdb").join("s")
+            } else {
+                task.join("s")
+            };
+            let committed = write_store(&source, format);
+            assert_eq!(committed.len(), 299);
+            let target = task.join("rocksdb").join("s");
+            assert_eq!(kafka_target(&source).unwrap(), target);
+            let ExportPlan::Export { newer_tables, .. } = plan(&source).unwrap() else {
+                panic!("not a kstate store to export");
+            };
+            assert_eq!(
+                newer_tables, 0,
+                "kstate wrote a table Kafka's RocksDB cannot read"
+            );
+            let done = export(&source, false).unwrap().unwrap();
+            assert_eq!(done.tables_rewritten, 0);
+            let case = format!("{} store, adopted {adopted}", format.name());
+            assert_eq!(done.target, target, "{case}");
+            assert!(done.position, "{case}");
+            assert_eq!(done.offsets.len(), 2, "{case}");
+            // Only Kafka's families, holding exactly the committed entries and offsets.
+            let data = match format {
+                ValueFormat::Plain => "default",
+                ValueFormat::Timestamped => "keyValueWithTimestamp",
+                ValueFormat::Headers => "keyValueWithTimestampAndHeaders",
+            };
+            let mut want_families = vec!["default".to_string(), "offsets".to_string()];
+            if format != ValueFormat::Plain {
+                want_families.push(data.to_string());
+            }
+            want_families.sort();
+            assert_eq!(sorted_families(&target), want_families, "{case}");
+            assert_eq!(family_entries(&target, data), committed, "{case}");
+            assert_eq!(
+                family_entries(&target, "offsets"),
+                expected_offsets(),
+                "{case}"
+            );
+            assert!(newer_table_files(&target).unwrap().is_empty(), "{case}");
+            // Nothing of kstate's is left in the task directory.
+            assert_eq!(
+                tree(&task)
+                    .iter()
+                    .filter(|p| !p.starts_with("rocksdb/s/"))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+                vec!["rocksdb".to_string(), "rocksdb/s".to_string()],
+                "{case}"
+            );
+            // The other direction: kstate adopts the exported store, offsets and position
+            // included, and every value is there.
+            let back = KvStore::open(&target, &options(format)).unwrap();
+            assert_eq!(workload::dump(&back).unwrap(), committed, "{case}");
+            assert_eq!(
+                back.committed_offset(&TopicPartition::new(TOPIC, 0))
+                    .unwrap(),
+                Some(99)
+            );
+            assert_eq!(
+                back.committed_offset(&TopicPartition::new(TOPIC, 1))
+                    .unwrap(),
+                Some(-4)
+            );
+            assert_eq!(
+                back.committed_metadata().unwrap(),
+                Some(position(true, 99)),
+                "{case}"
+            );
+            back.close().unwrap();
+        }
+    }
+}
+
+#[test]
+fn legacy_checkpoint_is_merged_into_the_task_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("app").join("0_0");
+    write_store(&task.join("s"), ValueFormat::Timestamped);
+    std::fs::write(task.join(".checkpoint"), "0\n1\nother-changelog 0 7\n").unwrap();
+    let done = export(&task.join("s"), true).unwrap().unwrap();
+    assert_eq!(done.checkpoint_file, Some(task.join(".checkpoint")));
+    assert_eq!(
+        std::fs::read_to_string(task.join(".checkpoint")).unwrap(),
+        format!("0\n3\n{TOPIC} 0 99\n{TOPIC} 1 -4\nother-changelog 0 7\n")
+    );
+}
+
+/// Creates a kstate window store at `path`.
+fn window_store(path: &Path) {
+    WindowStore::open(
+        path,
+        &WindowOptions::new(60_000, 1_000, false).with_store(StoreOptions::default()),
+    )
+    .unwrap()
+    .close()
+    .unwrap();
+}
+
+fn cli(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kstate"))
+        .args(args)
+        .env_remove("KSTATE_FAILPOINT_ODDS")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn dry_run_changes_nothing_and_window_stores_are_reported_not_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app");
+    let committed = write_store(&app.join("0_0").join("s"), ValueFormat::Timestamped);
+    write_store(
+        &app.join("0_1").join("rocksdb").join("p"),
+        ValueFormat::Plain,
+    );
+    let window = app.join("1_0").join("w");
+    window_store(&window);
+    let before = snapshot(&app);
+    let app_arg = app.to_str().unwrap();
+    let (code, out) = cli(&["export", "--to", "kafka", app_arg, "--dry-run"]);
+    assert_eq!(code, 1, "a window store is left: {out}");
+    assert!(out.contains("dry run: nothing was changed"), "{out}");
+    assert!(out.contains("NOT EXPORTED"), "{out}");
+    assert!(out.contains("window store"), "{out}");
+    assert_eq!(out.matches("  export  ").count(), 2, "{out}");
+    assert_eq!(snapshot(&app), before, "the dry run changed files");
+
+    let (code, out) = cli(&["export", "--to", "kafka", app_arg]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("2 store(s) exported to Kafka's stores, 1 not exported"),
+        "{out}"
+    );
+    assert_eq!(
+        family_entries(
+            &app.join("0_0").join("rocksdb").join("s"),
+            "keyValueWithTimestamp"
+        ),
+        committed
+    );
+    // The window store is untouched, and reopens.
+    let after = snapshot(&app);
+    let window_files = |s: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
+        s.iter()
+            .filter(|(p, _)| p.starts_with("1_0/"))
+            .map(|(p, v)| (p.clone(), v.clone()))
+            .collect()
+    };
+    assert_eq!(window_files(&after), window_files(&before));
+    // A second run has nothing left to do but the window store.
+    let (code, out) = cli(&["export", "--to", "kafka", app_arg]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("0 store(s) exported"), "{out}");
+    let (code, out) = cli(&["export", "--to", "kafka", app.join("0_0").to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn refusals_leave_everything_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("app").join("0_0");
+    let source = task.join("s");
+    write_store(&source, ValueFormat::Timestamped);
+
+    // Open elsewhere: kstate's lock.
+    let open = KvStore::open(&source, &options(ValueFormat::Timestamped)).unwrap();
+    let before = snapshot(&task);
+    let err = export(&source, false).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Locked, "{err}");
+    assert_eq!(snapshot(&task), before);
+    open.close().unwrap();
+
+    // Kafka's directory for it holds another store.
+    write_store(&task.join("rocksdb").join("s"), ValueFormat::Plain);
+    let before = snapshot(&task);
+    let err = export(&source, false).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(
+        err.to_string().contains("already holds a kstate store"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&task), before);
+
+    // A window store.
+    let window = dir.path().join("w");
+    window_store(&window);
+    assert_eq!(
+        plan(&window).unwrap(),
+        ExportPlan::Unsupported { kind: "window" }
+    );
+    let err = export(&window, false).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+
+    // A headers store still upgrading plain values.
+    let mixed = dir.path().join("x").join("m");
+    write_store(&mixed, ValueFormat::Plain);
+    KvStore::open(&mixed, &options(ValueFormat::Headers))
+        .unwrap()
+        .close()
+        .unwrap();
+    let err = export(&mixed, false).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+
+    // Nothing there.
+    let err = export(&dir.path().join("none"), false).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotAStore, "{err}");
+}
+
+// ----- SIGKILLs -------------------------------------------------------------------------
+
+fn kills() -> usize {
+    std::env::var("KSTATE_EXPORT_KILLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(50)
+}
+
+/// What the crash-worker workload committed up to `offset` (seeds in order, each with the
+/// offset it started from).
+fn model_at(chain: &[(u64, i64)], offset: i64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut model = Model::default();
+    for (i, &(seed, start)) in chain.iter().enumerate() {
+        let end = chain
+            .get(i + 1)
+            .map_or(offset, |&(_, next)| next.min(offset));
+        if end > start {
+            workload::replay_commits(
+                &mut model,
+                seed,
+                WorkloadConfig::default(),
+                (end - start) as u64,
+            );
+        }
+    }
+    model.committed
+}
+
+/// Runs the crash worker on `path` with `seed`: to completion after `commits` commits, or
+/// killed after `kill_after`. Returns the offset it started from, if it got that far.
+fn worker(path: &Path, seed: u64, commits: Option<u64>, kill_after: Duration) -> Option<i64> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+    cmd.args(["crash-worker", "--dir"])
+        .arg(path)
+        .args(["--seed", &seed.to_string(), "--max-uncommitted", "32768"])
+        .env_remove("KSTATE_FAILPOINT_ODDS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(n) = commits {
+        cmd.args(["--commits", &n.to_string()]);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    if commits.is_none() {
+        std::thread::sleep(kill_after);
+        let _ = child.kill();
+    }
+    child.wait().unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut { stdout }, &mut out).unwrap();
+    out.lines()
+        .find_map(|l| l.strip_prefix("ready "))
+        .map(|s| s.trim().parse().unwrap())
+}
+
+/// The committed offset and entries of the store at `path` as kstate reads it, from a copy
+/// (a kstate store, or a Kafka store kstate adopts), so the original is not touched.
+fn read_copy(path: &Path, scratch: &Path) -> (Option<i64>, BTreeMap<Vec<u8>, Vec<u8>>) {
+    let _ = std::fs::remove_dir_all(scratch);
+    copy_tree(path, scratch);
+    let store = KvStore::open(scratch, &StoreOptions::default()).unwrap();
+    let offset = store
+        .committed_offset(&workload::changelog_partition())
+        .unwrap();
+    let entries = workload::dump(&store).unwrap();
+    store.close().unwrap();
+    std::fs::remove_dir_all(scratch).unwrap();
+    (offset, entries)
+}
+
+fn is_kstate(path: &Path) -> bool {
+    path.join("CURRENT").is_file()
+        && DB::list_cf(&Options::default(), path)
+            .unwrap()
+            .iter()
+            .any(|f| f == "kstate_meta")
+}
+
+/// Checks a complete Kafka store at `target`: Kafka's families only, readable tables, and
+/// the model's entries at its offset. Returns the offset.
+fn check_kafka(target: &Path, chain: &[(u64, i64)], scratch: &Path, round: usize) -> i64 {
+    assert_eq!(
+        sorted_families(target),
+        ["default", "keyValueWithTimestamp", "offsets"],
+        "round {round}: not Kafka's layout"
+    );
+    assert!(
+        newer_table_files(target).unwrap().is_empty(),
+        "round {round}"
+    );
+    let (offset, entries) = read_copy(target, scratch);
+    let offset = offset.unwrap_or(0);
+    assert_eq!(
+        entries,
+        model_at(chain, offset),
+        "round {round}: Kafka store differs from the model at {offset}"
+    );
+    offset
+}
+
+#[test]
+fn kills_during_an_export_leave_the_kstate_or_the_kafka_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let mut rng = Rng::new(0xE4_0427 ^ u64::from(std::process::id()));
+    let (mut killed, mut finished, mut kafka_seen, mut kstate_seen) = (0, 0, 0, 0);
+    let mut kafka_after_kill = 0;
+    // How long one export takes here: kills are spread over that time.
+    let calibration = dir.path().join("calibration").join("0_0").join("s");
+    worker(&calibration, 1, Some(3), Duration::ZERO).unwrap();
+    let t0 = Instant::now();
+    assert_eq!(
+        cli(&["export", "--to", "kafka", calibration.to_str().unwrap()]).0,
+        0
+    );
+    let span = (t0.elapsed().as_millis() as u64 * 11 / 10).max(20);
+    let started = Instant::now();
+    let total = kills();
+    let mut round = 0;
+    while killed < total {
+        round += 1;
+        let task = dir.path().join(format!("r{round}")).join("app").join("0_0");
+        let adopted = round % 2 == 0;
+        let source = if adopted {
+            task.join("rocksdb").join("s")
+        } else {
+            task.join("s")
+        };
+        let target = task.join("rocksdb").join("s");
+        // A store with a few commits, then (every other round) a writer killed mid-work:
+        // a spilled transaction, a commit in doubt or a WAL to replay for the export.
+        let mut chain = Vec::new();
+        let seed = rng.next_u64();
+        chain.push((
+            seed,
+            worker(&source, seed, Some(3), Duration::ZERO).unwrap(),
+        ));
+        if round % 2 == 1 {
+            let seed = rng.next_u64();
+            if let Some(start) = worker(
+                &source,
+                seed,
+                None,
+                Duration::from_millis(40 + rng.below(80)),
+            ) {
+                chain.push((seed, start));
+            }
+        }
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        cmd.args(["export", "--to", "kafka"])
+            .arg(if round % 3 == 0 {
+                task.parent().unwrap()
+            } else {
+                &source
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.env_remove("KSTATE_FAILPOINT_ODDS");
+        if cfg!(feature = "failpoints") && rng.below(2) == 0 {
+            // Killed at one step of the export (those of its layout; the others let it
+            // finish), or at a crash point of the recovery it starts with.
+            const STEPS: [&str; 7] = [
+                "export-checkpointed",
+                "export-built",
+                "export-published",
+                "export-source-moved",
+                "swap-before-exchange",
+                "swap-after-exchange",
+                "export-swapped",
+            ];
+            match rng.below(8) {
+                7 => cmd.env("KSTATE_FAILPOINT_ODDS", "2"),
+                i => cmd.env("KSTATE_FAILPOINT_NAME", STEPS[i as usize]),
+            };
+        } else {
+            cmd.env_remove("KSTATE_FAILPOINT_NAME");
+        }
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(rng.below(2 * span)));
+        let _ = child.kill();
+        let output = child.wait_with_output().unwrap();
+        let status = output.status;
+        let was_killed = !status.success();
+        if status.success() {
+            finished += 1;
+        } else {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(
+                status.signal(),
+                Some(libc::SIGKILL),
+                "round {round}: export failed: {status:?} {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            killed += 1;
+        }
+        // The store kstate's adapter opens (its own directory first) and the one Kafka
+        // opens: each complete, with the same offset when both are there.
+        let own = task.join("s");
+        let kstate_side = if own.join("CURRENT").is_file() {
+            own
+        } else {
+            target.clone()
+        };
+        let mut offsets = Vec::new();
+        if is_kstate(&kstate_side) {
+            kstate_seen += 1;
+            let (offset, entries) = read_copy(&kstate_side, &scratch);
+            let offset = offset.unwrap_or(0);
+            assert_eq!(
+                entries,
+                model_at(&chain, offset),
+                "round {round}: kstate store differs"
+            );
+            offsets.push(offset);
+        }
+        if target.join("CURRENT").is_file() && !is_kstate(&target) {
+            kafka_seen += 1;
+            kafka_after_kill += usize::from(was_killed);
+            offsets.push(check_kafka(&target, &chain, &scratch, round));
+        }
+        assert!(
+            !offsets.is_empty(),
+            "round {round}: neither store is complete"
+        );
+        assert!(
+            offsets.windows(2).all(|w| w[0] == w[1]),
+            "round {round}: offsets differ {offsets:?}"
+        );
+        // A rerun finishes: Kafka's store only, the same offset, no kstate file left.
+        let (code, out) = cli(&["export", "--to", "kafka", source.to_str().unwrap()]);
+        assert_eq!(code, 0, "round {round}: rerun failed: {out}");
+        assert_eq!(
+            check_kafka(&target, &chain, &scratch, round),
+            offsets[0],
+            "round {round}"
+        );
+        let rest: Vec<String> = tree(&task)
+            .into_iter()
+            .filter(|p| !p.starts_with("rocksdb/s/"))
+            .collect();
+        assert_eq!(rest, ["rocksdb", "rocksdb/s"], "round {round}: leftovers");
+        std::fs::remove_dir_all(dir.path().join(format!("r{round}"))).unwrap();
+    }
+    eprintln!(
+        "export kills: {killed} SIGKILLs ({finished} exports finished first) in {round} rounds, {:.1}s \
+         (kills spread over {span} ms); states seen: {kstate_seen} kstate, {kafka_seen} Kafka \
+         ({kafka_after_kill} of them after a kill)",
+        started.elapsed().as_secs_f64()
+    );
+    if cfg!(feature = "failpoints") {
+        // Kills at named steps reach past the publication whatever the machine's speed.
+        assert!(
+            kafka_after_kill > 0 && kstate_seen > 0,
+            "kills never landed on both sides"
+        );
+    }
+}
