@@ -829,3 +829,257 @@ fn kills_during_an_upgrade_by_swap_leave_the_old_or_the_new_store() {
         "both outcomes: {old_live} old, {new_live} new"
     );
 }
+
+/// Names the scenario that a copy of this test binary, re-executed as a child process by
+/// [`run_child`], plays in [`child_process_entry`] before it is killed.
+const CHILD_ENV: &str = "KSTATE_CRASH_CHILD";
+/// The store directory of that scenario.
+const CHILD_DIR_ENV: &str = "KSTATE_CRASH_CHILD_DIR";
+
+/// First offset the `commits` child scenario commits.
+const CHILD_FROM_ENV: &str = "KSTATE_CRASH_CHILD_FROM";
+/// Number of commits of the `commits` child scenario.
+const CHILD_COUNT_ENV: &str = "KSTATE_CRASH_CHILD_COUNT";
+
+/// Runs `scenario` on the store at `path` in a child process (this test binary again),
+/// with the crash point `failpoint` (if any) killing it the first time it is reached, and
+/// checks that it ended by SIGKILL (at that point, or killing itself after its last step).
+fn run_child(scenario: &str, path: &Path, failpoint: Option<&str>) {
+    run_child_with(scenario, path, failpoint, &[]);
+}
+
+/// Kills the calling process with SIGKILL, as a crash.
+fn die() -> ! {
+    // SAFETY: kill(2) with our own pid and a valid signal number has no memory effects.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    unreachable!("SIGKILL returned");
+}
+
+/// [`run_child`] with more environment variables for the child; returns its stdout.
+fn run_child_with(
+    scenario: &str,
+    path: &Path,
+    failpoint: Option<&str>,
+    env: &[(&str, i64)],
+) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "child_process_entry",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env(CHILD_ENV, scenario)
+    .env(CHILD_DIR_ENV, path)
+    .envs(env.iter().map(|(k, v)| (*k, v.to_string())))
+    .stdin(Stdio::null());
+    match failpoint {
+        Some(point) => cmd
+            .env("KSTATE_FAILPOINT_ODDS", "1")
+            .env("KSTATE_FAILPOINT_ONLY", point),
+        None => cmd.env_remove("KSTATE_FAILPOINT_ODDS"),
+    };
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "{scenario}: the child ended with {:?}: {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The body of a child process started by [`run_child`]; a no-op in a normal test run.
+#[test]
+fn child_process_entry() {
+    let Some(scenario) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    let path = std::path::PathBuf::from(std::env::var_os(CHILD_DIR_ENV).unwrap());
+    // The store stays open until the process dies: a drop would close it cleanly.
+    let _store = match scenario.to_str().unwrap() {
+        // A restore batch written (by the read) without the WAL, then compacted.
+        "restore-written-compact" => {
+            let store = KvStore::open(&path, &StoreOptions::default()).unwrap();
+            restore_second_state(&store);
+            store.get(b"k00").unwrap();
+            store.compact().unwrap();
+            store
+        }
+        // A restore batch still gathered in memory when the compaction starts.
+        "restore-gathered-compact" => {
+            let store = KvStore::open(&path, &StoreOptions::default()).unwrap();
+            restore_second_state(&store);
+            store.compact().unwrap();
+            store
+        }
+        // In upgrade mode: `a` migrated by a step, `b` restored (leaving the old family
+        // without the WAL), then the step that finds nothing left compacts the old family.
+        "upgrade-restore-compact" => {
+            let store = KvStore::open(&path, &StoreOptions::default()).unwrap();
+            assert!(store.is_upgrading());
+            assert_eq!(store.upgrade_step(1).unwrap(), 1);
+            let b = kstate::format::value::encode(b"nb", 5);
+            store
+                .restore_batch(
+                    [(&b"b"[..], Some(&b[..]))],
+                    &[(tp_of_children(), Some(2))],
+                    None,
+                )
+                .unwrap();
+            assert_eq!(store.upgrade_step(10).unwrap(), 0);
+            store
+        }
+        // Commits `from`, `from + 1`, ... (see [`numbered_state`]), left in the WAL. Prints
+        // `opened <offset>` once open, or `open-error <code>` and dies.
+        "commits" => {
+            let number = |name: &str| -> i64 { std::env::var(name).unwrap().parse().unwrap() };
+            let (from, count) = (number(CHILD_FROM_ENV), number(CHILD_COUNT_ENV));
+            let store = match KvStore::open(&path, &StoreOptions::default()) {
+                Ok(store) => store,
+                Err(e) => {
+                    println!("open-error {:?} {e}", e.code());
+                    die();
+                }
+            };
+            let opened = store.committed_offset(&tp_of_children()).unwrap();
+            println!("opened {}", opened.unwrap_or(-1));
+            for i in from..from + count {
+                let value = kstate::format::value::encode(&i.to_be_bytes(), i);
+                store
+                    .put_raw(format!("c{i:05}").as_bytes(), Some(&value))
+                    .unwrap();
+                store.put_raw(b"last", Some(&value)).unwrap();
+                store.commit(&[(tp_of_children(), Some(i))], None).unwrap();
+            }
+            store
+        }
+        other => panic!("unknown child scenario {other}"),
+    };
+    // Whatever the scenario left in memory dies with the process, as in a crash.
+    die();
+}
+
+/// The changelog partition of the child scenarios.
+fn tp_of_children() -> kstate::TopicPartition {
+    kstate::TopicPartition::new("child-changelog", 0)
+}
+
+/// The first state of the child scenarios' key-value store: `k00`..`k09` = `one`, committed
+/// at offset 1.
+fn first_state() -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    (0..10)
+        .map(|i| {
+            let key = format!("k{i:02}").into_bytes();
+            (key, kstate::format::value::encode(b"one", 1))
+        })
+        .collect()
+}
+
+/// The second state: `k00`..`k19` = `two`, restored at offset 2.
+fn second_state() -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    (0..20)
+        .map(|i| {
+            let key = format!("k{i:02}").into_bytes();
+            (key, kstate::format::value::encode(b"two", 2))
+        })
+        .collect()
+}
+
+/// Restores [`second_state`] in one batch at offset 2.
+fn restore_second_state(store: &KvStore) {
+    let second = second_state();
+    store
+        .restore_batch(
+            second
+                .iter()
+                .map(|(k, v)| (k.as_slice(), Some(v.as_slice()))),
+            &[(tp_of_children(), Some(2))],
+            None,
+        )
+        .unwrap();
+}
+
+/// A store at [`first_state`], closed.
+fn store_at_first_state(path: &Path) {
+    let store = KvStore::open(path, &StoreOptions::default()).unwrap();
+    for (k, v) in first_state() {
+        store.put_raw(&k, Some(&v)).unwrap();
+    }
+    store.commit(&[(tp_of_children(), Some(1))], None).unwrap();
+    store.close().unwrap();
+}
+
+/// The committed offset and contents of the store at `path`, reopened.
+fn reopened_state(path: &Path) -> (Option<i64>, std::collections::BTreeMap<Vec<u8>, Vec<u8>>) {
+    let store = KvStore::open(path, &StoreOptions::default()).unwrap();
+    let state = (
+        store.committed_offset(&tp_of_children()).unwrap(),
+        workload::dump(&store).unwrap(),
+    );
+    store.close().unwrap();
+    state
+}
+
+/// Defect of kstate 0.1: `compact` flushed only the compacted family, so a kill between
+/// that flush and the compaction left a restore batch (written without the WAL) on disk
+/// while its commit record, in the meta family, was lost: the store reopened at the
+/// previous offset holding the restored data. The kill lands right after the flush.
+#[test]
+fn a_kill_inside_compact_keeps_restored_data_with_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    store_at_first_state(&path);
+    run_child(
+        "restore-written-compact",
+        &path,
+        Some("compact-after-flush"),
+    );
+    // The flush before the kill made the restore durable, whole.
+    assert_eq!(reopened_state(&path), (Some(2), second_state()));
+}
+
+/// The same kill inside the compaction that ends an upgrade (`upgrade_step` compacts the
+/// old family once it is empty): the restored key's removal from the old family must not
+/// reach disk without its new value and offset (kstate 0.1 lost the key).
+#[test]
+fn a_kill_inside_the_compaction_of_an_upgrade_step_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let plain = KvStore::open(&path, &StoreOptions::plain(EngineKind::RocksDb)).unwrap();
+    plain.put_raw(b"a", Some(b"pa")).unwrap();
+    plain.put_raw(b"b", Some(b"pb")).unwrap();
+    plain.commit(&[(tp_of_children(), Some(1))], None).unwrap();
+    plain.close().unwrap();
+    run_child(
+        "upgrade-restore-compact",
+        &path,
+        Some("compact-after-flush"),
+    );
+    let expected = [
+        (b"a".to_vec(), kstate::format::value::encode(b"pa", -1)),
+        (b"b".to_vec(), kstate::format::value::encode(b"nb", 5)),
+    ];
+    assert_eq!(
+        reopened_state(&path),
+        (Some(2), expected.into_iter().collect())
+    );
+}
+
+/// `compact` first writes restore batches still gathered in memory (kstate 0.1 compacted
+/// without them, so a kill right after `compact` returned lost them).
+#[test]
+fn compact_writes_gathered_restores_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    store_at_first_state(&path);
+    run_child("restore-gathered-compact", &path, None);
+    assert_eq!(reopened_state(&path), (Some(2), second_state()));
+}
+

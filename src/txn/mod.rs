@@ -584,8 +584,10 @@ impl TxnCore {
         ))
     }
 
-    /// Flushes and fully compacts `family`.
+    /// Writes gathered restore batches (as every operation does first), then flushes and
+    /// fully compacts `family`.
     pub(crate) fn compact(&self, family: Family) -> Result<()> {
+        self.complete_restore()?;
         self.engine.compact(family)
     }
 
