@@ -9,6 +9,7 @@
 //! the two families of an upgrade) opens with the same code. A [`Family`] is a small index
 //! into that registry, valid for the engine that issued it.
 
+mod families;
 #[cfg(test)]
 pub(crate) mod fault;
 pub(crate) mod memory;

@@ -210,8 +210,7 @@ pub(crate) fn probe(path: &Path) -> Result<Probe> {
             reason: "the directory has files but no RocksDB database (no CURRENT file)".into(),
         });
     }
-    // Check CURRENT ourselves: RocksDB's family listing leaks on a damaged one, and a clear
-    // message beats RocksDB's.
+    // Check CURRENT ourselves: a clear message beats RocksDB's.
     let manifest = std::fs::read(&current).map_err(|e| Error::io(&current, e))?;
     let name = std::str::from_utf8(&manifest)
         .ok()
@@ -229,7 +228,7 @@ pub(crate) fn probe(path: &Path) -> Result<Probe> {
             )))
         }
     }
-    let families = DB::list_cf(&Options::default(), path).map_err(|e| map_err(path, e))?;
+    let families = super::families::list(path)?;
     Ok(Probe::Database(families))
 }
 
@@ -597,7 +596,11 @@ fn is_staged_name(name: &str) -> bool {
 /// Maps a RocksDB error to kstate's, recognising the lock-file conflict RocksDB reports
 /// when another handle in this process has the database open.
 pub(crate) fn map_err(path: &Path, e: rocksdb::Error) -> Error {
-    let msg = e.into_string();
+    map_message(path, e.into_string())
+}
+
+/// [`map_err`] for RocksDB's error message itself (from a call into its C API).
+pub(crate) fn map_message(path: &Path, msg: String) -> Error {
     if msg.contains("LOCK") || msg.contains("lock hold") {
         return Error::Locked {
             path: path.to_path_buf(),
