@@ -997,40 +997,60 @@ impl TxnCore {
 
     /// Discards every uncommitted write. A commit in doubt is finished first (it is no
     /// longer this transaction's to discard).
+    ///
+    /// # Errors
+    /// Only those of finishing a commit in doubt ([`Error::CommitInDoubt`]) or of a broken
+    /// transaction: once the writes are discarded the rollback has happened, even if the
+    /// spill area could not be cleared yet (see [`TxnCore::discard`]).
     pub(crate) fn rollback(&self) -> Result<()> {
         let mut state = self.writer()?;
-        self.discard(&mut state)
+        self.discard(&mut state);
+        Ok(())
     }
 
-    fn discard(&self, state: &mut TxnState) -> Result<()> {
-        // The next transaction gets a new id first, so whatever stays in the area is never
-        // applied even if clearing it fails.
+    /// Ends the transaction without its writes. Clearing spilled writes from the spill
+    /// area is only housekeeping: the next transaction gets a new id first, so they can
+    /// never be applied. If clearing fails (a full disk), the area stays marked and the
+    /// next commit or restore clears it in its own batch, or the next open does.
+    fn discard(&self, state: &mut TxnState) {
         state.next_transaction();
-        if state.area_dirty {
-            self.engine.write(&[spill::clear_area(self.spill)], false)?;
+        if state.area_dirty
+            && self
+                .engine
+                .write(&[spill::clear_area(self.spill)], false)
+                .is_ok()
+        {
             state.area_dirty = false;
         }
-        Ok(())
     }
 
     /// Discards uncommitted writes and records a clean close. A commit in doubt is finished
     /// first; if it cannot be, the error says so, the status stays "unclean" and the next
     /// open completes or discards it.
+    ///
+    /// Once every commit is complete, what is left is housekeeping whose failure (a disk
+    /// that is full or in RocksDB's error state) loses nothing committed, so it is not an
+    /// error: every acknowledged commit is in the write-ahead log. Without the clean-close
+    /// record, the next open reports the close as unclean; without the flush, it replays
+    /// the log. Restore batches written without the log and not flushed yet may then be
+    /// lost, exactly as in a kill: the store reopens at an earlier whole commit with its
+    /// offset.
     pub(crate) fn close(&self) -> Result<()> {
         let mut state = self.writer()?;
-        self.discard(&mut state)?;
-        self.engine.write(
+        self.discard(&mut state);
+        let _ = self.engine.write(
             &[BatchOp::Put(
                 self.meta,
                 meta::KEY_STATUS,
                 &meta::encode_status(true),
             )],
             self.config.sync_on_commit,
-        )?;
+        );
         // A clean close leaves no write-ahead log to replay: the next open is quick (the
         // flush RocksDB would otherwise leave to recovery happens here, as Kafka's store
         // flushes on close).
-        self.engine.flush()
+        let _ = self.engine.flush();
+        Ok(())
     }
 }
 
