@@ -421,13 +421,24 @@ impl TxnCore {
         family: Family,
         writes: impl IntoIterator<Item = (&'a [u8], buffer::Write)>,
     ) -> Result<()> {
+        self.buffer_all(family, writes)?
+    }
+
+    /// [`TxnCore::write_all`], telling the two failures apart: the outer error means
+    /// nothing was buffered (a commit in doubt could not be finished, say); the inner one
+    /// that the writes are buffered but spilling them failed.
+    pub(crate) fn buffer_all<'a>(
+        &self,
+        family: Family,
+        writes: impl IntoIterator<Item = (&'a [u8], buffer::Write)>,
+    ) -> Result<Result<()>> {
         self.check_family(family)?;
         let mut state = self.writer()?;
         let buffer = &mut state.buffers[family.index()];
         for (key, value) in writes {
             buffer.insert_shared(key, value);
         }
-        self.maybe_spill(&mut state)
+        Ok(self.maybe_spill(&mut state))
     }
 
     /// Buffers `value` for `key` unless the key has a value in the writer's view; returns
@@ -1184,3 +1195,5 @@ fn roll_forward(
 
 #[cfg(test)]
 mod fault_tests;
+#[cfg(test)]
+mod window_fault_tests;
