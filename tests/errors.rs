@@ -531,3 +531,26 @@ fn a_second_open_of_a_store_is_locked_until_the_first_closes() {
     first.close().unwrap();
     KvStore::open(&path, &opts()).unwrap().close().unwrap();
 }
+
+/// Topic names are stored with a 16-bit length: up to 65,535 bytes commit, a longer one is
+/// `INVALID_ARGUMENT` before anything is written (the transaction stays pending).
+#[test]
+fn a_topic_name_longer_than_65535_bytes_is_an_invalid_argument() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = KvStore::open(dir.path().join("s"), &opts()).unwrap();
+    s.put(b"k", b"v", 1).unwrap();
+    let longest = TopicPartition::new("t".repeat(65_535), 0);
+    let too_long = TopicPartition::new("t".repeat(65_536), 0);
+    let err = s.commit(&[(too_long.clone(), Some(1))], None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("65536 bytes"), "{err}");
+    assert_eq!(
+        s.get_raw_with(Isolation::ReadCommitted, b"k").unwrap(),
+        None
+    );
+    s.commit(&[(longest.clone(), Some(2))], None).unwrap();
+    assert_eq!(s.committed_offset(&longest).unwrap(), Some(2));
+    assert_eq!(s.committed_offset(&too_long).unwrap(), None);
+    assert_eq!(s.get(b"k").unwrap().unwrap().value, b"v");
+    s.close().unwrap();
+}
