@@ -1083,3 +1083,130 @@ fn compact_writes_gathered_restores_first() {
     assert_eq!(reopened_state(&path), (Some(2), second_state()));
 }
 
+/// The state after the `commits` child scenario's commits `ranges` (inclusive), on a store
+/// that held `last` = 0: `c<i>` and `last` = `i` (as value and timestamp) for each `i`.
+fn numbered_state(ranges: &[(i64, i64)]) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut state = std::collections::BTreeMap::new();
+    state.insert(
+        b"last".to_vec(),
+        kstate::format::value::encode(&0i64.to_be_bytes(), 0),
+    );
+    for &(from, to) in ranges {
+        for i in from..=to {
+            let value = kstate::format::value::encode(&i.to_be_bytes(), i);
+            state.insert(format!("c{i:05}").into_bytes(), value.clone());
+            state.insert(b"last".to_vec(), value);
+        }
+    }
+    state
+}
+
+/// A store at `last` = 0 (offset 0), then three children each committing 100 commits and
+/// killed: each open replays the WALs before it without flushing them
+/// (`avoid_flush_during_recovery`), so the store is left with (at least) three WAL files,
+/// one per child. Returns the WAL file names, oldest first.
+fn store_with_three_wals(path: &Path) -> Vec<String> {
+    let store = KvStore::open(path, &StoreOptions::default()).unwrap();
+    let zero = kstate::format::value::encode(&0i64.to_be_bytes(), 0);
+    store.put_raw(b"last", Some(&zero)).unwrap();
+    store.commit(&[(tp_of_children(), Some(0))], None).unwrap();
+    store.close().unwrap();
+    for from in [1, 101, 201] {
+        run_child_with(
+            "commits",
+            path,
+            None,
+            &[(CHILD_FROM_ENV, from), (CHILD_COUNT_ENV, 100)],
+        );
+    }
+    let mut logs: Vec<String> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    logs.sort();
+    assert!(logs.len() >= 3, "WAL files: {logs:?}");
+    logs
+}
+
+/// Defect of kstate 0.1: with its middle WAL deleted, a killed store reopened at its newest
+/// offset without the commits of the missing WAL. RocksDB replays the WALs around the hole:
+/// its manifest tracks only synced WALs, and the predecessor record of
+/// `track_and_verify_wals` does not link the first WAL of a session to the WALs its open
+/// replayed without flushing. Each open now records the WALs it found, and the next open
+/// refuses (`CORRUPTION`) when one of them is missing while still needed; an open at the
+/// last whole commit before the hole would do too. Commits made after such an open must
+/// then survive the next kill.
+#[test]
+fn a_deleted_middle_wal_is_corruption_or_an_earlier_whole_commit() {
+    deleted_wal_is_corruption_or_an_earlier_whole_commit(1);
+}
+
+/// As [`a_deleted_middle_wal_is_corruption_or_an_earlier_whole_commit`], for the oldest of
+/// the three WALs (kstate 0.1 opened at the newest offset without the first child's commits).
+#[test]
+fn a_deleted_oldest_wal_is_corruption_or_an_earlier_whole_commit() {
+    deleted_wal_is_corruption_or_an_earlier_whole_commit(0);
+}
+
+/// Deletes the `which`-th (0-based) of the three WALs [`store_with_three_wals`] leaves, then
+/// checks the store refuses to open (`CORRUPTION`) or opens at a whole commit made before
+/// that WAL, with more commits made after that open surviving a kill.
+fn deleted_wal_is_corruption_or_an_earlier_whole_commit(which: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let logs = store_with_three_wals(&path);
+    std::fs::remove_file(path.join(&logs[logs.len() - 3 + which])).unwrap();
+    // A child opens it (no clean close follows, so the WALs stay as recovery left them),
+    // commits more, and is killed.
+    let out = run_child_with(
+        "commits",
+        &path,
+        None,
+        &[(CHILD_FROM_ENV, 1001), (CHILD_COUNT_ENV, 10)],
+    );
+    // (libtest may print the test's name on the same line.)
+    let line = |tag: &str| {
+        out.lines()
+            .find_map(|l| l.split_once(tag).map(|(_, rest)| rest))
+    };
+    if let Some(error) = line("open-error ") {
+        assert!(error.starts_with("Corruption"), "{error}");
+        eprintln!("WAL {which} of 3 deleted: {error}");
+        // Refused every time, and nothing was changed on the way.
+        let again = KvStore::open(&path, &StoreOptions::default()).unwrap_err();
+        assert_eq!(again.code(), kstate::ErrorCode::Corruption, "{again}");
+        return;
+    }
+    let opened: i64 = line("opened ")
+        .unwrap_or_else(|| panic!("child output: {out}"))
+        .parse()
+        .unwrap();
+    let before = 100 * which as i64;
+    assert!(
+        opened <= before,
+        "opened at offset {opened}, past the missing WAL"
+    );
+    eprintln!("WAL {which} of 3 deleted: opened at offset {opened}");
+    // The opened commit was whole, and the later commits stay on top of it.
+    assert_eq!(
+        reopened_state(&path),
+        (Some(1010), numbered_state(&[(1, opened), (1001, 1010)]))
+    );
+}
+
+/// What deleting the newest WAL does (documented): the commits only it held are lost
+/// without an error, and the store opens at the last commit of the WAL before it, whole.
+/// The record of the WALs the last open found lived in that WAL too (see the README's
+/// *WAL integrity*).
+#[test]
+fn a_deleted_newest_wal_leaves_the_commit_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let logs = store_with_three_wals(&path);
+    std::fs::remove_file(path.join(&logs[logs.len() - 1])).unwrap();
+    assert_eq!(
+        reopened_state(&path),
+        (Some(200), numbered_state(&[(1, 200)]))
+    );
+}

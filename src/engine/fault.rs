@@ -160,4 +160,8 @@ impl Engine for FaultyEngine {
     fn property(&self, name: &str) -> Result<Option<u64>> {
         self.inner.property(name)
     }
+
+    fn logs(&self) -> Result<Option<super::Logs>> {
+        self.inner.logs()
+    }
 }

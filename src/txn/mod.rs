@@ -209,6 +209,7 @@ impl TxnCore {
     ) -> Result<(TxnCore, RecoveryReport)> {
         let meta = engine.registry().require(crate::engine::names::META)?;
         let spill = engine.registry().require(crate::engine::names::SPILL)?;
+        let logs = check_logs(engine.as_ref(), meta)?;
         let mut report = RecoveryReport {
             previous_close_clean: match engine.get(meta, meta::KEY_STATUS)? {
                 Some(raw) => meta::decode_status(&raw)?,
@@ -250,14 +251,13 @@ impl TxnCore {
             }
         };
         crate::failpoint::hit("recover-before-status");
-        engine.write(
-            &[BatchOp::Put(
-                meta,
-                meta::KEY_STATUS,
-                &meta::encode_status(false),
-            )],
-            config.sync_on_commit,
-        )?;
+        let status = meta::encode_status(false);
+        let logs = logs.map(|l| meta::encode_logs(&l.live));
+        let mut ops = vec![BatchOp::Put(meta, meta::KEY_STATUS, &status)];
+        if let Some(logs) = &logs {
+            ops.push(BatchOp::Put(meta, meta::KEY_LOGS, logs));
+        }
+        engine.write(&ops, config.sync_on_commit)?;
         report.commit_sequence = committed.sequence;
         let view = Arc::new(CommittedView {
             snapshot: engine.snapshot()?,
@@ -1063,6 +1063,41 @@ impl TxnCore {
         let _ = self.engine.flush();
         Ok(())
     }
+}
+
+/// Checks that no write-ahead log file the store had when it was last opened has gone
+/// missing while the engine still needs it, and returns the engine's log files now (to be
+/// recorded for the next open).
+///
+/// RocksDB links the log files it rotates within one session (`track_and_verify_wals`),
+/// but not the first file of a session to the files an open replayed without flushing
+/// (`avoid_flush_during_recovery`): after kills in a row, a missing file among them
+/// would be skipped, and the later files replayed over the hole, with newer offsets over
+/// older data. Each open therefore records the files it found (in the same batch as its
+/// status, so the record lives in the newest log), and the next open checks them: a
+/// recorded file at or above the oldest number the engine still needs, but not on disk,
+/// held commits that are lost.
+///
+/// # Errors
+/// [`Error::Corruption`] naming the missing files.
+fn check_logs(engine: &dyn Engine, meta: Family) -> Result<Option<crate::engine::Logs>> {
+    let Some(logs) = engine.logs()? else {
+        return Ok(None);
+    };
+    if let Some(raw) = engine.get(meta, meta::KEY_LOGS)? {
+        let missing: Vec<u64> = meta::decode_logs(&raw)?
+            .into_iter()
+            .filter(|n| *n >= logs.needed_from && logs.live.binary_search(n).is_err())
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::Corruption(format!(
+                "write-ahead log files {missing:?} are missing: they held commits that are \
+                 not in the table files (log files needed from {}, present {:?})",
+                logs.needed_from, logs.live
+            )));
+        }
+    }
+    Ok(Some(logs))
 }
 
 /// The commit that follows `committed` with `offsets` (Kafka's map semantics: an empty slice
