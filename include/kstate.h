@@ -155,7 +155,9 @@
  * complete: the next call on the store (retry `kstate_kv_commit`, or any other) retries it
  * first; committed readers see the previous commit meanwhile. If the process ends first,
  * the next open completes it or keeps the previous commit (`kstate_kv_committed_offset`
- * tells which).
+ * tells which). Until the retry succeeds, every call that works on the writer's
+ * transaction (writes, uncommitted reads and ranges, commit, restore, rollback, close)
+ * returns this code again and does nothing else.
  */
 #define KSTATE_ERR_COMMIT_IN_DOUBT 16
 
@@ -342,7 +344,8 @@ typedef struct kstate_kv_batch_t {
  */
 typedef struct kstate_offset_t {
     /**
-     * Topic name: NUL-terminated UTF-8, not NULL.
+     * Topic name: NUL-terminated UTF-8, not NULL, at most 65,535 bytes (Kafka's own
+     * limit is 249 characters).
      */
     const char *topic;
     /**
@@ -386,8 +389,13 @@ typedef uint32_t kstate_value_format_t;
  * others their defaults, so a program built against an older header keeps working with a
  * newer library; a size the library does not know (zero, uninitialised memory, or a header
  * newer than the library) is `KSTATE_ERR_INVALID_ARGUMENT`. Every release that adds fields
- * makes the struct larger (fields are never slotted into old padding) and adds its size to
- * the `KSTATE_KV_OPTIONS_SIZE_*` constants.
+ * makes the struct larger and adds its size to the `KSTATE_KV_OPTIONS_SIZE_*` constants.
+ * One exception is shipped and stays: `rocksdb_bloom_filter` and `rocksdb_statistics`
+ * (layout 2) sit at offsets 52 and 53, in the tail padding of the 56-byte layout 1; the
+ * library never reads them from a caller whose `struct_size` is
+ * `KSTATE_KV_OPTIONS_SIZE_V1` (nor writes them for one), so whatever such a caller's
+ * padding holds is ignored. Later fields go after the end of the last layout, never into
+ * its padding.
  */
 typedef struct kstate_kv_options_t {
     /**
@@ -843,6 +851,8 @@ struct kstate_error_t *kstate_kv_all(struct kstate_kv_t *store,
  * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
  * * `KSTATE_ERR_INVALID_ARGUMENT` - `count_out` NULL.
  * * `KSTATE_ERR_STORAGE`.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
+ *   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `count_out` NULL or writable.
@@ -916,11 +926,17 @@ void kstate_kv_batch_free(struct kstate_kv_batch_t *batch);
  * * `KSTATE_ERR_INVALID_HANDLE` - `store` is NULL, not a store handle (an iterator handle,
  *   say), or never issued.
  * * `KSTATE_ERR_STORE_CLOSED` - `store` was already closed (double close).
- * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - recording the clean close failed; the store
- *   is closed anyway and will be recovered on next open.
  * * `KSTATE_ERR_COMMIT_IN_DOUBT` - a commit left in doubt could still not be finished;
  *   the store is closed anyway, and the next open holds either the previous commit or
  *   that one.
+ * * `KSTATE_ERR_STORAGE` - the store was broken by an earlier failed restore; it is
+ *   closed anyway, and the next open recovers the last durable commit.
+ *
+ * Otherwise the close succeeds, even on a disk that refuses writes: every commit that
+ * returned success is durable (in RocksDB's write-ahead log). If recording the clean close
+ * or flushing failed, the next open replays the log and reports the close as unclean;
+ * restore batches not yet flushed may then be lost as in a kill (the store opens at an
+ * earlier whole commit, with its offset).
  *
  * # Safety
  * None required: the handle is never dereferenced, any value is accepted.
@@ -953,7 +969,7 @@ KSTATE_MUST_USE struct kstate_error_t *kstate_kv_close(struct kstate_kv_t *store
  * # Errors
  * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
  * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL array or blob with a non-zero length, a NULL
- *   topic, a topic that is not valid UTF-8.
+ *   topic, a topic that is not valid UTF-8 or longer than 65,535 bytes (nothing written).
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - moving the rest of a large transaction to disk
  *   failed before the commit point: the transaction is still pending, unchanged; retry
  *   the commit or roll back.
@@ -1111,6 +1127,8 @@ struct kstate_error_t *kstate_kv_delete_raw(struct kstate_kv_t *store,
  * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length.
  * * `KSTATE_ERR_KEY_TOO_LARGE`; `KSTATE_ERR_FORMAT_MISMATCH` (plain store: use
  *   `kstate_kv_get_raw`); `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE`.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
+ *   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `key` is NULL or readable for `key_len` bytes; out-parameters NULL or writable.
@@ -1174,6 +1192,8 @@ struct kstate_error_t *kstate_kv_get_committed(struct kstate_kv_t *store,
  * * `KSTATE_ERR_INVALID_ARGUMENT` - unknown `isolation`, NULL out-parameter, NULL key
  *   with non-zero length.
  * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
+ *   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * As `kstate_kv_get`.
@@ -1438,6 +1458,8 @@ struct kstate_error_t *kstate_kv_property(struct kstate_kv_t *store,
  * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE` - over the limits.
  * * `KSTATE_ERR_FORMAT_MISMATCH` - the store is plain (use `kstate_kv_put_raw`).
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction to disk failed.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+ *   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `key` / `value` are NULL or valid for reading `key_len` / `value_len` bytes.
@@ -1593,6 +1615,8 @@ struct kstate_error_t *kstate_kv_put_if_absent_raw(struct kstate_kv_t *store,
  * * `KSTATE_ERR_INVALID_VALUE` - a timestamped store got fewer than 8 bytes, a
  *   headers-format store a malformed value.
  * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+ *   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `key` / `value` are NULL or readable for `key_len` / `value_len` bytes.
@@ -1625,6 +1649,8 @@ struct kstate_error_t *kstate_kv_put_raw(struct kstate_kv_t *store,
  * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
  * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL bound with non-zero length, `iter_out` NULL.
  * * `KSTATE_ERR_STORAGE`.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
+ *   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * Bounds NULL or readable for their lengths (they are copied); `iter_out` NULL or
@@ -1682,6 +1708,8 @@ struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
  *   every call until it is closed and reopened, which recovers the last durable commit.
  *   Writing gathered batches can also fail on the store's next call, which then returns
  *   this error and leaves the store in the same state.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+ *   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `entries` as for `kstate_kv_put_all_raw`; `offsets` and `metadata` as for
@@ -1758,7 +1786,14 @@ struct kstate_error_t *kstate_kv_reverse_range(struct kstate_kv_t *store,
  *
  * # Errors
  * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
- * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - discarding spilled writes failed.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+ *   again: nothing was rolled back (the writes of that commit are no longer the
+ *   transaction's; retry).
+ * * `KSTATE_ERR_STORAGE` - the store is broken by an earlier failed restore; reopen it.
+ *
+ * Any other outcome is success: the writes are discarded. Writes that had spilled to disk
+ * are left for the next commit (or open) to clear if the disk refuses that now; they can
+ * never be applied.
  *
  * # Safety
  * None required: the handle is never dereferenced.
@@ -2004,8 +2039,8 @@ struct kstate_error_t *kstate_session_backward_find_sessions_range(struct kstate
  * # Errors
  * * `KSTATE_ERR_INVALID_HANDLE` - `store` NULL, never issued, or not a session store.
  * * `KSTATE_ERR_STORE_CLOSED` - already closed (double close).
- * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO`, `KSTATE_ERR_COMMIT_IN_DOUBT` - as
- *   `kstate_kv_close`; the store is closed anyway.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT`, `KSTATE_ERR_STORAGE` - as `kstate_kv_close` (which
+ *   also says what a successful close guarantees); the store is closed anyway.
  *
  * # Safety
  * None required: the handle is never dereferenced.
@@ -2181,6 +2216,8 @@ struct kstate_error_t *kstate_session_fetch_range(struct kstate_session_t *store
  * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
  *   an unknown isolation.
  * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+ *   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `key` NULL or readable for `key_len` bytes; out-parameters NULL or writable.
@@ -2219,6 +2256,8 @@ struct kstate_error_t *kstate_session_fetch_session(struct kstate_session_t *sto
  * * `KSTATE_ERR_INVALID_ARGUMENT` - `iter_out` NULL, NULL key with non-zero length, an
  *   unknown isolation.
  * * `KSTATE_ERR_STORAGE`.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+ *   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `key` NULL or readable for `key_len` bytes (copied); `iter_out` NULL or writable.
@@ -2412,6 +2451,8 @@ struct kstate_error_t *kstate_session_options_init(struct kstate_session_options
  * * `KSTATE_ERR_KEY_TOO_LARGE` (over `KSTATE_MAX_KEY_BYTES` - 16),
  *   `KSTATE_ERR_VALUE_TOO_LARGE`.
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+ *   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `key` / `aggregate` are NULL or readable for their lengths.
@@ -2467,7 +2508,8 @@ struct kstate_error_t *kstate_session_remove(struct kstate_session_t *store,
  * NULL on success, else an error.
  *
  * # Errors
- * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`, `KSTATE_ERR_STORAGE`.
+ * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`; `KSTATE_ERR_COMMIT_IN_DOUBT`,
+ * `KSTATE_ERR_STORAGE` as `kstate_kv_rollback` (otherwise the writes are discarded).
  *
  * # Safety
  * None required.
@@ -2668,8 +2710,8 @@ struct kstate_error_t *kstate_window_backward_fetch_range(struct kstate_window_t
  * # Errors
  * * `KSTATE_ERR_INVALID_HANDLE` - `store` NULL, never issued, or not a window store.
  * * `KSTATE_ERR_STORE_CLOSED` - already closed (double close).
- * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO`, `KSTATE_ERR_COMMIT_IN_DOUBT` - as
- *   `kstate_kv_close`; the store is closed anyway.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT`, `KSTATE_ERR_STORAGE` - as `kstate_kv_close` (which
+ *   also says what a successful close guarantees); the store is closed anyway.
  *
  * # Safety
  * None required: the handle is never dereferenced.
@@ -2785,6 +2827,8 @@ struct kstate_error_t *kstate_window_committed_offset(struct kstate_window_t *st
  * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
  *   an unknown isolation.
  * * `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE`.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+ *   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `key` is NULL or readable for `key_len` bytes; out-parameters NULL or writable.
@@ -2890,6 +2934,8 @@ struct kstate_error_t *kstate_window_fetch_key_range(struct kstate_window_t *sto
  * * `KSTATE_ERR_INVALID_ARGUMENT` - `iter_out` NULL, NULL key with non-zero length, an
  *   unknown isolation.
  * * `KSTATE_ERR_STORAGE`.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+ *   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `key` NULL or readable for `key_len` bytes (copied); `iter_out` NULL or writable.
@@ -3056,6 +3102,8 @@ struct kstate_error_t *kstate_window_options_init(struct kstate_window_options_t
  *   `KSTATE_ERR_VALUE_TOO_LARGE`.
  * * `KSTATE_ERR_FORMAT_MISMATCH` - the store is plain (use `kstate_window_put_raw`).
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
+ * * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+ *   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
  *
  * # Safety
  * `key` / `value` are NULL or readable for `key_len` / `value_len` bytes.
@@ -3115,7 +3163,8 @@ struct kstate_error_t *kstate_window_put_raw(struct kstate_window_t *store,
  * NULL on success, else an error.
  *
  * # Errors
- * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`, `KSTATE_ERR_STORAGE`.
+ * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`; `KSTATE_ERR_COMMIT_IN_DOUBT`,
+ * `KSTATE_ERR_STORAGE` as `kstate_kv_rollback` (otherwise the writes are discarded).
  *
  * # Safety
  * None required.

@@ -25,7 +25,7 @@ cargo clippy --release --all-targets -- -D warnings
 cargo clippy --release --all-targets --features failpoints -- -D warnings
 
 step "cargo test --release --features failpoints (crash tests with armed crash points)"
-cargo test --release --features failpoints --test crash --test failpoints 2>&1 |
+cargo test --release --features failpoints --test crash --test failpoints --test export --test segment_adoption 2>&1 |
   tee "$log_dir/cargo-test-failpoints.log"
 
 step "cargo test --release"

@@ -5,19 +5,19 @@
 //! N > 0, every named point in the commit path kills the process with SIGKILL with
 //! probability 1/N. Tests use it to make real kills land inside the narrow windows of a
 //! spilled commit that random external kills rarely hit; it is read once and costs one
-//! branch when unset. Without the feature, [`hit`] is an empty inline function.
+//! branch when unset. `KSTATE_FAILPOINT_ONLY`, a comma-separated list of point names,
+//! restricts the kills to those points (with odds 1, a test kills the process exactly at
+//! the first of them it reaches). Without the feature, [`hit`] is an empty inline function.
 
 /// A named crash point; without the `failpoints` feature it does nothing.
 #[cfg(not(feature = "failpoints"))]
 #[inline(always)]
 pub(crate) fn hit(_name: &str) {}
 
-/// A named crash point; kills the process at the configured odds, or always when it is
-/// the point `KSTATE_FAILPOINT_NAME` names (for tests that must reach one step).
+/// A named crash point; kills the process at the configured odds.
 #[cfg(feature = "failpoints")]
 pub(crate) fn hit(name: &str) {
-    armed::hit_named(name);
-    armed::hit();
+    armed::hit(name);
 }
 
 #[cfg(feature = "failpoints")]
@@ -41,20 +41,20 @@ mod armed {
         AtomicU64::new(nanos ^ (u64::from(std::process::id()) << 32) | 1)
     });
 
-    static NAMED: Lazy<Option<String>> = Lazy::new(|| std::env::var("KSTATE_FAILPOINT_NAME").ok());
+    /// The points `KSTATE_FAILPOINT_ONLY` names; `None` (every point) when it is unset.
+    static ONLY: Lazy<Option<Vec<String>>> = Lazy::new(|| {
+        std::env::var("KSTATE_FAILPOINT_ONLY")
+            .ok()
+            .map(|s| s.split(',').map(|n| n.trim().to_owned()).collect())
+    });
 
-    pub(super) fn hit_named(name: &str) {
-        if NAMED.as_deref() == Some(name) {
-            // SAFETY: as in `hit`.
-            unsafe {
-                libc::kill(libc::getpid(), libc::SIGKILL);
-            }
-        }
-    }
-
-    pub(super) fn hit() {
+    pub(super) fn hit(name: &str) {
         let odds = *ODDS;
-        if odds == 0 {
+        if odds == 0
+            || ONLY
+                .as_ref()
+                .is_some_and(|only| !only.iter().any(|n| n == name))
+        {
             return;
         }
         // xorshift64: good enough to scatter kills, no dependency needed.

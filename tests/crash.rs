@@ -829,3 +829,384 @@ fn kills_during_an_upgrade_by_swap_leave_the_old_or_the_new_store() {
         "both outcomes: {old_live} old, {new_live} new"
     );
 }
+
+/// Names the scenario that a copy of this test binary, re-executed as a child process by
+/// [`run_child`], plays in [`child_process_entry`] before it is killed.
+const CHILD_ENV: &str = "KSTATE_CRASH_CHILD";
+/// The store directory of that scenario.
+const CHILD_DIR_ENV: &str = "KSTATE_CRASH_CHILD_DIR";
+
+/// First offset the `commits` child scenario commits.
+const CHILD_FROM_ENV: &str = "KSTATE_CRASH_CHILD_FROM";
+/// Number of commits of the `commits` child scenario.
+const CHILD_COUNT_ENV: &str = "KSTATE_CRASH_CHILD_COUNT";
+
+/// Runs `scenario` on the store at `path` in a child process (this test binary again),
+/// with the crash point `failpoint` (if any) killing it the first time it is reached, and
+/// checks that it ended by SIGKILL (at that point, or killing itself after its last step).
+fn run_child(scenario: &str, path: &Path, failpoint: Option<&str>) {
+    run_child_with(scenario, path, failpoint, &[]);
+}
+
+/// Kills the calling process with SIGKILL, as a crash.
+fn die() -> ! {
+    // SAFETY: kill(2) with our own pid and a valid signal number has no memory effects.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    unreachable!("SIGKILL returned");
+}
+
+/// [`run_child`] with more environment variables for the child; returns its stdout.
+fn run_child_with(
+    scenario: &str,
+    path: &Path,
+    failpoint: Option<&str>,
+    env: &[(&str, i64)],
+) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "child_process_entry",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env(CHILD_ENV, scenario)
+    .env(CHILD_DIR_ENV, path)
+    .envs(env.iter().map(|(k, v)| (*k, v.to_string())))
+    .stdin(Stdio::null());
+    match failpoint {
+        Some(point) => cmd
+            .env("KSTATE_FAILPOINT_ODDS", "1")
+            .env("KSTATE_FAILPOINT_ONLY", point),
+        None => cmd.env_remove("KSTATE_FAILPOINT_ODDS"),
+    };
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "{scenario}: the child ended with {:?}: {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The body of a child process started by [`run_child`]; a no-op in a normal test run.
+#[test]
+fn child_process_entry() {
+    let Some(scenario) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    let path = std::path::PathBuf::from(std::env::var_os(CHILD_DIR_ENV).unwrap());
+    // The store stays open until the process dies: a drop would close it cleanly.
+    let _store = match scenario.to_str().unwrap() {
+        // A restore batch written (by the read) without the WAL, then compacted.
+        "restore-written-compact" => {
+            let store = KvStore::open(&path, &StoreOptions::default()).unwrap();
+            restore_second_state(&store);
+            store.get(b"k00").unwrap();
+            store.compact().unwrap();
+            store
+        }
+        // A restore batch still gathered in memory when the compaction starts.
+        "restore-gathered-compact" => {
+            let store = KvStore::open(&path, &StoreOptions::default()).unwrap();
+            restore_second_state(&store);
+            store.compact().unwrap();
+            store
+        }
+        // In upgrade mode: `a` migrated by a step, `b` restored (leaving the old family
+        // without the WAL), then the step that finds nothing left compacts the old family.
+        "upgrade-restore-compact" => {
+            let store = KvStore::open(&path, &StoreOptions::default()).unwrap();
+            assert!(store.is_upgrading());
+            assert_eq!(store.upgrade_step(1).unwrap(), 1);
+            let b = kstate::format::value::encode(b"nb", 5);
+            store
+                .restore_batch(
+                    [(&b"b"[..], Some(&b[..]))],
+                    &[(tp_of_children(), Some(2))],
+                    None,
+                )
+                .unwrap();
+            assert_eq!(store.upgrade_step(10).unwrap(), 0);
+            store
+        }
+        // Commits `from`, `from + 1`, ... (see [`numbered_state`]), left in the WAL. Prints
+        // `opened <offset>` once open, or `open-error <code>` and dies.
+        "commits" => {
+            let number = |name: &str| -> i64 { std::env::var(name).unwrap().parse().unwrap() };
+            let (from, count) = (number(CHILD_FROM_ENV), number(CHILD_COUNT_ENV));
+            let store = match KvStore::open(&path, &StoreOptions::default()) {
+                Ok(store) => store,
+                Err(e) => {
+                    println!("open-error {:?} {e}", e.code());
+                    die();
+                }
+            };
+            let opened = store.committed_offset(&tp_of_children()).unwrap();
+            println!("opened {}", opened.unwrap_or(-1));
+            for i in from..from + count {
+                let value = kstate::format::value::encode(&i.to_be_bytes(), i);
+                store
+                    .put_raw(format!("c{i:05}").as_bytes(), Some(&value))
+                    .unwrap();
+                store.put_raw(b"last", Some(&value)).unwrap();
+                store.commit(&[(tp_of_children(), Some(i))], None).unwrap();
+            }
+            store
+        }
+        other => panic!("unknown child scenario {other}"),
+    };
+    // Whatever the scenario left in memory dies with the process, as in a crash.
+    die();
+}
+
+/// The changelog partition of the child scenarios.
+fn tp_of_children() -> kstate::TopicPartition {
+    kstate::TopicPartition::new("child-changelog", 0)
+}
+
+/// The first state of the child scenarios' key-value store: `k00`..`k09` = `one`, committed
+/// at offset 1.
+fn first_state() -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    (0..10)
+        .map(|i| {
+            let key = format!("k{i:02}").into_bytes();
+            (key, kstate::format::value::encode(b"one", 1))
+        })
+        .collect()
+}
+
+/// The second state: `k00`..`k19` = `two`, restored at offset 2.
+fn second_state() -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    (0..20)
+        .map(|i| {
+            let key = format!("k{i:02}").into_bytes();
+            (key, kstate::format::value::encode(b"two", 2))
+        })
+        .collect()
+}
+
+/// Restores [`second_state`] in one batch at offset 2.
+fn restore_second_state(store: &KvStore) {
+    let second = second_state();
+    store
+        .restore_batch(
+            second
+                .iter()
+                .map(|(k, v)| (k.as_slice(), Some(v.as_slice()))),
+            &[(tp_of_children(), Some(2))],
+            None,
+        )
+        .unwrap();
+}
+
+/// A store at [`first_state`], closed.
+fn store_at_first_state(path: &Path) {
+    let store = KvStore::open(path, &StoreOptions::default()).unwrap();
+    for (k, v) in first_state() {
+        store.put_raw(&k, Some(&v)).unwrap();
+    }
+    store.commit(&[(tp_of_children(), Some(1))], None).unwrap();
+    store.close().unwrap();
+}
+
+/// The committed offset and contents of the store at `path`, reopened.
+fn reopened_state(path: &Path) -> (Option<i64>, std::collections::BTreeMap<Vec<u8>, Vec<u8>>) {
+    let store = KvStore::open(path, &StoreOptions::default()).unwrap();
+    let state = (
+        store.committed_offset(&tp_of_children()).unwrap(),
+        workload::dump(&store).unwrap(),
+    );
+    store.close().unwrap();
+    state
+}
+
+/// Defect of kstate 0.1: `compact` flushed only the compacted family, so a kill between
+/// that flush and the compaction left a restore batch (written without the WAL) on disk
+/// while its commit record, in the meta family, was lost: the store reopened at the
+/// previous offset holding the restored data. The kill lands right after the flush.
+#[test]
+fn a_kill_inside_compact_keeps_restored_data_with_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    store_at_first_state(&path);
+    run_child(
+        "restore-written-compact",
+        &path,
+        Some("compact-after-flush"),
+    );
+    // The flush before the kill made the restore durable, whole.
+    assert_eq!(reopened_state(&path), (Some(2), second_state()));
+}
+
+/// The same kill inside the compaction that ends an upgrade (`upgrade_step` compacts the
+/// old family once it is empty): the restored key's removal from the old family must not
+/// reach disk without its new value and offset (kstate 0.1 lost the key).
+#[test]
+fn a_kill_inside_the_compaction_of_an_upgrade_step_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let plain = KvStore::open(&path, &StoreOptions::plain(EngineKind::RocksDb)).unwrap();
+    plain.put_raw(b"a", Some(b"pa")).unwrap();
+    plain.put_raw(b"b", Some(b"pb")).unwrap();
+    plain.commit(&[(tp_of_children(), Some(1))], None).unwrap();
+    plain.close().unwrap();
+    run_child(
+        "upgrade-restore-compact",
+        &path,
+        Some("compact-after-flush"),
+    );
+    let expected = [
+        (b"a".to_vec(), kstate::format::value::encode(b"pa", -1)),
+        (b"b".to_vec(), kstate::format::value::encode(b"nb", 5)),
+    ];
+    assert_eq!(
+        reopened_state(&path),
+        (Some(2), expected.into_iter().collect())
+    );
+}
+
+/// `compact` first writes restore batches still gathered in memory (kstate 0.1 compacted
+/// without them, so a kill right after `compact` returned lost them).
+#[test]
+fn compact_writes_gathered_restores_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    store_at_first_state(&path);
+    run_child("restore-gathered-compact", &path, None);
+    assert_eq!(reopened_state(&path), (Some(2), second_state()));
+}
+
+/// The state after the `commits` child scenario's commits `ranges` (inclusive), on a store
+/// that held `last` = 0: `c<i>` and `last` = `i` (as value and timestamp) for each `i`.
+fn numbered_state(ranges: &[(i64, i64)]) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut state = std::collections::BTreeMap::new();
+    state.insert(
+        b"last".to_vec(),
+        kstate::format::value::encode(&0i64.to_be_bytes(), 0),
+    );
+    for &(from, to) in ranges {
+        for i in from..=to {
+            let value = kstate::format::value::encode(&i.to_be_bytes(), i);
+            state.insert(format!("c{i:05}").into_bytes(), value.clone());
+            state.insert(b"last".to_vec(), value);
+        }
+    }
+    state
+}
+
+/// A store at `last` = 0 (offset 0), then three children each committing 100 commits and
+/// killed: each open replays the WALs before it without flushing them
+/// (`avoid_flush_during_recovery`), so the store is left with (at least) three WAL files,
+/// one per child. Returns the WAL file names, oldest first.
+fn store_with_three_wals(path: &Path) -> Vec<String> {
+    let store = KvStore::open(path, &StoreOptions::default()).unwrap();
+    let zero = kstate::format::value::encode(&0i64.to_be_bytes(), 0);
+    store.put_raw(b"last", Some(&zero)).unwrap();
+    store.commit(&[(tp_of_children(), Some(0))], None).unwrap();
+    store.close().unwrap();
+    for from in [1, 101, 201] {
+        run_child_with(
+            "commits",
+            path,
+            None,
+            &[(CHILD_FROM_ENV, from), (CHILD_COUNT_ENV, 100)],
+        );
+    }
+    let mut logs: Vec<String> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    logs.sort();
+    assert!(logs.len() >= 3, "WAL files: {logs:?}");
+    logs
+}
+
+/// Defect of kstate 0.1: with its middle WAL deleted, a killed store reopened at its newest
+/// offset without the commits of the missing WAL. RocksDB replays the WALs around the hole:
+/// its manifest tracks only synced WALs, and the predecessor record of
+/// `track_and_verify_wals` does not link the first WAL of a session to the WALs its open
+/// replayed without flushing. Each open now records the WALs it found, and the next open
+/// refuses (`CORRUPTION`) when one of them is missing while still needed; an open at the
+/// last whole commit before the hole would do too. Commits made after such an open must
+/// then survive the next kill.
+#[test]
+fn a_deleted_middle_wal_is_corruption_or_an_earlier_whole_commit() {
+    deleted_wal_is_corruption_or_an_earlier_whole_commit(1);
+}
+
+/// As [`a_deleted_middle_wal_is_corruption_or_an_earlier_whole_commit`], for the oldest of
+/// the three WALs (kstate 0.1 opened at the newest offset without the first child's commits).
+#[test]
+fn a_deleted_oldest_wal_is_corruption_or_an_earlier_whole_commit() {
+    deleted_wal_is_corruption_or_an_earlier_whole_commit(0);
+}
+
+/// Deletes the `which`-th (0-based) of the three WALs [`store_with_three_wals`] leaves, then
+/// checks the store refuses to open (`CORRUPTION`) or opens at a whole commit made before
+/// that WAL, with more commits made after that open surviving a kill.
+fn deleted_wal_is_corruption_or_an_earlier_whole_commit(which: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let logs = store_with_three_wals(&path);
+    std::fs::remove_file(path.join(&logs[logs.len() - 3 + which])).unwrap();
+    // A child opens it (no clean close follows, so the WALs stay as recovery left them),
+    // commits more, and is killed.
+    let out = run_child_with(
+        "commits",
+        &path,
+        None,
+        &[(CHILD_FROM_ENV, 1001), (CHILD_COUNT_ENV, 10)],
+    );
+    // (libtest may print the test's name on the same line.)
+    let line = |tag: &str| {
+        out.lines()
+            .find_map(|l| l.split_once(tag).map(|(_, rest)| rest))
+    };
+    if let Some(error) = line("open-error ") {
+        assert!(error.starts_with("Corruption"), "{error}");
+        eprintln!("WAL {which} of 3 deleted: {error}");
+        // Refused every time, and nothing was changed on the way.
+        let again = KvStore::open(&path, &StoreOptions::default()).unwrap_err();
+        assert_eq!(again.code(), kstate::ErrorCode::Corruption, "{again}");
+        return;
+    }
+    let opened: i64 = line("opened ")
+        .unwrap_or_else(|| panic!("child output: {out}"))
+        .parse()
+        .unwrap();
+    let before = 100 * which as i64;
+    assert!(
+        opened <= before,
+        "opened at offset {opened}, past the missing WAL"
+    );
+    eprintln!("WAL {which} of 3 deleted: opened at offset {opened}");
+    // The opened commit was whole, and the later commits stay on top of it.
+    assert_eq!(
+        reopened_state(&path),
+        (Some(1010), numbered_state(&[(1, opened), (1001, 1010)]))
+    );
+}
+
+/// What deleting the newest WAL does (documented): the commits only it held are lost
+/// without an error, and the store opens at the last commit of the WAL before it, whole.
+/// The record of the WALs the last open found lived in that WAL too (see the README's
+/// *WAL integrity*).
+#[test]
+fn a_deleted_newest_wal_leaves_the_commit_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let logs = store_with_three_wals(&path);
+    std::fs::remove_file(path.join(&logs[logs.len() - 1])).unwrap();
+    assert_eq!(
+        reopened_state(&path),
+        (Some(200), numbered_state(&[(1, 200)]))
+    );
+}

@@ -548,7 +548,8 @@ fn kills_during_an_export_leave_the_kstate_or_the_kafka_store() {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        cmd.env_remove("KSTATE_FAILPOINT_ODDS");
+        cmd.env_remove("KSTATE_FAILPOINT_ODDS")
+            .env_remove("KSTATE_FAILPOINT_ONLY");
         if cfg!(feature = "failpoints") && rng.below(2) == 0 {
             // Killed at one step of the export (those of its layout; the others let it
             // finish), or at a crash point of the recovery it starts with.
@@ -563,10 +564,10 @@ fn kills_during_an_export_leave_the_kstate_or_the_kafka_store() {
             ];
             match rng.below(8) {
                 7 => cmd.env("KSTATE_FAILPOINT_ODDS", "2"),
-                i => cmd.env("KSTATE_FAILPOINT_NAME", STEPS[i as usize]),
+                i => cmd
+                    .env("KSTATE_FAILPOINT_ODDS", "1")
+                    .env("KSTATE_FAILPOINT_ONLY", STEPS[i as usize]),
             };
-        } else {
-            cmd.env_remove("KSTATE_FAILPOINT_NAME");
         }
         let mut child = cmd.spawn().unwrap();
         std::thread::sleep(Duration::from_millis(rng.below(2 * span)));

@@ -106,6 +106,8 @@ unsafe fn open_iter(
 /// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL bound with non-zero length, `iter_out` NULL.
 /// * `KSTATE_ERR_STORAGE`.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
+///   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// Bounds NULL or readable for their lengths (they are copied); `iter_out` NULL or

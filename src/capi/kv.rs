@@ -49,7 +49,8 @@ pub struct kstate_kv_write_t {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct kstate_offset_t {
-    /// Topic name: NUL-terminated UTF-8, not NULL.
+    /// Topic name: NUL-terminated UTF-8, not NULL, at most 65,535 bytes (Kafka's own
+    /// limit is 249 characters).
     pub topic: *const c_char,
     /// Partition number.
     pub partition: i32,
@@ -167,11 +168,17 @@ pub unsafe extern "C" fn kstate_kv_open(
 /// * `KSTATE_ERR_INVALID_HANDLE` - `store` is NULL, not a store handle (an iterator handle,
 ///   say), or never issued.
 /// * `KSTATE_ERR_STORE_CLOSED` - `store` was already closed (double close).
-/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - recording the clean close failed; the store
-///   is closed anyway and will be recovered on next open.
 /// * `KSTATE_ERR_COMMIT_IN_DOUBT` - a commit left in doubt could still not be finished;
 ///   the store is closed anyway, and the next open holds either the previous commit or
 ///   that one.
+/// * `KSTATE_ERR_STORAGE` - the store was broken by an earlier failed restore; it is
+///   closed anyway, and the next open recovers the last durable commit.
+///
+/// Otherwise the close succeeds, even on a disk that refuses writes: every commit that
+/// returned success is durable (in RocksDB's write-ahead log). If recording the clean close
+/// or flushing failed, the next open replays the log and reports the close as unclean;
+/// restore batches not yet flushed may then be lost as in a kill (the store opens at an
+/// earlier whole commit, with its offset).
 ///
 /// # Safety
 /// None required: the handle is never dereferenced, any value is accepted.
@@ -203,6 +210,8 @@ pub extern "C" fn kstate_kv_close(store: *mut kstate_kv_t) -> *mut kstate_error_
 /// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE` - over the limits.
 /// * `KSTATE_ERR_FORMAT_MISMATCH` - the store is plain (use `kstate_kv_put_raw`).
 /// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction to disk failed.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` / `value` are NULL or valid for reading `key_len` / `value_len` bytes.
@@ -305,6 +314,8 @@ pub unsafe extern "C" fn kstate_kv_put_if_absent(
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length.
 /// * `KSTATE_ERR_KEY_TOO_LARGE`; `KSTATE_ERR_FORMAT_MISMATCH` (plain store: use
 ///   `kstate_kv_get_raw`); `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE`.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
+///   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` is NULL or readable for `key_len` bytes; out-parameters NULL or writable.
@@ -533,6 +544,8 @@ pub unsafe extern "C" fn kstate_kv_put_all(
 /// * `KSTATE_ERR_INVALID_VALUE` - a timestamped store got fewer than 8 bytes, a
 ///   headers-format store a malformed value.
 /// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` / `value` are NULL or readable for `key_len` / `value_len` bytes.
@@ -632,6 +645,8 @@ pub unsafe extern "C" fn kstate_kv_put_if_absent_raw(
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - unknown `isolation`, NULL out-parameter, NULL key
 ///   with non-zero length.
 /// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
+///   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// As `kstate_kv_get`.
@@ -782,7 +797,7 @@ pub unsafe extern "C" fn kstate_kv_put_all_raw(
 /// # Errors
 /// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL array or blob with a non-zero length, a NULL
-///   topic, a topic that is not valid UTF-8.
+///   topic, a topic that is not valid UTF-8 or longer than 65,535 bytes (nothing written).
 /// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - moving the rest of a large transaction to disk
 ///   failed before the commit point: the transaction is still pending, unchanged; retry
 ///   the commit or roll back.
@@ -860,6 +875,8 @@ pub unsafe extern "C" fn kstate_kv_commit(
 ///   every call until it is closed and reopened, which recovers the last durable commit.
 ///   Writing gathered batches can also fail on the store's next call, which then returns
 ///   this error and leaves the store in the same state.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `entries` as for `kstate_kv_put_all_raw`; `offsets` and `metadata` as for
@@ -1012,7 +1029,14 @@ pub unsafe extern "C" fn kstate_kv_committed_metadata(
 ///
 /// # Errors
 /// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
-/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - discarding spilled writes failed.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+///   again: nothing was rolled back (the writes of that commit are no longer the
+///   transaction's; retry).
+/// * `KSTATE_ERR_STORAGE` - the store is broken by an earlier failed restore; reopen it.
+///
+/// Any other outcome is success: the writes are discarded. Writes that had spilled to disk
+/// are left for the next commit (or open) to clear if the disk refuses that now; they can
+/// never be applied.
 ///
 /// # Safety
 /// None required: the handle is never dereferenced.
@@ -1039,6 +1063,8 @@ pub extern "C" fn kstate_kv_rollback(store: *mut kstate_kv_t) -> *mut kstate_err
 /// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - `count_out` NULL.
 /// * `KSTATE_ERR_STORAGE`.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
+///   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `count_out` NULL or writable.

@@ -134,7 +134,9 @@ pub const KSTATE_ERR_INVALID_VALUE: i32 = 15;
 /// complete: the next call on the store (retry `kstate_kv_commit`, or any other) retries it
 /// first; committed readers see the previous commit meanwhile. If the process ends first,
 /// the next open completes it or keeps the previous commit (`kstate_kv_committed_offset`
-/// tells which).
+/// tells which). Until the retry succeeds, every call that works on the writer's
+/// transaction (writes, uncommitted reads and ranges, commit, restore, rollback, close)
+/// returns this code again and does nothing else.
 pub const KSTATE_ERR_COMMIT_IN_DOUBT: i32 = 16;
 
 /// Which data a read sees: `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.

@@ -36,8 +36,13 @@ pub const KSTATE_FORMAT_HEADERS: kstate_value_format_t = 2;
 /// others their defaults, so a program built against an older header keeps working with a
 /// newer library; a size the library does not know (zero, uninitialised memory, or a header
 /// newer than the library) is `KSTATE_ERR_INVALID_ARGUMENT`. Every release that adds fields
-/// makes the struct larger (fields are never slotted into old padding) and adds its size to
-/// the `KSTATE_KV_OPTIONS_SIZE_*` constants.
+/// makes the struct larger and adds its size to the `KSTATE_KV_OPTIONS_SIZE_*` constants.
+/// One exception is shipped and stays: `rocksdb_bloom_filter` and `rocksdb_statistics`
+/// (layout 2) sit at offsets 52 and 53, in the tail padding of the 56-byte layout 1; the
+/// library never reads them from a caller whose `struct_size` is
+/// `KSTATE_KV_OPTIONS_SIZE_V1` (nor writes them for one), so whatever such a caller's
+/// padding holds is ignored. Later fields go after the end of the last layout, never into
+/// its padding.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct kstate_kv_options_t {

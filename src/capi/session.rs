@@ -105,8 +105,8 @@ pub unsafe extern "C" fn kstate_session_open(
 /// # Errors
 /// * `KSTATE_ERR_INVALID_HANDLE` - `store` NULL, never issued, or not a session store.
 /// * `KSTATE_ERR_STORE_CLOSED` - already closed (double close).
-/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO`, `KSTATE_ERR_COMMIT_IN_DOUBT` - as
-///   `kstate_kv_close`; the store is closed anyway.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT`, `KSTATE_ERR_STORAGE` - as `kstate_kv_close` (which
+///   also says what a successful close guarantees); the store is closed anyway.
 ///
 /// # Safety
 /// None required: the handle is never dereferenced.
@@ -139,6 +139,8 @@ pub extern "C" fn kstate_session_close(store: *mut kstate_session_t) -> *mut kst
 /// * `KSTATE_ERR_KEY_TOO_LARGE` (over `KSTATE_MAX_KEY_BYTES` - 16),
 ///   `KSTATE_ERR_VALUE_TOO_LARGE`.
 /// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` / `aggregate` are NULL or readable for their lengths.
@@ -225,6 +227,8 @@ pub unsafe extern "C" fn kstate_session_remove(
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
 ///   an unknown isolation.
 /// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` NULL or readable for `key_len` bytes; out-parameters NULL or writable.
@@ -367,6 +371,8 @@ unsafe fn key_range_query(
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - `iter_out` NULL, NULL key with non-zero length, an
 ///   unknown isolation.
 /// * `KSTATE_ERR_STORAGE`.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` NULL or readable for `key_len` bytes (copied); `iter_out` NULL or writable.
@@ -898,7 +904,8 @@ pub unsafe extern "C" fn kstate_session_committed_metadata(
 /// NULL on success, else an error.
 ///
 /// # Errors
-/// `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`, `KSTATE_ERR_STORAGE`.
+/// `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`; `KSTATE_ERR_COMMIT_IN_DOUBT`,
+/// `KSTATE_ERR_STORAGE` as `kstate_kv_rollback` (otherwise the writes are discarded).
 ///
 /// # Safety
 /// None required.

@@ -111,8 +111,8 @@ pub unsafe extern "C" fn kstate_window_open(
 /// # Errors
 /// * `KSTATE_ERR_INVALID_HANDLE` - `store` NULL, never issued, or not a window store.
 /// * `KSTATE_ERR_STORE_CLOSED` - already closed (double close).
-/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO`, `KSTATE_ERR_COMMIT_IN_DOUBT` - as
-///   `kstate_kv_close`; the store is closed anyway.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT`, `KSTATE_ERR_STORAGE` - as `kstate_kv_close` (which
+///   also says what a successful close guarantees); the store is closed anyway.
 ///
 /// # Safety
 /// None required: the handle is never dereferenced.
@@ -147,6 +147,8 @@ pub extern "C" fn kstate_window_close(store: *mut kstate_window_t) -> *mut kstat
 ///   `KSTATE_ERR_VALUE_TOO_LARGE`.
 /// * `KSTATE_ERR_FORMAT_MISMATCH` - the store is plain (use `kstate_window_put_raw`).
 /// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` / `value` are NULL or readable for `key_len` / `value_len` bytes.
@@ -256,6 +258,8 @@ fn split(raw: Vec<u8>, format: ValueFormat) -> Result<(Vec<u8>, i64)> {
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
 ///   an unknown isolation.
 /// * `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE`.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` is NULL or readable for `key_len` bytes; out-parameters NULL or writable.
@@ -346,6 +350,8 @@ unsafe fn query(
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - `iter_out` NULL, NULL key with non-zero length, an
 ///   unknown isolation.
 /// * `KSTATE_ERR_STORAGE`.
+/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
+///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` NULL or readable for `key_len` bytes (copied); `iter_out` NULL or writable.
@@ -900,7 +906,8 @@ pub unsafe extern "C" fn kstate_window_committed_metadata(
 /// NULL on success, else an error.
 ///
 /// # Errors
-/// `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`, `KSTATE_ERR_STORAGE`.
+/// `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED`; `KSTATE_ERR_COMMIT_IN_DOUBT`,
+/// `KSTATE_ERR_STORAGE` as `kstate_kv_rollback` (otherwise the writes are discarded).
 ///
 /// # Safety
 /// None required.

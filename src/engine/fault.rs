@@ -1,9 +1,13 @@
-//! A fault-injecting engine wrapper for tests: it fails chosen write batches (by their
-//! ordinal number) before they reach the engine underneath, which then behaves exactly as an
-//! engine whose write failed without effect. Everything else passes through.
+//! A fault-injecting engine wrapper for tests: it fails chosen writes (by their ordinal
+//! number) before they reach the engine underneath, which then behaves exactly as an
+//! engine whose write failed without effect. Writes are every path that changes the
+//! engine: batches (logged, unlogged, in place), staging a file, ingesting it, clearing
+//! staged files. Everything else passes through, including what the engine can do (file
+//! ingestion, in-place writes), so the caller takes the same paths as without the wrapper.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::{BatchOp, Engine, EngineIter, Family, KeyRange, Registry, Snapshot};
 use crate::{Error, Result};
@@ -14,6 +18,8 @@ pub(crate) struct FaultyEngine {
     writes: AtomicU64,
     fail_at: AtomicU64,
     fail_after: AtomicBool,
+    /// The kinds of write refused so far (`write`, `ingest_file`, ...).
+    refused: Mutex<BTreeSet<&'static str>>,
 }
 
 impl FaultyEngine {
@@ -24,6 +30,7 @@ impl FaultyEngine {
             writes: AtomicU64::new(0),
             fail_at: AtomicU64::new(u64::MAX),
             fail_after: AtomicBool::new(false),
+            refused: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -46,11 +53,25 @@ impl FaultyEngine {
         self.writes.load(Ordering::SeqCst)
     }
 
-    /// True once a write was refused and the fault is still armed.
-    fn should_fail(&self) -> bool {
+    /// The kinds of write refused since the wrapper was made: sweeps check that every
+    /// path was failed at least once.
+    pub(crate) fn refused(&self) -> BTreeSet<&'static str> {
+        self.refused.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Counts a write of `kind`; an error if it is to fail.
+    fn attempt(&self, kind: &'static str) -> Result<()> {
         let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
         let at = self.fail_at.load(Ordering::SeqCst);
-        n == at || (self.fail_after.load(Ordering::SeqCst) && n >= at)
+        if n == at || (self.fail_after.load(Ordering::SeqCst) && n >= at) {
+            if let Ok(mut refused) = self.refused.lock() {
+                refused.insert(kind);
+            }
+            return Err(Error::Storage(
+                "injected write fault (No space left on device)".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -64,21 +85,56 @@ impl Engine for FaultyEngine {
     }
 
     fn write(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()> {
-        if self.should_fail() {
-            return Err(Error::Storage(
-                "injected write fault (No space left on device)".into(),
-            ));
-        }
+        self.attempt("write")?;
         self.inner.write(ops, sync)
     }
 
     fn write_unlogged(&self, ops: &[BatchOp<'_>]) -> Result<()> {
-        if self.should_fail() {
-            return Err(Error::Storage(
-                "injected write fault (No space left on device)".into(),
-            ));
-        }
+        self.attempt("write_unlogged")?;
         self.inner.write_unlogged(ops)
+    }
+
+    fn copies_under_snapshots(&self) -> bool {
+        self.inner.copies_under_snapshots()
+    }
+
+    fn write_unshared(
+        &self,
+        ops: &[BatchOp<'_>],
+        sync: bool,
+        unlogged: bool,
+        unused: &Arc<dyn Snapshot>,
+    ) -> Result<()> {
+        self.attempt("write_unshared")?;
+        self.inner.write_unshared(ops, sync, unlogged, unused)
+    }
+
+    fn can_ingest(&self) -> bool {
+        self.inner.can_ingest()
+    }
+
+    fn stage_file(
+        &self,
+        family: Family,
+        name: &str,
+        entries: &[(&[u8], Option<&[u8]>)],
+    ) -> Result<()> {
+        self.attempt("stage_file")?;
+        self.inner.stage_file(family, name, entries)
+    }
+
+    fn is_staged(&self, name: &str) -> Result<bool> {
+        self.inner.is_staged(name)
+    }
+
+    fn ingest_file(&self, family: Family, name: &str) -> Result<()> {
+        self.attempt("ingest_file")?;
+        self.inner.ingest_file(family, name)
+    }
+
+    fn clear_staged(&self) -> Result<()> {
+        self.attempt("clear_staged")?;
+        self.inner.clear_staged()
     }
 
     fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>> {
@@ -103,5 +159,9 @@ impl Engine for FaultyEngine {
 
     fn property(&self, name: &str) -> Result<Option<u64>> {
         self.inner.property(name)
+    }
+
+    fn logs(&self) -> Result<Option<super::Logs>> {
+        self.inner.logs()
     }
 }

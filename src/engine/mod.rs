@@ -9,6 +9,7 @@
 //! the two families of an upgrade) opens with the same code. A [`Family`] is a small index
 //! into that registry, valid for the engine that issued it.
 
+mod families;
 #[cfg(test)]
 pub(crate) mod fault;
 pub(crate) mod kafka_layout;
@@ -135,6 +136,16 @@ impl Registry {
     pub(crate) fn len(&self) -> usize {
         self.names.len()
     }
+}
+
+/// The write-ahead log files of an engine (see [`Engine::logs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Logs {
+    /// The numbers of the log files on disk now, ascending.
+    pub live: Vec<u64>,
+    /// The oldest log number the engine still needs to recover its data: files below it
+    /// are obsolete (their data is in the table files), files from it on must be there.
+    pub needed_from: u64,
 }
 
 /// One write of an atomic batch. Slices are borrowed so building a batch copies nothing.
@@ -326,6 +337,11 @@ pub(crate) trait Engine: Send + Sync + 'static {
 
     /// Compacts `family` fully and waits for it (a no-op for the memory engine).
     fn compact(&self, family: Family) -> Result<()>;
+
+    /// The engine's write-ahead log files, `None` for engines without a log.
+    fn logs(&self) -> Result<Option<Logs>> {
+        Ok(None)
+    }
 
     /// An integer property of the engine by RocksDB name (`rocksdb.cur-size-all-mem-tables`,
     /// a statistics ticker such as `rocksdb.bytes.written`, ...), `None` when the engine

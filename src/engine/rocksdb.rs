@@ -210,8 +210,7 @@ pub(crate) fn probe(path: &Path) -> Result<Probe> {
             reason: "the directory has files but no RocksDB database (no CURRENT file)".into(),
         });
     }
-    // Check CURRENT ourselves: RocksDB's family listing leaks on a damaged one, and a clear
-    // message beats RocksDB's.
+    // Check CURRENT ourselves: a clear message beats RocksDB's.
     let manifest = std::fs::read(&current).map_err(|e| Error::io(&current, e))?;
     let name = std::str::from_utf8(&manifest)
         .ok()
@@ -229,7 +228,7 @@ pub(crate) fn probe(path: &Path) -> Result<Probe> {
             )))
         }
     }
-    let families = DB::list_cf(&Options::default(), path).map_err(|e| map_err(path, e))?;
+    let families = super::families::list(path)?;
     Ok(Probe::Database(families))
 }
 
@@ -552,12 +551,22 @@ fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> O
 /// replays them again. Reopening a store killed with a 13 MB log took 72 ms, 36.5 ms with
 /// it (Rust probe, 1M keys, best of 3; the flush was half the open).
 ///
-/// rust-rocksdb 0.25 has no setter for it; RocksDB's own options-string parser applies it
-/// to a copy of `opts`. The copy shares what `opts` holds by reference (block cache, table
+/// Also `track_and_verify_wals`: each WAL rotated within a session starts with a record of
+/// its predecessor (number, size, last sequence number), so recovery finds such a WAL
+/// missing or cut short and stops replaying there (point-in-time recovery) instead of
+/// replaying the later WALs over the hole; and an existing store with no WAL at all is
+/// `CORRUPTION` (a store always has its current one). RocksDB 11.8 does not link the first
+/// WAL of a session to the WALs its open replayed and kept, and
+/// `track_and_verify_wals_in_manifest` tracks only synced WALs: kstate records the WALs
+/// of each open itself and checks them at the next (`check_logs` in the transaction
+/// layer).
+///
+/// rust-rocksdb 0.25 has no setter for either; RocksDB's own options-string parser applies
+/// them to a copy of `opts`. The copy shares what `opts` holds by reference (block cache, table
 /// factory, write buffer manager, statistics); kstate sets no callback (comparator, merge
 /// operator, filter) whose Rust side the copy could outlive, and the engine keeps `opts`.
 fn recovery_keeps_memtables(opts: &mut Options) -> std::result::Result<Options, rocksdb::Error> {
-    opts.get_options_from_string("avoid_flush_during_recovery=true")
+    opts.get_options_from_string("avoid_flush_during_recovery=true;track_and_verify_wals=true")
 }
 
 /// Bytes before the end of the data blocks that [`RocksEngine::stage_file`] reads ahead
@@ -684,6 +693,14 @@ fn count_table_files(path: &Path) -> usize {
     })
 }
 
+/// The number of a write-ahead log file, from its name (`<number>.log`).
+fn log_number(name: &str) -> Option<u64> {
+    name.strip_suffix(".log")
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))?
+        .parse()
+        .ok()
+}
+
 /// Names of files staged for ingestion: `kstate-restore-<n>.sst`.
 fn is_staged_name(name: &str) -> bool {
     name.strip_prefix("kstate-restore-")
@@ -694,7 +711,11 @@ fn is_staged_name(name: &str) -> bool {
 /// Maps a RocksDB error to kstate's, recognising the lock-file conflict RocksDB reports
 /// when another handle in this process has the database open.
 pub(crate) fn map_err(path: &Path, e: rocksdb::Error) -> Error {
-    let msg = e.into_string();
+    map_message(path, e.into_string())
+}
+
+/// [`map_err`] for RocksDB's error message itself (from a call into its C API).
+pub(crate) fn map_message(path: &Path, msg: String) -> Error {
     if msg.contains("LOCK") || msg.contains("lock hold") {
         return Error::Locked {
             path: path.to_path_buf(),
@@ -873,9 +894,37 @@ impl Engine for RocksEngine {
 
     fn compact(&self, family: Family) -> Result<()> {
         let cf = self.cf(family)?;
-        self.db.flush_cf(cf).map_err(|e| map_err(&self.path, e))?;
+        // Every family, in one atomic flush: with atomic flush RocksDB flushes only the
+        // families it is given, and a restore batch written without the WAL must not reach
+        // disk in its data family while its commit record stays in the meta family's
+        // memtable (a kill then reopens at the previous offset over the restored data).
+        self.flush()?;
+        crate::failpoint::hit("compact-after-flush");
+        // Its own flush, if writes came in meanwhile, covers every family too (RocksDB's
+        // manual compaction flushes atomically under atomic flush).
         self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
         Ok(())
+    }
+
+    fn logs(&self) -> Result<Option<super::Logs>> {
+        let io = |source| Error::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut live = Vec::new();
+        for entry in std::fs::read_dir(&self.path).map_err(io)? {
+            let name = entry.map_err(io)?.file_name();
+            if let Some(n) = name.to_str().and_then(log_number) {
+                live.push(n);
+            }
+        }
+        live.sort_unstable();
+        let needed_from = self
+            .db
+            .property_int_value("rocksdb.min-log-number-to-keep")
+            .map_err(|e| map_err(&self.path, e))?
+            .ok_or_else(|| Error::Storage("RocksDB has no min-log-number-to-keep".into()))?;
+        Ok(Some(super::Logs { live, needed_from }))
     }
 
     fn property(&self, name: &str) -> Result<Option<u64>> {
@@ -1238,6 +1287,10 @@ mod tests {
         assert_eq!(persisted_option(dir.path(), "atomic_flush"), "true");
         assert_eq!(
             persisted_option(dir.path(), "track_and_verify_wals_in_manifest"),
+            "true"
+        );
+        assert_eq!(
+            persisted_option(dir.path(), "track_and_verify_wals"),
             "true"
         );
         assert_eq!(e.get(plain, b"k").unwrap(), Some(b"v".to_vec()));

@@ -33,6 +33,8 @@ pub const KEY_PENDING: &[u8] = b"pending";
 pub const KEY_STATUS: &[u8] = b"status";
 /// Meta key of a restore file being ingested.
 pub const KEY_INGEST: &[u8] = b"ingest";
+/// Meta key of the write-ahead log files live when the store was last opened.
+pub const KEY_LOGS: &[u8] = b"logs";
 
 /// How values are laid out in a store (KIP-258 keeps both kinds side by side).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -496,6 +498,39 @@ pub fn decode_status(raw: &[u8]) -> Result<bool> {
     }
 }
 
+const LOGS_VERSION: u8 = 1;
+
+/// Encodes the numbers of the write-ahead log files live at an open:
+/// `[u8 version][u32 n]{[u64 number]}*` and a CRC-32.
+pub fn encode_logs(numbers: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9 + numbers.len() * 8);
+    out.push(LOGS_VERSION);
+    out.extend_from_slice(&(numbers.len() as u32).to_be_bytes());
+    for n in numbers {
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+    seal(out)
+}
+
+/// Decodes [`encode_logs`].
+pub fn decode_logs(raw: &[u8]) -> Result<Vec<u64>> {
+    let mut r = Reader {
+        buf: unseal(raw, "logs record")?,
+        what: "logs record",
+    };
+    if r.take(1)? != [LOGS_VERSION] {
+        return Err(Error::Corruption(
+            "logs record has an unknown version".into(),
+        ));
+    }
+    let n = r.u32()?;
+    let numbers = (0..n).map(|_| r.u64()).collect::<Result<Vec<u64>>>()?;
+    if !r.buf.is_empty() {
+        return Err(Error::Corruption("logs record has trailing bytes".into()));
+    }
+    Ok(numbers)
+}
+
 /// A large restore on its way into the engine as a sorted file: written (durably) before the
 /// file is ingested and deleted, in the same batch as the commit record of `state`, once it
 /// was. Recovery that finds it ingests the file again if it is still there (ingesting the
@@ -635,6 +670,20 @@ mod tests {
             metadata: Some(b"position".to_vec()),
             stream_time: None,
         }
+    }
+
+    #[test]
+    fn logs_records_round_trip_and_refuse_damage() {
+        for numbers in [vec![], vec![7], vec![4, 8, 12, u64::MAX]] {
+            assert_eq!(decode_logs(&encode_logs(&numbers)).unwrap(), numbers);
+        }
+        let mut raw = encode_logs(&[4, 8]);
+        raw[6] ^= 1;
+        assert_eq!(decode_logs(&raw).unwrap_err().code(), ErrorCode::Corruption);
+        assert_eq!(
+            decode_logs(&[1, 2]).unwrap_err().code(),
+            ErrorCode::Corruption
+        );
     }
 
     #[test]

@@ -240,6 +240,7 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                             pending_txn = Some(p.txn);
                         }),
                         meta::KEY_STATUS => meta::decode_status(&v).map(drop),
+                        meta::KEY_LOGS => meta::decode_logs(&v).map(drop),
                         _ => Err(crate::Error::Corruption("unknown metadata record".into())),
                     };
                     if let Err(e) = result {

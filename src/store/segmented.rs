@@ -260,18 +260,19 @@ impl Segmented {
         let stream_time = w.stream_time.max(time);
         let segment = segment_id(time, self.retention.segment_interval);
         let live = segment >= self.retention.min_live_segment(stream_time);
-        self.with_core(|c| {
+        let spilled = self.with_core(|c| {
             // A segment below the lowest live one does not exist any more (Kafka drops
             // the write, or finds no segment to delete from).
-            if live {
-                let key = layout::stored_key(segment, kafka_key);
-                c.write_all(self.data, std::iter::once((key.as_slice(), value)))?;
+            if !live {
+                return Ok(Ok(()));
             }
-            Ok(())
+            let key = layout::stored_key(segment, kafka_key);
+            c.buffer_all(self.data, std::iter::once((key.as_slice(), value)))
         })?;
-        // Only once the write is buffered: a failed write changes nothing.
+        // Once the write is buffered, even if spilling it failed (it stays in the
+        // transaction): a write that was not buffered changes nothing.
         w.stream_time = stream_time;
-        Ok(live)
+        spilled.map(|()| live)
     }
 
     /// Kafka's segmented `get`: `None` when `time` is no longer visible at the stream time

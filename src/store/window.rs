@@ -252,6 +252,15 @@ impl WindowStore {
         Self::build(opened, kind, None, &options)
     }
 
+    /// A window store over an engine a test opened (a fault-injecting one, say).
+    #[cfg(test)]
+    pub(crate) fn over_engine(
+        opened: super::open::Opened,
+        options: &WindowOptions,
+    ) -> Result<WindowStore> {
+        Self::build(opened, options.kind(), None, options)
+    }
+
     fn build(
         opened: super::open::Opened,
         kind: StoreKind,

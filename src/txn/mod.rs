@@ -209,6 +209,7 @@ impl TxnCore {
     ) -> Result<(TxnCore, RecoveryReport)> {
         let meta = engine.registry().require(crate::engine::names::META)?;
         let spill = engine.registry().require(crate::engine::names::SPILL)?;
+        let logs = check_logs(engine.as_ref(), meta)?;
         let mut report = RecoveryReport {
             previous_close_clean: match engine.get(meta, meta::KEY_STATUS)? {
                 Some(raw) => meta::decode_status(&raw)?,
@@ -250,14 +251,13 @@ impl TxnCore {
             }
         };
         crate::failpoint::hit("recover-before-status");
-        engine.write(
-            &[BatchOp::Put(
-                meta,
-                meta::KEY_STATUS,
-                &meta::encode_status(false),
-            )],
-            config.sync_on_commit,
-        )?;
+        let status = meta::encode_status(false);
+        let logs = logs.map(|l| meta::encode_logs(&l.live));
+        let mut ops = vec![BatchOp::Put(meta, meta::KEY_STATUS, &status)];
+        if let Some(logs) = &logs {
+            ops.push(BatchOp::Put(meta, meta::KEY_LOGS, logs));
+        }
+        engine.write(&ops, config.sync_on_commit)?;
         report.commit_sequence = committed.sequence;
         let view = Arc::new(CommittedView {
             snapshot: engine.snapshot()?,
@@ -421,13 +421,24 @@ impl TxnCore {
         family: Family,
         writes: impl IntoIterator<Item = (&'a [u8], buffer::Write)>,
     ) -> Result<()> {
+        self.buffer_all(family, writes)?
+    }
+
+    /// [`TxnCore::write_all`], telling the two failures apart: the outer error means
+    /// nothing was buffered (a commit in doubt could not be finished, say); the inner one
+    /// that the writes are buffered but spilling them failed.
+    pub(crate) fn buffer_all<'a>(
+        &self,
+        family: Family,
+        writes: impl IntoIterator<Item = (&'a [u8], buffer::Write)>,
+    ) -> Result<Result<()>> {
         self.check_family(family)?;
         let mut state = self.writer()?;
         let buffer = &mut state.buffers[family.index()];
         for (key, value) in writes {
             buffer.insert_shared(key, value);
         }
-        self.maybe_spill(&mut state)
+        Ok(self.maybe_spill(&mut state))
     }
 
     /// Buffers `value` for `key` unless the key has a value in the writer's view; returns
@@ -584,8 +595,10 @@ impl TxnCore {
         ))
     }
 
-    /// Flushes and fully compacts `family`.
+    /// Writes gathered restore batches (as every operation does first), then flushes and
+    /// fully compacts `family`.
     pub(crate) fn compact(&self, family: Family) -> Result<()> {
+        self.complete_restore()?;
         self.engine.compact(family)
     }
 
@@ -995,41 +1008,96 @@ impl TxnCore {
 
     /// Discards every uncommitted write. A commit in doubt is finished first (it is no
     /// longer this transaction's to discard).
+    ///
+    /// # Errors
+    /// Only those of finishing a commit in doubt ([`Error::CommitInDoubt`]) or of a broken
+    /// transaction: once the writes are discarded the rollback has happened, even if the
+    /// spill area could not be cleared yet (see [`TxnCore::discard`]).
     pub(crate) fn rollback(&self) -> Result<()> {
         let mut state = self.writer()?;
-        self.discard(&mut state)
+        self.discard(&mut state);
+        Ok(())
     }
 
-    fn discard(&self, state: &mut TxnState) -> Result<()> {
-        // The next transaction gets a new id first, so whatever stays in the area is never
-        // applied even if clearing it fails.
+    /// Ends the transaction without its writes. Clearing spilled writes from the spill
+    /// area is only housekeeping: the next transaction gets a new id first, so they can
+    /// never be applied. If clearing fails (a full disk), the area stays marked and the
+    /// next commit or restore clears it in its own batch, or the next open does.
+    fn discard(&self, state: &mut TxnState) {
         state.next_transaction();
-        if state.area_dirty {
-            self.engine.write(&[spill::clear_area(self.spill)], false)?;
+        if state.area_dirty
+            && self
+                .engine
+                .write(&[spill::clear_area(self.spill)], false)
+                .is_ok()
+        {
             state.area_dirty = false;
         }
-        Ok(())
     }
 
     /// Discards uncommitted writes and records a clean close. A commit in doubt is finished
     /// first; if it cannot be, the error says so, the status stays "unclean" and the next
     /// open completes or discards it.
+    ///
+    /// Once every commit is complete, what is left is housekeeping whose failure (a disk
+    /// that is full or in RocksDB's error state) loses nothing committed, so it is not an
+    /// error: every acknowledged commit is in the write-ahead log. Without the clean-close
+    /// record, the next open reports the close as unclean; without the flush, it replays
+    /// the log. Restore batches written without the log and not flushed yet may then be
+    /// lost, exactly as in a kill: the store reopens at an earlier whole commit with its
+    /// offset.
     pub(crate) fn close(&self) -> Result<()> {
         let mut state = self.writer()?;
-        self.discard(&mut state)?;
-        self.engine.write(
+        self.discard(&mut state);
+        let _ = self.engine.write(
             &[BatchOp::Put(
                 self.meta,
                 meta::KEY_STATUS,
                 &meta::encode_status(true),
             )],
             self.config.sync_on_commit,
-        )?;
+        );
         // A clean close leaves no write-ahead log to replay: the next open is quick (the
         // flush RocksDB would otherwise leave to recovery happens here, as Kafka's store
         // flushes on close).
-        self.engine.flush()
+        let _ = self.engine.flush();
+        Ok(())
     }
+}
+
+/// Checks that no write-ahead log file the store had when it was last opened has gone
+/// missing while the engine still needs it, and returns the engine's log files now (to be
+/// recorded for the next open).
+///
+/// RocksDB links the log files it rotates within one session (`track_and_verify_wals`),
+/// but not the first file of a session to the files an open replayed without flushing
+/// (`avoid_flush_during_recovery`): after kills in a row, a missing file among them
+/// would be skipped, and the later files replayed over the hole, with newer offsets over
+/// older data. Each open therefore records the files it found (in the same batch as its
+/// status, so the record lives in the newest log), and the next open checks them: a
+/// recorded file at or above the oldest number the engine still needs, but not on disk,
+/// held commits that are lost.
+///
+/// # Errors
+/// [`Error::Corruption`] naming the missing files.
+fn check_logs(engine: &dyn Engine, meta: Family) -> Result<Option<crate::engine::Logs>> {
+    let Some(logs) = engine.logs()? else {
+        return Ok(None);
+    };
+    if let Some(raw) = engine.get(meta, meta::KEY_LOGS)? {
+        let missing: Vec<u64> = meta::decode_logs(&raw)?
+            .into_iter()
+            .filter(|n| *n >= logs.needed_from && logs.live.binary_search(n).is_err())
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::Corruption(format!(
+                "write-ahead log files {missing:?} are missing: they held commits that are \
+                 not in the table files (log files needed from {}, present {:?})",
+                logs.needed_from, logs.live
+            )));
+        }
+    }
+    Ok(Some(logs))
 }
 
 /// The commit that follows `committed` with `offsets` (Kafka's map semantics: an empty slice
@@ -1162,3 +1230,5 @@ fn roll_forward(
 
 #[cfg(test)]
 mod fault_tests;
+#[cfg(test)]
+mod window_fault_tests;

@@ -1100,6 +1100,62 @@ static void test_properties(void) {
     CHECK_OK(kstate_kv_close(s));
 }
 
+/* Flips eight bytes of the first record of the manifest that `store`'s CURRENT names,
+ * after its 7-byte header: a checksum that cannot match (a damaged last record could pass
+ * for a write cut short). */
+static void corrupt_manifest(const char *store) {
+    char current[4300], name[256] = {0}, manifest[4600];
+    snprintf(current, sizeof current, "%s/CURRENT", store);
+    FILE *f = fopen(current, "r");
+    CHECK(f != NULL);
+    if (f == NULL) {
+        return;
+    }
+    CHECK(fgets(name, sizeof name, f) != NULL);
+    fclose(f);
+    name[strcspn(name, "\n")] = '\0';
+    snprintf(manifest, sizeof manifest, "%s/%s", store, name);
+    f = fopen(manifest, "r+b");
+    CHECK(f != NULL);
+    if (f == NULL) {
+        return;
+    }
+    unsigned char bytes[8];
+    fseek(f, 7, SEEK_SET);
+    CHECK(fread(bytes, 1, sizeof bytes, f) == sizeof bytes);
+    for (size_t i = 0; i < sizeof bytes; i++) {
+        bytes[i] ^= 0x5A;
+    }
+    fseek(f, 7, SEEK_SET);
+    CHECK(fwrite(bytes, 1, sizeof bytes, f) == sizeof bytes);
+    fclose(f);
+}
+
+/* A store whose manifest fails its checksum is CORRUPTION on every open, and a failed open
+ * leaks nothing (kstate 0.1 leaked one block per attempt inside RocksDB's family listing:
+ * valgrind and LSan, which this suite runs under, report any). */
+static void test_damaged_manifest(void) {
+    const char *p = fresh_path();
+    char path[4200];
+    snprintf(path, sizeof path, "%s", p);
+    kstate_kv_t *s = NULL;
+    CHECK_OK(kstate_kv_open(path, NULL, &s));
+    CHECK_OK(kstate_kv_put(s, KEY("k"), KEY("v"), 1));
+    CHECK_OK(kstate_kv_commit(s, NULL, 0, NULL, 0));
+    CHECK_OK(kstate_kv_close(s));
+    corrupt_manifest(path);
+    int attempts = getenv("KSTATE_TEST_SMALL") != NULL ? 50 : 1000;
+    for (int i = 0; i < attempts; i++) {
+        s = NULL;
+        CHECK_ERR(kstate_kv_open(path, NULL, &s), KSTATE_ERR_CORRUPTION);
+        CHECK(s == NULL);
+        if (s != NULL) {
+            CHECK_OK(kstate_kv_close(s));
+            break;
+        }
+    }
+}
+
 int main(void) {
     setenv("KSTATE_FAILPOINT_ODDS", "1", 1);
     make_scratch(g_dir, sizeof g_dir);
@@ -1108,6 +1164,7 @@ int main(void) {
     RUN(test_options);
     RUN(test_options_struct_size);
     RUN(test_open_errors);
+    RUN(test_damaged_manifest);
     RUN(test_crud);
     RUN(test_put_all);
     RUN(test_raw_and_plain);
