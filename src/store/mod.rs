@@ -3,7 +3,7 @@
 
 pub mod inspect;
 mod iter;
-mod kafka;
+pub(crate) mod kafka;
 mod kv;
 mod lock;
 pub(crate) mod open;
