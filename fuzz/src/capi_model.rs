@@ -118,6 +118,16 @@ fn ptr(u: &mut Unstructured<'_>, data: &[u8]) -> Result<*const u8> {
     })
 }
 
+/// `data`'s pointer (never NULL, even when empty: an empty slice's pointer is dangling but
+/// not NULL), or NULL when the argument is to be absent.
+fn present_or_null(data: &[u8], absent: bool) -> *const u8 {
+    if absent {
+        null()
+    } else {
+        data.as_ptr()
+    }
+}
+
 /// A topic: valid UTF-8 names from a small set, or (with `bad`) NULL or not UTF-8.
 fn topic(u: &mut Unstructured<'_>) -> Result<(Option<CString>, bool)> {
     Ok(match u.int_in_range(0..=9)? {
@@ -183,14 +193,7 @@ impl CommitArgs {
             }
             _ => {
                 let m = bytes(u, 6)?;
-                let (p, l) = (
-                    if m.is_empty() {
-                        [].as_ptr()
-                    } else {
-                        m.as_ptr()
-                    },
-                    m.len(),
-                );
+                let (p, l) = (m.as_ptr(), m.len());
                 (Some(m), p, l)
             }
         };
@@ -385,13 +388,7 @@ impl Session {
         let delete = u.ratio(1, 4)?;
         let raw = if delete { Vec::new() } else { bytes(u, 14)? };
         let kp = ptr(u, &k)?;
-        let vp = if delete {
-            null()
-        } else if raw.is_empty() {
-            [].as_ptr()
-        } else {
-            raw.as_ptr()
-        };
+        let vp = present_or_null(&raw, delete);
         // SAFETY: pointers valid for their lengths (or NULL with length 0).
         let e = unsafe { kstate_kv_put_raw(self.store, kp, k.len(), vp, raw.len()) };
         if delete {
@@ -544,11 +541,7 @@ impl Session {
             }
         } else {
             let raw = bytes(u, 14)?;
-            let rp = if raw.is_empty() {
-                [].as_ptr()
-            } else {
-                raw.as_ptr()
-            };
+            let rp = raw.as_ptr();
             let (mut value, mut found) = (NO_BYTES, true);
             // SAFETY: pointers valid for their lengths; out-parameters writable.
             let e = unsafe {
@@ -819,20 +812,8 @@ impl Session {
             }
         };
         let (lo, hi) = (bound(&from, from_open), bound(&to, to_open));
-        let fp = if from_open {
-            null()
-        } else if from.is_empty() {
-            [].as_ptr()
-        } else {
-            from.as_ptr()
-        };
-        let tp = if to_open {
-            null()
-        } else if to.is_empty() {
-            [].as_ptr()
-        } else {
-            to.as_ptr()
-        };
+        let fp = present_or_null(&from, from_open);
+        let tp = present_or_null(&to, to_open);
         let (fl, tl) = (
             if from_open { 0 } else { from.len() },
             if to_open { 0 } else { to.len() },
