@@ -73,7 +73,7 @@ for t in "${targets[@]}"; do
   log=$log_dir/$t.log
   # New inputs go to the first directory; the checked-in seeds are read only.
   if "target/fuzz/$host/release/$t" "$corpus" "fuzz/corpus/$t" \
-      -max_total_time="$seconds" -print_final_stats=1 -timeout=20 -rss_limit_mb=2048 \
+      -max_total_time="$seconds" -print_final_stats=1 -timeout=120 -rss_limit_mb=2048 \
       $(flags_for "$t") -artifact_prefix="$artifacts/" >"$log" 2>&1; then
     status=ok; passed=$((passed + 1))
   else
