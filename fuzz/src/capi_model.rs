@@ -1053,6 +1053,29 @@ impl Session {
         };
         expect(e, iter_code);
         assert_eq!(batch.len, 0);
+        self.other_kinds(u)
+    }
+
+    /// The live key-value handles given to window and session functions: refused as
+    /// handles of another kind, and left working (the model's later checks use them).
+    fn other_kinds(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        let store = self.store;
+        let e = match u.int_in_range(0..=3)? {
+            0 => kstate_window_close(store.cast()),
+            1 => kstate_session_close(store.cast()),
+            2 => kstate_window_rollback(store.cast()),
+            _ => kstate_session_rollback(store.cast()),
+        };
+        expect(e, KSTATE_ERR_INVALID_HANDLE);
+        if !self.iters.is_empty() {
+            let it = self.iters[u.choose_index(self.iters.len())?].handle;
+            let e = if u.arbitrary()? {
+                kstate_window_iter_close(it.cast())
+            } else {
+                kstate_session_iter_close(it.cast())
+            };
+            expect(e, KSTATE_ERR_INVALID_HANDLE);
+        }
         Ok(())
     }
 
