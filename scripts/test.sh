@@ -32,6 +32,17 @@ step "cargo test --release"
 cargo test --release 2>&1 | tee "$log_dir/cargo-test.log"
 cat target/kstate-large-txn.txt 2>/dev/null || true
 
+# Bounded fuzzing: every target of fuzz/ for KSTATE_FUZZ_SECONDS (15 s) each. Its build
+# links the librocksdb.a just built, so it never compiles RocksDB. A failure is counted and
+# fails the run at the end, after the other suites.
+f_passed=0; f_failed=0
+if [ -f scripts/fuzz.sh ]; then
+  step "fuzz targets, ${KSTATE_FUZZ_SECONDS:-15} s each (scripts/fuzz.sh: libFuzzer on stable Rust)"
+  bash scripts/fuzz.sh 2>&1 | tee "$log_dir/fuzz.log" || true
+  read -r f_passed f_failed < <(grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' "$log_dir/fuzz.log" | tail -1 | awk '{print $2, $4}') || true
+  f_passed=${f_passed:-0}; f_failed=${f_failed:-1}
+fi
+
 if [ -f build.rs ] && [ -f include/kstate.h ] && git rev-parse --git-dir >/dev/null 2>&1; then
   step "include/kstate.h is up to date"
   git diff --exit-code -- include/kstate.h || { echo "include/kstate.h is stale: commit the regenerated header"; exit 1; }
@@ -69,6 +80,6 @@ r_logs=("$log_dir/cargo-test-failpoints.log" "$log_dir/cargo-test.log")
 r_passed=$(cat "${r_logs[@]}" | grep -E '^test result:' | awk '{s+=$4} END {print s+0}')
 r_failed=$(cat "${r_logs[@]}" | grep -E '^test result:' | awk '{s+=$6} END {print s+0}')
 echo
-echo "rust: $r_passed passed, $r_failed failed; c: $c_passed passed, $c_failed failed; java: $j_passed passed, $j_failed failed; maven user project: $m_passed passed, $m_failed failed"
-echo "kstate: $((r_passed + c_passed + j_passed + m_passed)) passed, $((r_failed + c_failed + j_failed + m_failed)) failed"
-[ "$m_failed" -eq 0 ]
+echo "rust: $r_passed passed, $r_failed failed; c: $c_passed passed, $c_failed failed; java: $j_passed passed, $j_failed failed; maven user project: $m_passed passed, $m_failed failed; fuzz targets: $f_passed passed, $f_failed failed"
+echo "kstate: $((r_passed + c_passed + j_passed + m_passed)) passed, $((r_failed + c_failed + j_failed + m_failed + f_failed)) failed"
+[ "$m_failed" -eq 0 ] && [ "$f_failed" -eq 0 ]

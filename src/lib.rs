@@ -20,6 +20,8 @@ mod bridge;
 pub mod capi;
 pub mod error;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzz_api;
 pub mod jni;
 pub mod store;
 

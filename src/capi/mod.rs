@@ -46,8 +46,8 @@ pub use kv::{
     kstate_kv_delete, kstate_kv_delete_raw, kstate_kv_get, kstate_kv_get_committed,
     kstate_kv_get_raw, kstate_kv_is_upgrading, kstate_kv_open, kstate_kv_put, kstate_kv_put_all,
     kstate_kv_put_all_raw, kstate_kv_put_if_absent, kstate_kv_put_if_absent_raw, kstate_kv_put_raw,
-    kstate_kv_rollback, kstate_kv_t, kstate_kv_upgrade_swap, kstate_kv_write_t, kstate_offset_t,
-    kstate_progress_fn,
+    kstate_kv_restore_batch, kstate_kv_rollback, kstate_kv_t, kstate_kv_upgrade_swap,
+    kstate_kv_write_t, kstate_offset_t, kstate_progress_fn,
 };
 pub use options::{
     kstate_engine_t, kstate_kv_options_init, kstate_kv_options_t, kstate_value_format_t,

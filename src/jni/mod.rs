@@ -31,3 +31,4 @@ mod swap_natives;
 mod tests;
 
 pub use guard::{exception_class_for, INVALID_STATE_CLASS, PROCESSOR_STATE_CLASS};
+pub(crate) use natives::decode_java;

@@ -89,7 +89,7 @@ pub(super) fn string(env: &mut JNIEnv<'_>, s: &JString<'_>, what: &str) -> JniRe
 }
 
 /// Decodes a string in the JVM's modified UTF-8, refusing what is not valid Unicode.
-pub(super) fn decode_java(bytes: &[u8], what: &str) -> crate::Result<String> {
+pub(crate) fn decode_java(bytes: &[u8], what: &str) -> crate::Result<String> {
     match cesu8::from_java_cesu8(bytes) {
         Ok(text) => Ok(text.into_owned()),
         Err(_) => Err(Error::InvalidArgument(format!(

@@ -44,11 +44,20 @@ pub(crate) fn read(engine: &dyn Engine, family: Family) -> Result<KafkaOffsets> 
     let mut out = KafkaOffsets::default();
     let mut it = engine.iter(family, &KeyRange::all(), false)?;
     while let Some((key, value)) = it.next_entry()? {
-        match key.as_slice() {
-            b"status" => out.left_open = long(&key, &value)? != 0,
-            b"position" => out.position = Some(position_to_adapter(&value)?),
+        out.add(&key, &value)?;
+    }
+    Ok(out)
+}
+
+impl KafkaOffsets {
+    /// Takes in one entry of the family (a pure step of [`read`], so that it can be fuzzed
+    /// without an engine).
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        match key {
+            b"status" => self.left_open = long(key, value)? != 0,
+            b"position" => self.position = Some(position_to_adapter(value)?),
             _ => {
-                let text = std::str::from_utf8(&key)
+                let text = std::str::from_utf8(key)
                     .map_err(|_| Error::Corruption("a Kafka offsets key is not UTF-8".into()))?;
                 let (topic, partition) = text
                     .rsplit_once('-')
@@ -58,19 +67,19 @@ pub(crate) fn read(engine: &dyn Engine, family: Family) -> Result<KafkaOffsets> 
                             "Kafka offsets key {text:?} is not <topic>-<partition>"
                         ))
                     })?;
-                out.offsets
-                    .insert(TopicPartition::new(topic, partition), long(&key, &value)?);
+                self.offsets
+                    .insert(TopicPartition::new(topic, partition), long(key, value)?);
             }
         }
+        Ok(())
     }
-    Ok(out)
 }
 
 /// Converts Kafka's `PositionSerde` v0 (`[i8 0][i32 topics]{[i32 len][topic][i32
 /// partitions]{[i32 partition][i64 offset]}}`, padding ignored) into the layout the Kafka
 /// Streams adapter stores as commit metadata (`[u8 1][i32 topics]{[u16 len][topic][i32
 /// partitions]{[i32 partition][i64 offset]}}`, Java's `DataOutput`).
-fn position_to_adapter(raw: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn position_to_adapter(raw: &[u8]) -> Result<Vec<u8>> {
     let bad = || Error::Corruption("Kafka's stored position is malformed".into());
     let mut at = 0usize;
     let mut take = |n: usize| -> Result<&[u8]> {

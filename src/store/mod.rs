@@ -7,7 +7,7 @@ pub mod export;
 mod export_segmented;
 pub mod inspect;
 mod iter;
-mod kafka;
+pub(crate) mod kafka;
 pub mod kafka_segments;
 mod kv;
 mod lock;

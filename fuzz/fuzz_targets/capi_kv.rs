@@ -1,0 +1,7 @@
+//! The C API of key-value stores on the memory engine, driven with arbitrary call sequences
+//! and checked against a model (`kstate_fuzz::capi_model`).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| kstate_fuzz::capi_model::run(data, false));
