@@ -1,7 +1,8 @@
 //! `kstate export --to kafka`: kstate key-value stores handed back to Kafka Streams' own
-//! RocksDB layout, checked byte for byte against a model (values, Kafka's `offsets`
-//! family, the position), the dry run, the refusals, and SIGKILLs of the real `kstate
-//! export` process at random moments (and, with the `failpoints` feature, at its crash
+//! RocksDB layout and window stores to Kafka's segmented layout, checked byte for byte
+//! against a model (values, Kafka's `offsets` family, the position, the task checkpoint),
+//! the dry run, the refusals, and SIGKILLs of the real `kstate export` process (key-value
+//! stores) at random moments (and, with the `failpoints` feature, at its crash
 //! points): every state left is the complete kstate store or the complete Kafka store with
 //! the same offsets, and a rerun finishes.
 //!
@@ -264,15 +265,89 @@ fn legacy_checkpoint_is_merged_into_the_task_file() {
     );
 }
 
-/// Creates a kstate window store at `path`.
-fn window_store(path: &Path) {
-    WindowStore::open(
+/// Window starts of [`window_store`]'s records: three segments of 300 000 ms (retention
+/// 600 000 ms), none expired.
+const WINDOW_STARTS: [i64; 3] = [1_000, 301_000, 601_000];
+
+/// Creates a kstate timestamped window store at `path`: five keys in each window of
+/// [`WINDOW_STARTS`] committed with offsets 99 and -4 and a position, then uncommitted
+/// writes that the close discards. Returns Kafka's segment directory name -> the committed
+/// entries of that segment (Kafka's window key -> timestamped value).
+fn window_store(path: &Path) -> BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> {
+    let store = WindowStore::open(
         path,
-        &WindowOptions::new(60_000, 1_000, false).with_store(StoreOptions::default()),
+        &WindowOptions::new(600_000, 1_000, false).with_store(options(ValueFormat::Timestamped)),
     )
-    .unwrap()
-    .close()
     .unwrap();
+    let name = path.file_name().unwrap().to_str().unwrap();
+    let mut want: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
+    for start in WINDOW_STARTS {
+        for k in 0..5 {
+            let key = format!("wkey-{k}");
+            let value = format!("v-{k}-{start}");
+            store
+                .put(key.as_bytes(), Some(value.as_bytes()), start + k, start)
+                .unwrap();
+            let mut kafka_key = key.into_bytes();
+            kafka_key.extend_from_slice(&start.to_be_bytes());
+            kafka_key.extend_from_slice(&0i32.to_be_bytes());
+            let mut stored = (start + k).to_be_bytes().to_vec();
+            stored.extend_from_slice(value.as_bytes());
+            want.entry(format!("{name}.{}", start / 300_000 * 300_000))
+                .or_default()
+                .insert(kafka_key, stored);
+        }
+    }
+    store
+        .commit(
+            &[
+                (TopicPartition::new(TOPIC, 0), Some(99)),
+                (TopicPartition::new(TOPIC, 1), Some(-4)),
+            ],
+            Some(&position(true, 99)),
+        )
+        .unwrap();
+    store
+        .put(b"wkey-0", Some(b"uncommitted"), 1_500, 1_000)
+        .unwrap();
+    store.close().unwrap();
+    want
+}
+
+/// Checks that `path` now holds exactly Kafka's segments `want` with the offsets of
+/// [`window_store`] in each, and nothing of kstate's.
+fn assert_kafka_window_store(path: &Path, want: &BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>) {
+    let dirs: Vec<String> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(dirs, want.keys().cloned().collect::<Vec<_>>());
+    for (segment, entries) in want {
+        let dir = path.join(segment);
+        assert_eq!(
+            sorted_families(&dir),
+            vec!["default", "keyValueWithTimestamp", "offsets"],
+            "{segment}"
+        );
+        assert_eq!(family_entries(&dir, "keyValueWithTimestamp"), *entries);
+        assert!(family_entries(&dir, "default").is_empty(), "{segment}");
+        assert_eq!(
+            family_entries(&dir, "offsets"),
+            expected_offsets(),
+            "{segment}"
+        );
+        assert!(newer_table_files(&dir).unwrap().is_empty(), "{segment}");
+    }
+    // No kstate lock or side directory beside the store.
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let beside: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(&name) && *n != name)
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
 }
 
 fn cli(args: &[&str]) -> (i32, String) {
@@ -288,7 +363,7 @@ fn cli(args: &[&str]) -> (i32, String) {
 }
 
 #[test]
-fn dry_run_changes_nothing_and_window_stores_are_reported_not_exported() {
+fn dry_run_changes_nothing_and_window_stores_are_exported_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("app");
     let committed = write_store(&app.join("0_0").join("s"), ValueFormat::Timestamped);
@@ -297,21 +372,45 @@ fn dry_run_changes_nothing_and_window_stores_are_reported_not_exported() {
         ValueFormat::Plain,
     );
     let window = app.join("1_0").join("w");
-    window_store(&window);
+    let segments = window_store(&window);
+    assert_eq!(
+        plan(&window).unwrap(),
+        ExportPlan::Segmented {
+            kind: "window",
+            kafka_class: "RocksDBTimestampedWindowStore (Stores.persistentTimestampedWindowStore)",
+            segments: 3,
+            offsets: [
+                (TopicPartition::new(TOPIC, 0), 99),
+                (TopicPartition::new(TOPIC, 1), -4)
+            ]
+            .into_iter()
+            .collect(),
+        }
+    );
     let before = snapshot(&app);
     let app_arg = app.to_str().unwrap();
     let (code, out) = cli(&["export", "--to", "kafka", app_arg, "--dry-run"]);
-    assert_eq!(code, 1, "a window store is left: {out}");
+    assert_eq!(code, 0, "every store can be exported: {out}");
     assert!(out.contains("dry run: nothing was changed"), "{out}");
-    assert!(out.contains("NOT EXPORTED"), "{out}");
-    assert!(out.contains("window store"), "{out}");
-    assert_eq!(out.matches("  export  ").count(), 2, "{out}");
+    assert!(!out.contains("NOT EXPORTED"), "{out}");
+    assert!(
+        out.contains(
+            "(kstate window store; offsets [app-s-changelog-0=99, app-s-changelog-1=-4]; 3 \
+             Kafka segment(s) written in place; opens as Kafka's RocksDBTimestampedWindowStore"
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches("  export  ").count(), 3, "{out}");
     assert_eq!(snapshot(&app), before, "the dry run changed files");
 
     let (code, out) = cli(&["export", "--to", "kafka", app_arg]);
-    assert_eq!(code, 1, "{out}");
+    assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("2 store(s) exported to Kafka's stores, 1 not exported"),
+        out.contains("3 store(s) exported to Kafka's stores, 0 not exported"),
+        "{out}"
+    );
+    assert!(
+        out.contains("(3 Kafka segment(s), 15 records, 2 offsets and the position)"),
         "{out}"
     );
     assert_eq!(
@@ -321,21 +420,36 @@ fn dry_run_changes_nothing_and_window_stores_are_reported_not_exported() {
         ),
         committed
     );
-    // The window store is untouched, and reopens.
-    let after = snapshot(&app);
-    let window_files = |s: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
-        s.iter()
-            .filter(|(p, _)| p.starts_with("1_0/"))
-            .map(|(p, v)| (p.clone(), v.clone()))
-            .collect()
-    };
-    assert_eq!(window_files(&after), window_files(&before));
-    // A second run has nothing left to do but the window store.
+    // The window store is Kafka's layout in the same place.
+    assert_kafka_window_store(&window, &segments);
+    // A second run finds only Kafka's stores.
     let (code, out) = cli(&["export", "--to", "kafka", app_arg]);
-    assert_eq!(code, 1, "{out}");
-    assert!(out.contains("0 store(s) exported"), "{out}");
-    let (code, out) = cli(&["export", "--to", "kafka", app.join("0_0").to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
+    assert!(out.contains("0 store(s) exported"), "{out}");
+    assert!(
+        out.contains("a Kafka Streams window or session store: left as it is"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_window_stores_offsets_are_merged_into_its_task_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("app").join("1_0");
+    let window = task.join("w");
+    let segments = window_store(&window);
+    std::fs::write(task.join(".checkpoint"), "0\n1\nother-changelog 0 7\n").unwrap();
+    let done = export(&window, true).unwrap().unwrap();
+    assert_eq!(done.target, window);
+    assert!(done.position);
+    assert_eq!(done.checkpoint_file, Some(task.join(".checkpoint")));
+    let report = done.segmented.unwrap();
+    assert_eq!((report.segments, report.records), (3, 15));
+    assert_eq!(
+        std::fs::read_to_string(task.join(".checkpoint")).unwrap(),
+        format!("0\n3\n{TOPIC} 0 99\n{TOPIC} 1 -4\nother-changelog 0 7\n")
+    );
+    assert_kafka_window_store(&window, &segments);
 }
 
 #[test]
@@ -364,15 +478,19 @@ fn refusals_leave_everything_as_it_was() {
     );
     assert_eq!(snapshot(&task), before);
 
-    // A window store.
+    // A window store open elsewhere.
     let window = dir.path().join("w");
     window_store(&window);
-    assert_eq!(
-        plan(&window).unwrap(),
-        ExportPlan::Unsupported { kind: "window" }
-    );
+    let open = WindowStore::open(
+        &window,
+        &WindowOptions::new(600_000, 1_000, false).with_store(options(ValueFormat::Timestamped)),
+    )
+    .unwrap();
+    let before = snapshot(&window);
     let err = export(&window, false).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+    assert_eq!(err.code(), ErrorCode::Locked, "{err}");
+    assert_eq!(snapshot(&window), before);
+    open.close().unwrap();
 
     // A headers store still upgrading plain values.
     let mixed = dir.path().join("x").join("m");

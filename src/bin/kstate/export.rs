@@ -1,9 +1,8 @@
-//! `kstate export --to kafka DIR`: hands kstate key-value stores back to Kafka Streams' own
-//! RocksDB stores (one store directory, or every store under a Kafka Streams state
-//! directory). The work and its crash safety are in `kstate::store::export`; this module
-//! lists, reports and sets the exit code: 0 when every store under DIR is now Kafka's, 1
-//! when a store was not exported (a window or session store, or an error), 2 on a usage
-//! error.
+//! `kstate export --to kafka DIR`: hands kstate key-value, window and session stores back
+//! to Kafka Streams' own RocksDB stores (one store directory, or every store under a Kafka
+//! Streams state directory). The work and its crash safety are in `kstate::store::export`;
+//! this module lists, reports and sets the exit code: 0 when every store under DIR is now
+//! Kafka's, 1 when a store was not exported (an error), 2 on a usage error.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,7 +14,15 @@ use super::CmdResult;
 
 /// Whether a plan leaves a kstate store behind.
 fn blocks(plan: &kstate::Result<ExportPlan>) -> bool {
-    matches!(plan, Err(_) | Ok(ExportPlan::Unsupported { .. }))
+    plan.is_err()
+}
+
+/// `topic-partition=offset`, one string per partition.
+fn offsets_list(offsets: &std::collections::BTreeMap<kstate::TopicPartition, i64>) -> Vec<String> {
+    offsets
+        .iter()
+        .map(|(tp, o)| format!("{}-{}={o}", tp.topic, tp.partition))
+        .collect()
 }
 
 fn describe(path: &Path, plan: &kstate::Result<ExportPlan>) -> String {
@@ -27,10 +34,7 @@ fn describe(path: &Path, plan: &kstate::Result<ExportPlan>) -> String {
             newer_tables,
             resumed,
         }) => {
-            let offsets: Vec<String> = offsets
-                .iter()
-                .map(|(tp, o)| format!("{}-{}={o}", tp.topic, tp.partition))
-                .collect();
+            let offsets = offsets_list(offsets);
             format!(
                 "  {}  {} -> {} (kstate {} store; offsets [{}]; {newer_tables} table files to \
                  rewrite; opens as Kafka's {})",
@@ -51,10 +55,16 @@ fn describe(path: &Path, plan: &kstate::Result<ExportPlan>) -> String {
                 ""
             }
         ),
-        Ok(ExportPlan::Unsupported { kind }) => format!(
-            "  NOT EXPORTED  {} (a kstate {kind} store: only key-value stores can be exported \
-             so far; left as it is)",
-            path.display()
+        Ok(ExportPlan::Segmented {
+            kind,
+            kafka_class,
+            segments,
+            offsets,
+        }) => format!(
+            "  export  {} (kstate {kind} store; offsets [{}]; {segments} Kafka segment(s) \
+             written in place; opens as Kafka's {kafka_class})",
+            path.display(),
+            offsets_list(offsets).join(", ")
         ),
         Err(e) => format!("  NOT EXPORTED  {}: {e}", path.display()),
     }
@@ -99,7 +109,12 @@ pub fn cmd_export(dir: &Path, dry_run: bool, checkpoint: bool) -> CmdResult {
     // kstate stores first: a Kafka store listed may be the target of one of them.
     let order = plans
         .iter()
-        .filter(|(_, p)| matches!(p, Ok(ExportPlan::Export { .. })))
+        .filter(|(_, p)| {
+            matches!(
+                p,
+                Ok(ExportPlan::Export { .. } | ExportPlan::Segmented { .. })
+            )
+        })
         .chain(
             plans
                 .iter()
@@ -107,6 +122,24 @@ pub fn cmd_export(dir: &Path, dry_run: bool, checkpoint: bool) -> CmdResult {
         );
     for (path, _) in order {
         match export(path, checkpoint) {
+            Ok(Some(done)) if done.segmented.is_some() => {
+                exported += 1;
+                let segments = done.segmented.map(|s| (s.segments, s.records));
+                let (segments, records) = segments.unwrap_or_default();
+                println!(
+                    "  done    {} ({segments} Kafka segment(s), {records} records, {} offsets{}{})",
+                    path.display(),
+                    done.offsets.len(),
+                    if done.position {
+                        " and the position"
+                    } else {
+                        ""
+                    },
+                    done.checkpoint_file
+                        .map(|f| format!("; merged into {}", f.display()))
+                        .unwrap_or_default()
+                );
+            }
             Ok(Some(done)) => {
                 exported += 1;
                 println!(
