@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kstate::store::export::{export, kafka_target, newer_table_files, plan, ExportPlan};
-use kstate::store::{WindowOptions, WindowStore};
+use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
 use kstate::{ErrorCode, KvStore, StoreOptions, TopicPartition, ValueFormat};
 use rocksdb::{Options, DB};
 use workload::{Model, Rng, WorkloadConfig};
@@ -427,9 +427,32 @@ fn dry_run_changes_nothing_and_window_stores_are_exported_in_place() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("0 store(s) exported"), "{out}");
     assert!(
-        out.contains("a Kafka Streams window or session store: left as it is"),
+        out.contains("a Kafka Streams window or session store: left as it is)"),
         "{out}"
     );
+    // What an export killed right after its exchange leaves beside the window store (the
+    // old kstate store in the side directory, the lock file) is listed by a dry run and
+    // removed by a rerun; Kafka's segments are not touched.
+    let side = app.join("1_0").join(".w.kstate-swap");
+    copy_tree(&app.join("0_1").join("rocksdb").join("p"), &side);
+    std::fs::write(app.join("1_0").join(".w.kstate-lock"), b"").unwrap();
+    let before = snapshot(&app);
+    let window_arg = window.to_str().unwrap();
+    let (code, out) = cli(&["export", "--to", "kafka", window_arg, "--dry-run"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("; kstate leftovers beside it are removed)"),
+        "{out}"
+    );
+    assert_eq!(snapshot(&app), before, "the dry run changed files");
+    let (code, out) = cli(&["export", "--to", "kafka", window_arg]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("; kstate leftovers beside it removed)"),
+        "{out}"
+    );
+    assert!(!side.exists());
+    assert_kafka_window_store(&window, &segments);
 }
 
 #[test]
@@ -450,6 +473,120 @@ fn a_window_stores_offsets_are_merged_into_its_task_checkpoint() {
         format!("0\n3\n{TOPIC} 0 99\n{TOPIC} 1 -4\nother-changelog 0 7\n")
     );
     assert_kafka_window_store(&window, &segments);
+}
+
+#[test]
+fn plain_window_and_session_stores_become_kafkas_default_family_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("app").join("0_0");
+    let commit = [(TopicPartition::new(TOPIC, 0), Some(7))];
+    // A plain window store: raw values, Kafka's `default` family.
+    let pw = task.join("pw");
+    let store = WindowStore::open(
+        &pw,
+        &WindowOptions::new(600_000, 1_000, false).with_store(options(ValueFormat::Plain)),
+    )
+    .unwrap();
+    store.put_raw(b"k", Some(b"early"), 1_000).unwrap();
+    store.put_raw(b"k", Some(b"late"), 301_000).unwrap();
+    store.commit(&commit, None).unwrap();
+    store.close().unwrap();
+    // A session store: segments by session end, Kafka's `default` family.
+    let ss = task.join("ss");
+    let store = SessionStore::open(&ss, &SessionOptions::new(600_000)).unwrap();
+    store.put(b"k", 1_000, 2_000, Some(b"a")).unwrap();
+    store.put(b"k", 290_000, 310_000, Some(b"b")).unwrap();
+    store.commit(&commit, None).unwrap();
+    store.close().unwrap();
+
+    let offsets: BTreeMap<TopicPartition, i64> = [(TopicPartition::new(TOPIC, 0), 7)].into();
+    assert_eq!(
+        plan(&pw).unwrap(),
+        ExportPlan::Segmented {
+            kind: "window",
+            kafka_class: "RocksDBWindowStore (Stores.persistentWindowStore)",
+            segments: 2,
+            offsets: offsets.clone(),
+        }
+    );
+    assert_eq!(
+        plan(&ss).unwrap(),
+        ExportPlan::Segmented {
+            kind: "session",
+            kafka_class: "RocksDBSessionStore (Stores.persistentSessionStore)",
+            segments: 2,
+            offsets,
+        }
+    );
+    let (code, out) = cli(&[
+        "export",
+        "--to",
+        "kafka",
+        task.parent().unwrap().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("2 store(s) exported to Kafka's stores, 0 not exported"),
+        "{out}"
+    );
+
+    let window_key = |start: i64| {
+        let mut k = b"k".to_vec();
+        k.extend_from_slice(&start.to_be_bytes());
+        k.extend_from_slice(&0i32.to_be_bytes());
+        k
+    };
+    let session_key = |start: i64, end: i64| {
+        let mut k = b"k".to_vec();
+        k.extend_from_slice(&end.to_be_bytes());
+        k.extend_from_slice(&start.to_be_bytes());
+        k
+    };
+    let mut want_offsets = BTreeMap::new();
+    want_offsets.insert(
+        format!("{TOPIC}-0").into_bytes(),
+        7i64.to_be_bytes().to_vec(),
+    );
+    want_offsets.insert(b"status".to_vec(), vec![0; 8]);
+    let want: [(std::path::PathBuf, Vec<u8>, &[u8]); 4] = [
+        (pw.join("pw.0"), window_key(1_000), b"early"),
+        (pw.join("pw.300000"), window_key(301_000), b"late"),
+        (ss.join("ss.0"), session_key(1_000, 2_000), b"a"),
+        (ss.join("ss.300000"), session_key(290_000, 310_000), b"b"),
+    ];
+    for (segment, key, value) in want {
+        assert_eq!(
+            sorted_families(&segment),
+            vec!["default", "offsets"],
+            "{segment:?}"
+        );
+        assert_eq!(
+            family_entries(&segment, "default"),
+            [(key, value.to_vec())].into(),
+            "{segment:?}"
+        );
+        assert_eq!(
+            family_entries(&segment, "offsets"),
+            want_offsets,
+            "{segment:?}"
+        );
+    }
+    // Kafka's segments only, no kstate file beside or inside the stores.
+    let top: Vec<String> = tree(&task)
+        .into_iter()
+        .filter(|p| p.matches('/').count() < 2)
+        .collect();
+    assert_eq!(
+        top,
+        [
+            "pw",
+            "pw/pw.0",
+            "pw/pw.300000",
+            "ss",
+            "ss/ss.0",
+            "ss/ss.300000"
+        ]
+    );
 }
 
 #[test]

@@ -337,6 +337,29 @@ fn target_holds_export(
     Ok(true)
 }
 
+/// Whether kstate files an interrupted export or adoption left are beside Kafka's own
+/// segmented store at `path` (`<taskDir>/<name>/`): the side directory (holding the old
+/// kstate store after an exchange), the fallback's marker or old directory, the lock file.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `path` has no store name.
+pub fn segmented_leftovers(path: &Path) -> Result<bool> {
+    Ok(!leftovers(path)?.is_empty())
+}
+
+/// Removes the leftovers [`segmented_leftovers`] finds, under kstate's lock (a fallback
+/// exchange left half-way is finished first, as a kstate open would); returns whether there
+/// were any. What a rerun of `kstate export` does for a window or session store whose export
+/// was killed after its exchange.
+///
+/// # Errors
+/// [`Error::Locked`] while kstate has the store open; I/O errors.
+pub fn clean_up_segmented(path: &Path) -> Result<bool> {
+    let any = segmented_leftovers(path)?;
+    clean_up(path)?;
+    Ok(any)
+}
+
 /// Removes the kstate leftovers beside the Kafka store at `target` (under kstate's lock,
 /// so that no kstate open races the clean-up); finishes an interrupted exchange first.
 fn clean_up(target: &Path) -> Result<()> {

@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use kstate::store::export::{export, kafka_class, plan, ExportPlan};
+use kstate::store::export::{
+    clean_up_segmented, export, kafka_class, plan, segmented_leftovers, ExportPlan,
+};
 
 use super::upgrade::{find_stores, Found};
 use super::CmdResult;
@@ -77,30 +79,36 @@ pub fn cmd_export(dir: &Path, dry_run: bool, checkpoint: bool) -> CmdResult {
         find_stores(dir, &mut found)?;
     }
     let mut stores = Vec::new();
+    let mut segmented = Vec::new();
     for f in found {
         match f {
             Found::Database(path) => stores.push(path),
-            // Kafka's own window or session store: already Kafka's; never opened.
-            Found::KafkaSegmented(d) => println!(
-                "  kafka   {} (a Kafka Streams window or session store: left as it is)",
-                d.path.display()
-            ),
+            // Kafka's own window or session store: already Kafka's; never opened. kstate files
+            // an interrupted export left beside it are removed (not in a dry run).
+            Found::KafkaSegmented(d) => segmented.push(d.path),
         }
     }
     if stores.is_empty() && plan(dir).is_ok() {
         // A store whose export only has its clean-up left (it now lives at its target).
         stores.push(dir.to_path_buf());
     }
-    if stores.is_empty() {
+    if stores.is_empty() && segmented.is_empty() {
         return Err(format!("no RocksDB store at or under {}", dir.display()).into());
     }
     let plans: Vec<(PathBuf, kstate::Result<ExportPlan>)> =
         stores.into_iter().map(|p| (p.clone(), plan(&p))).collect();
-    println!("{} store(s) under {}:", plans.len(), dir.display());
+    println!(
+        "{} store(s) under {}:",
+        plans.len() + segmented.len(),
+        dir.display()
+    );
     for (path, plan) in &plans {
         println!("{}", describe(path, plan));
     }
     let mut left = plans.iter().filter(|(_, p)| blocks(p)).count();
+    for path in &segmented {
+        left += usize::from(!kafka_segmented(path, dry_run));
+    }
     if dry_run {
         println!("dry run: nothing was changed");
         return Ok(exit(left));
@@ -167,6 +175,41 @@ pub fn cmd_export(dir: &Path, dry_run: bool, checkpoint: bool) -> CmdResult {
     }
     println!("{exported} store(s) exported to Kafka's stores, {left} not exported");
     Ok(exit(left))
+}
+
+/// Reports Kafka's own segmented store at `path` and, unless `dry_run`, removes kstate's
+/// leftovers beside it; false when they could not be removed.
+fn kafka_segmented(path: &Path, dry_run: bool) -> bool {
+    let leftovers = match segmented_leftovers(path) {
+        Ok(l) => l,
+        Err(e) => {
+            println!("  NOT EXPORTED  {}: {e}", path.display());
+            return false;
+        }
+    };
+    let cleaned = if leftovers && !dry_run {
+        clean_up_segmented(path).map(|_| ())
+    } else {
+        Ok(())
+    };
+    match cleaned {
+        Ok(()) => {
+            println!(
+                "  kafka   {} (a Kafka Streams window or session store: left as it is{})",
+                path.display(),
+                match (leftovers, dry_run) {
+                    (false, _) => "",
+                    (true, true) => "; kstate leftovers beside it are removed",
+                    (true, false) => "; kstate leftovers beside it removed",
+                }
+            );
+            true
+        }
+        Err(e) => {
+            println!("  FAILED  {}: {e}", path.display());
+            false
+        }
+    }
 }
 
 fn exit(left: usize) -> ExitCode {
