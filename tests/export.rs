@@ -2,7 +2,7 @@
 //! RocksDB layout and window stores to Kafka's segmented layout, checked byte for byte
 //! against a model (values, Kafka's `offsets` family, the position, the task checkpoint),
 //! the dry run, the refusals, and SIGKILLs of the real `kstate export` process (key-value
-//! stores) at random moments (and, with the `failpoints` feature, at its crash
+//! and window stores) at random moments (and, with the `failpoints` feature, at its crash
 //! points): every state left is the complete kstate store or the complete Kafka store with
 //! the same offsets, and a rerun finishes.
 //!
@@ -317,6 +317,20 @@ fn window_store(path: &Path) -> BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> {
 /// Checks that `path` now holds exactly Kafka's segments `want` with the offsets of
 /// [`window_store`] in each, and nothing of kstate's.
 fn assert_kafka_window_store(path: &Path, want: &BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>) {
+    assert_kafka_segments(path, want);
+    // No kstate lock or side directory beside the store.
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let beside: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(&name) && *n != name)
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
+}
+
+/// Checks that `path` holds exactly Kafka's segments `want` with the offsets of
+/// [`window_store`] in each (whatever is beside it).
+fn assert_kafka_segments(path: &Path, want: &BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>) {
     let dirs: Vec<String> = std::fs::read_dir(path)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -340,14 +354,6 @@ fn assert_kafka_window_store(path: &Path, want: &BTreeMap<String, BTreeMap<Vec<u
         );
         assert!(newer_table_files(&dir).unwrap().is_empty(), "{segment}");
     }
-    // No kstate lock or side directory beside the store.
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let beside: Vec<String> = std::fs::read_dir(path.parent().unwrap())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(&name) && *n != name)
-        .collect();
-    assert!(beside.is_empty(), "{beside:?}");
 }
 
 fn cli(args: &[&str]) -> (i32, String) {
@@ -744,6 +750,75 @@ fn check_kafka(target: &Path, chain: &[(u64, i64)], scratch: &Path, round: usize
         "round {round}: Kafka store differs from the model at {offset}"
     );
     offset
+}
+
+/// SIGKILLs of `kstate export` on a window store (at random moments, and with the
+/// `failpoints` feature at the steps around its exchange): the store directory holds the
+/// complete kstate store (which reopens with its committed offsets) or exactly Kafka's
+/// segments, and a rerun leaves exactly Kafka's segments and no kstate file.
+#[test]
+fn kills_during_a_window_export_leave_the_kstate_store_or_kafkas_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let calibration = dir.path().join("calibration").join("1_0").join("w");
+    window_store(&calibration);
+    let t0 = Instant::now();
+    assert_eq!(
+        cli(&["export", "--to", "kafka", calibration.to_str().unwrap()]).0,
+        0
+    );
+    let span = (t0.elapsed().as_millis() as u64 * 11 / 10).max(20);
+    let mut rng = Rng::new(0x5E_6E ^ u64::from(std::process::id()));
+    let (mut kstate_seen, mut kafka_seen) = (0, 0);
+    let rounds = (kills() / 2).max(4);
+    for round in 0..rounds {
+        let window = dir.path().join(format!("r{round}")).join("1_0").join("w");
+        let segments = window_store(&window);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        cmd.args(["export", "--to", "kafka"])
+            .arg(&window)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .env_remove("KSTATE_FAILPOINT_ODDS");
+        const STEPS: [&str; 3] = [
+            "swap-before-exchange",
+            "swap-after-exchange",
+            "export-segmented-exchanged",
+        ];
+        if cfg!(feature = "failpoints") && round % 2 == 0 {
+            cmd.env("KSTATE_FAILPOINT_NAME", STEPS[(round / 2) % STEPS.len()]);
+        } else {
+            cmd.env_remove("KSTATE_FAILPOINT_NAME");
+        }
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(rng.below(2 * span)));
+        let _ = child.kill();
+        child.wait().unwrap();
+        if is_kstate(&window) {
+            kstate_seen += 1;
+            let store = WindowStore::open(
+                &window,
+                &WindowOptions::new(600_000, 1_000, false)
+                    .with_store(options(ValueFormat::Timestamped)),
+            )
+            .unwrap();
+            assert_eq!(
+                store
+                    .committed_offset(&TopicPartition::new(TOPIC, 0))
+                    .unwrap(),
+                Some(99),
+                "round {round}"
+            );
+            store.close().unwrap();
+        } else {
+            kafka_seen += 1;
+            assert_kafka_segments(&window, &segments);
+        }
+        let (code, out) = cli(&["export", "--to", "kafka", window.to_str().unwrap()]);
+        assert_eq!(code, 0, "round {round}: {out}");
+        assert_kafka_window_store(&window, &segments);
+    }
+    eprintln!("{rounds} window exports SIGKILLed (or finished first): {kstate_seen} left the kstate store, {kafka_seen} Kafka's segments");
+    assert!(kstate_seen > 0 || !cfg!(feature = "failpoints"));
 }
 
 #[test]

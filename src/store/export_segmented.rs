@@ -68,6 +68,7 @@ pub fn export_segmented_to_kafka(path: &Path) -> Result<KafkaSegmentsExport> {
     match built {
         Ok(report) => {
             swap::exchange(path, &side)?;
+            crate::failpoint::hit("export-segmented-exchanged");
             // The store is Kafka's now: kstate's lock file goes, removed while the lock is
             // still held so that no kstate open races it (as the key-value export does).
             let lock_file = super::lock::sibling(path, "kstate-lock")?;
