@@ -1,7 +1,8 @@
 //! `kstate export --to kafka`: kstate key-value stores handed back to Kafka Streams' own
-//! RocksDB layout, checked byte for byte against a model (values, Kafka's `offsets`
-//! family, the position), the dry run, the refusals, and SIGKILLs of the real `kstate
-//! export` process at random moments (and, with the `failpoints` feature, at its crash
+//! RocksDB layout and window stores to Kafka's segmented layout, checked byte for byte
+//! against a model (values, Kafka's `offsets` family, the position, the task checkpoint),
+//! the dry run, the refusals, and SIGKILLs of the real `kstate export` process (key-value
+//! and window stores) at random moments (and, with the `failpoints` feature, at its crash
 //! points): every state left is the complete kstate store or the complete Kafka store with
 //! the same offsets, and a rerun finishes.
 //!
@@ -17,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kstate::store::export::{export, kafka_target, newer_table_files, plan, ExportPlan};
-use kstate::store::{WindowOptions, WindowStore};
+use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
 use kstate::{ErrorCode, KvStore, StoreOptions, TopicPartition, ValueFormat};
 use rocksdb::{Options, DB};
 use workload::{Model, Rng, WorkloadConfig};
@@ -264,15 +265,95 @@ fn legacy_checkpoint_is_merged_into_the_task_file() {
     );
 }
 
-/// Creates a kstate window store at `path`.
-fn window_store(path: &Path) {
-    WindowStore::open(
+/// Window starts of [`window_store`]'s records: three segments of 300 000 ms (retention
+/// 600 000 ms), none expired.
+const WINDOW_STARTS: [i64; 3] = [1_000, 301_000, 601_000];
+
+/// Creates a kstate timestamped window store at `path`: five keys in each window of
+/// [`WINDOW_STARTS`] committed with offsets 99 and -4 and a position, then uncommitted
+/// writes that the close discards. Returns Kafka's segment directory name -> the committed
+/// entries of that segment (Kafka's window key -> timestamped value).
+fn window_store(path: &Path) -> BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> {
+    let store = WindowStore::open(
         path,
-        &WindowOptions::new(60_000, 1_000, false).with_store(StoreOptions::default()),
+        &WindowOptions::new(600_000, 1_000, false).with_store(options(ValueFormat::Timestamped)),
     )
-    .unwrap()
-    .close()
     .unwrap();
+    let name = path.file_name().unwrap().to_str().unwrap();
+    let mut want: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
+    for start in WINDOW_STARTS {
+        for k in 0..5 {
+            let key = format!("wkey-{k}");
+            let value = format!("v-{k}-{start}");
+            store
+                .put(key.as_bytes(), Some(value.as_bytes()), start + k, start)
+                .unwrap();
+            let mut kafka_key = key.into_bytes();
+            kafka_key.extend_from_slice(&start.to_be_bytes());
+            kafka_key.extend_from_slice(&0i32.to_be_bytes());
+            let mut stored = (start + k).to_be_bytes().to_vec();
+            stored.extend_from_slice(value.as_bytes());
+            want.entry(format!("{name}.{}", start / 300_000 * 300_000))
+                .or_default()
+                .insert(kafka_key, stored);
+        }
+    }
+    store
+        .commit(
+            &[
+                (TopicPartition::new(TOPIC, 0), Some(99)),
+                (TopicPartition::new(TOPIC, 1), Some(-4)),
+            ],
+            Some(&position(true, 99)),
+        )
+        .unwrap();
+    store
+        .put(b"wkey-0", Some(b"uncommitted"), 1_500, 1_000)
+        .unwrap();
+    store.close().unwrap();
+    want
+}
+
+/// Checks that `path` now holds exactly Kafka's segments `want` with the offsets of
+/// [`window_store`] in each, and nothing of kstate's.
+fn assert_kafka_window_store(path: &Path, want: &BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>) {
+    assert_kafka_segments(path, want);
+    // No kstate lock or side directory beside the store.
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let beside: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(&name) && *n != name)
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
+}
+
+/// Checks that `path` holds exactly Kafka's segments `want` with the offsets of
+/// [`window_store`] in each (whatever is beside it).
+fn assert_kafka_segments(path: &Path, want: &BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>) {
+    let dirs: Vec<String> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(dirs, want.keys().cloned().collect::<Vec<_>>());
+    for (segment, entries) in want {
+        let dir = path.join(segment);
+        assert_eq!(
+            sorted_families(&dir),
+            vec!["default", "keyValueWithTimestamp", "offsets"],
+            "{segment}"
+        );
+        assert_eq!(family_entries(&dir, "keyValueWithTimestamp"), *entries);
+        assert!(family_entries(&dir, "default").is_empty(), "{segment}");
+        assert_eq!(
+            family_entries(&dir, "offsets"),
+            expected_offsets(),
+            "{segment}"
+        );
+        assert!(newer_table_files(&dir).unwrap().is_empty(), "{segment}");
+    }
 }
 
 fn cli(args: &[&str]) -> (i32, String) {
@@ -288,7 +369,7 @@ fn cli(args: &[&str]) -> (i32, String) {
 }
 
 #[test]
-fn dry_run_changes_nothing_and_window_stores_are_reported_not_exported() {
+fn dry_run_changes_nothing_and_window_stores_are_exported_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("app");
     let committed = write_store(&app.join("0_0").join("s"), ValueFormat::Timestamped);
@@ -297,21 +378,45 @@ fn dry_run_changes_nothing_and_window_stores_are_reported_not_exported() {
         ValueFormat::Plain,
     );
     let window = app.join("1_0").join("w");
-    window_store(&window);
+    let segments = window_store(&window);
+    assert_eq!(
+        plan(&window).unwrap(),
+        ExportPlan::Segmented {
+            kind: "window",
+            kafka_class: "RocksDBTimestampedWindowStore (Stores.persistentTimestampedWindowStore)",
+            segments: 3,
+            offsets: [
+                (TopicPartition::new(TOPIC, 0), 99),
+                (TopicPartition::new(TOPIC, 1), -4)
+            ]
+            .into_iter()
+            .collect(),
+        }
+    );
     let before = snapshot(&app);
     let app_arg = app.to_str().unwrap();
     let (code, out) = cli(&["export", "--to", "kafka", app_arg, "--dry-run"]);
-    assert_eq!(code, 1, "a window store is left: {out}");
+    assert_eq!(code, 0, "every store can be exported: {out}");
     assert!(out.contains("dry run: nothing was changed"), "{out}");
-    assert!(out.contains("NOT EXPORTED"), "{out}");
-    assert!(out.contains("window store"), "{out}");
-    assert_eq!(out.matches("  export  ").count(), 2, "{out}");
+    assert!(!out.contains("NOT EXPORTED"), "{out}");
+    assert!(
+        out.contains(
+            "(kstate window store; offsets [app-s-changelog-0=99, app-s-changelog-1=-4]; 3 \
+             Kafka segment(s) written in place; opens as Kafka's RocksDBTimestampedWindowStore"
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches("  export  ").count(), 3, "{out}");
     assert_eq!(snapshot(&app), before, "the dry run changed files");
 
     let (code, out) = cli(&["export", "--to", "kafka", app_arg]);
-    assert_eq!(code, 1, "{out}");
+    assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("2 store(s) exported to Kafka's stores, 1 not exported"),
+        out.contains("3 store(s) exported to Kafka's stores, 0 not exported"),
+        "{out}"
+    );
+    assert!(
+        out.contains("(3 Kafka segment(s), 15 records, 2 offsets and the position)"),
         "{out}"
     );
     assert_eq!(
@@ -321,21 +426,173 @@ fn dry_run_changes_nothing_and_window_stores_are_reported_not_exported() {
         ),
         committed
     );
-    // The window store is untouched, and reopens.
-    let after = snapshot(&app);
-    let window_files = |s: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
-        s.iter()
-            .filter(|(p, _)| p.starts_with("1_0/"))
-            .map(|(p, v)| (p.clone(), v.clone()))
-            .collect()
-    };
-    assert_eq!(window_files(&after), window_files(&before));
-    // A second run has nothing left to do but the window store.
+    // The window store is Kafka's layout in the same place.
+    assert_kafka_window_store(&window, &segments);
+    // A second run finds only Kafka's stores.
     let (code, out) = cli(&["export", "--to", "kafka", app_arg]);
-    assert_eq!(code, 1, "{out}");
-    assert!(out.contains("0 store(s) exported"), "{out}");
-    let (code, out) = cli(&["export", "--to", "kafka", app.join("0_0").to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
+    assert!(out.contains("0 store(s) exported"), "{out}");
+    assert!(
+        out.contains("a Kafka Streams window or session store: left as it is)"),
+        "{out}"
+    );
+    // What an export killed right after its exchange leaves beside the window store (the
+    // old kstate store in the side directory, the lock file) is listed by a dry run and
+    // removed by a rerun; Kafka's segments are not touched.
+    let side = app.join("1_0").join(".w.kstate-swap");
+    copy_tree(&app.join("0_1").join("rocksdb").join("p"), &side);
+    std::fs::write(app.join("1_0").join(".w.kstate-lock"), b"").unwrap();
+    let before = snapshot(&app);
+    let window_arg = window.to_str().unwrap();
+    let (code, out) = cli(&["export", "--to", "kafka", window_arg, "--dry-run"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("; kstate leftovers beside it are removed)"),
+        "{out}"
+    );
+    assert_eq!(snapshot(&app), before, "the dry run changed files");
+    let (code, out) = cli(&["export", "--to", "kafka", window_arg]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("; kstate leftovers beside it removed)"),
+        "{out}"
+    );
+    assert!(!side.exists());
+    assert_kafka_window_store(&window, &segments);
+}
+
+#[test]
+fn a_window_stores_offsets_are_merged_into_its_task_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("app").join("1_0");
+    let window = task.join("w");
+    let segments = window_store(&window);
+    std::fs::write(task.join(".checkpoint"), "0\n1\nother-changelog 0 7\n").unwrap();
+    let done = export(&window, true).unwrap().unwrap();
+    assert_eq!(done.target, window);
+    assert!(done.position);
+    assert_eq!(done.checkpoint_file, Some(task.join(".checkpoint")));
+    let report = done.segmented.unwrap();
+    assert_eq!((report.segments, report.records), (3, 15));
+    assert_eq!(
+        std::fs::read_to_string(task.join(".checkpoint")).unwrap(),
+        format!("0\n3\n{TOPIC} 0 99\n{TOPIC} 1 -4\nother-changelog 0 7\n")
+    );
+    assert_kafka_window_store(&window, &segments);
+}
+
+#[test]
+fn plain_window_and_session_stores_become_kafkas_default_family_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("app").join("0_0");
+    let commit = [(TopicPartition::new(TOPIC, 0), Some(7))];
+    // A plain window store: raw values, Kafka's `default` family.
+    let pw = task.join("pw");
+    let store = WindowStore::open(
+        &pw,
+        &WindowOptions::new(600_000, 1_000, false).with_store(options(ValueFormat::Plain)),
+    )
+    .unwrap();
+    store.put_raw(b"k", Some(b"early"), 1_000).unwrap();
+    store.put_raw(b"k", Some(b"late"), 301_000).unwrap();
+    store.commit(&commit, None).unwrap();
+    store.close().unwrap();
+    // A session store: segments by session end, Kafka's `default` family.
+    let ss = task.join("ss");
+    let store = SessionStore::open(&ss, &SessionOptions::new(600_000)).unwrap();
+    store.put(b"k", 1_000, 2_000, Some(b"a")).unwrap();
+    store.put(b"k", 290_000, 310_000, Some(b"b")).unwrap();
+    store.commit(&commit, None).unwrap();
+    store.close().unwrap();
+
+    let offsets: BTreeMap<TopicPartition, i64> = [(TopicPartition::new(TOPIC, 0), 7)].into();
+    assert_eq!(
+        plan(&pw).unwrap(),
+        ExportPlan::Segmented {
+            kind: "window",
+            kafka_class: "RocksDBWindowStore (Stores.persistentWindowStore)",
+            segments: 2,
+            offsets: offsets.clone(),
+        }
+    );
+    assert_eq!(
+        plan(&ss).unwrap(),
+        ExportPlan::Segmented {
+            kind: "session",
+            kafka_class: "RocksDBSessionStore (Stores.persistentSessionStore)",
+            segments: 2,
+            offsets,
+        }
+    );
+    let (code, out) = cli(&[
+        "export",
+        "--to",
+        "kafka",
+        task.parent().unwrap().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("2 store(s) exported to Kafka's stores, 0 not exported"),
+        "{out}"
+    );
+
+    let window_key = |start: i64| {
+        let mut k = b"k".to_vec();
+        k.extend_from_slice(&start.to_be_bytes());
+        k.extend_from_slice(&0i32.to_be_bytes());
+        k
+    };
+    let session_key = |start: i64, end: i64| {
+        let mut k = b"k".to_vec();
+        k.extend_from_slice(&end.to_be_bytes());
+        k.extend_from_slice(&start.to_be_bytes());
+        k
+    };
+    let mut want_offsets = BTreeMap::new();
+    want_offsets.insert(
+        format!("{TOPIC}-0").into_bytes(),
+        7i64.to_be_bytes().to_vec(),
+    );
+    want_offsets.insert(b"status".to_vec(), vec![0; 8]);
+    let want: [(std::path::PathBuf, Vec<u8>, &[u8]); 4] = [
+        (pw.join("pw.0"), window_key(1_000), b"early"),
+        (pw.join("pw.300000"), window_key(301_000), b"late"),
+        (ss.join("ss.0"), session_key(1_000, 2_000), b"a"),
+        (ss.join("ss.300000"), session_key(290_000, 310_000), b"b"),
+    ];
+    for (segment, key, value) in want {
+        assert_eq!(
+            sorted_families(&segment),
+            vec!["default", "offsets"],
+            "{segment:?}"
+        );
+        assert_eq!(
+            family_entries(&segment, "default"),
+            [(key, value.to_vec())].into(),
+            "{segment:?}"
+        );
+        assert_eq!(
+            family_entries(&segment, "offsets"),
+            want_offsets,
+            "{segment:?}"
+        );
+    }
+    // Kafka's segments only, no kstate file beside or inside the stores.
+    let top: Vec<String> = tree(&task)
+        .into_iter()
+        .filter(|p| p.matches('/').count() < 2)
+        .collect();
+    assert_eq!(
+        top,
+        [
+            "pw",
+            "pw/pw.0",
+            "pw/pw.300000",
+            "ss",
+            "ss/ss.0",
+            "ss/ss.300000"
+        ]
+    );
 }
 
 #[test]
@@ -364,15 +621,19 @@ fn refusals_leave_everything_as_it_was() {
     );
     assert_eq!(snapshot(&task), before);
 
-    // A window store.
+    // A window store open elsewhere.
     let window = dir.path().join("w");
     window_store(&window);
-    assert_eq!(
-        plan(&window).unwrap(),
-        ExportPlan::Unsupported { kind: "window" }
-    );
+    let open = WindowStore::open(
+        &window,
+        &WindowOptions::new(600_000, 1_000, false).with_store(options(ValueFormat::Timestamped)),
+    )
+    .unwrap();
+    let before = snapshot(&window);
     let err = export(&window, false).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+    assert_eq!(err.code(), ErrorCode::Locked, "{err}");
+    assert_eq!(snapshot(&window), before);
+    open.close().unwrap();
 
     // A headers store still upgrading plain values.
     let mixed = dir.path().join("x").join("m");
@@ -489,6 +750,75 @@ fn check_kafka(target: &Path, chain: &[(u64, i64)], scratch: &Path, round: usize
         "round {round}: Kafka store differs from the model at {offset}"
     );
     offset
+}
+
+/// SIGKILLs of `kstate export` on a window store (at random moments, and with the
+/// `failpoints` feature at the steps around its exchange): the store directory holds the
+/// complete kstate store (which reopens with its committed offsets) or exactly Kafka's
+/// segments, and a rerun leaves exactly Kafka's segments and no kstate file.
+#[test]
+fn kills_during_a_window_export_leave_the_kstate_store_or_kafkas_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let calibration = dir.path().join("calibration").join("1_0").join("w");
+    window_store(&calibration);
+    let t0 = Instant::now();
+    assert_eq!(
+        cli(&["export", "--to", "kafka", calibration.to_str().unwrap()]).0,
+        0
+    );
+    let span = (t0.elapsed().as_millis() as u64 * 11 / 10).max(20);
+    let mut rng = Rng::new(0x5E_6E ^ u64::from(std::process::id()));
+    let (mut kstate_seen, mut kafka_seen) = (0, 0);
+    let rounds = (kills() / 2).max(4);
+    for round in 0..rounds {
+        let window = dir.path().join(format!("r{round}")).join("1_0").join("w");
+        let segments = window_store(&window);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        cmd.args(["export", "--to", "kafka"])
+            .arg(&window)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .env_remove("KSTATE_FAILPOINT_ODDS");
+        const STEPS: [&str; 3] = [
+            "swap-before-exchange",
+            "swap-after-exchange",
+            "export-segmented-exchanged",
+        ];
+        if cfg!(feature = "failpoints") && round % 2 == 0 {
+            cmd.env("KSTATE_FAILPOINT_NAME", STEPS[(round / 2) % STEPS.len()]);
+        } else {
+            cmd.env_remove("KSTATE_FAILPOINT_NAME");
+        }
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(rng.below(2 * span)));
+        let _ = child.kill();
+        child.wait().unwrap();
+        if is_kstate(&window) {
+            kstate_seen += 1;
+            let store = WindowStore::open(
+                &window,
+                &WindowOptions::new(600_000, 1_000, false)
+                    .with_store(options(ValueFormat::Timestamped)),
+            )
+            .unwrap();
+            assert_eq!(
+                store
+                    .committed_offset(&TopicPartition::new(TOPIC, 0))
+                    .unwrap(),
+                Some(99),
+                "round {round}"
+            );
+            store.close().unwrap();
+        } else {
+            kafka_seen += 1;
+            assert_kafka_segments(&window, &segments);
+        }
+        let (code, out) = cli(&["export", "--to", "kafka", window.to_str().unwrap()]);
+        assert_eq!(code, 0, "round {round}: {out}");
+        assert_kafka_window_store(&window, &segments);
+    }
+    eprintln!("{rounds} window exports SIGKILLed (or finished first): {kstate_seen} left the kstate store, {kafka_seen} Kafka's segments");
+    assert!(kstate_seen > 0 || !cfg!(feature = "failpoints"));
 }
 
 #[test]

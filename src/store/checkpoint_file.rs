@@ -85,6 +85,15 @@ pub(crate) fn merge(target: &Path, offsets: &BTreeMap<TopicPartition, i64>) -> R
                 target.display()
             ))
         })?;
+    merge_task(task, offsets)
+}
+
+/// Merges `offsets` into `<task>/.checkpoint` as [`merge`] does; for stores that live
+/// directly in the task directory (Kafka's window and session stores, `<taskDir>/<name>/`).
+///
+/// # Errors
+/// [`Error::Corruption`] for an existing file Kafka could not read either; [`Error::Io`].
+pub(crate) fn merge_task(task: &Path, offsets: &BTreeMap<TopicPartition, i64>) -> Result<PathBuf> {
     let file = task.join(".checkpoint");
     let mut merged = match std::fs::read_to_string(&file) {
         Ok(text) => parse(&text, &file)?,

@@ -26,6 +26,10 @@
 //! [`super::swap::recover`] does on every kstate open, too), or a kstate store whose target
 //! already holds a Kafka store with the same offsets and position (step 3 interrupted), and
 //! finishes from there. A target holding anything else is refused.
+//!
+//! A kstate window or session store is replaced in place by Kafka's segmented layout
+//! ([`super::export_segmented_to_kafka`], one atomic directory exchange): Kafka keeps those
+//! stores at `<taskDir>/<name>/`, where kstate keeps them too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,11 +37,12 @@ use std::path::{Path, PathBuf};
 use super::kafka;
 use super::lock::{sibling, StoreLock};
 use super::open::data_family_name;
-use super::{swap, KvStore, StoreOptions};
+use super::{export_segmented_to_kafka, swap, KafkaSegmentsExport, KvStore, StoreOptions};
 use crate::engine::kafka_layout::{self, rewrite_as_kafka};
 use crate::engine::rocksdb::{probe, Probe, RocksEngine, RocksOptions};
 use crate::engine::{names, Engine};
 use crate::format::meta::{StoreKind, ValueFormat};
+use crate::format::segmented::{segment_prefix, split_stored};
 use crate::format::TopicPartition;
 use crate::store::inspect::inspect;
 use crate::{Error, Result};
@@ -65,10 +70,19 @@ pub enum ExportPlan {
         /// True when kstate leftovers are found beside it.
         leftovers: bool,
     },
-    /// A kstate window or session store: not exported (yet), never touched.
-    Unsupported {
+    /// A kstate window or session store, to be replaced in place by Kafka's segmented
+    /// layout ([`super::export_segmented_to_kafka`]): Kafka keeps these stores at
+    /// `<taskDir>/<name>/` as kstate does, so nothing moves.
+    Segmented {
         /// The store kind (`window`, `session`).
         kind: &'static str,
+        /// The Kafka Streams class that opens the exported store.
+        kafka_class: &'static str,
+        /// Kafka segment databases the committed records fill (a spilled commit still to
+        /// be rolled forward may add some; a store with offsets but no record gets one).
+        segments: usize,
+        /// Committed offsets (of the pending spilled commit, if there is one).
+        offsets: BTreeMap<TopicPartition, i64>,
     },
 }
 
@@ -87,6 +101,9 @@ pub struct Exported {
     pub tables_rewritten: usize,
     /// The legacy task `.checkpoint` file written, if asked for.
     pub checkpoint_file: Option<PathBuf>,
+    /// For a window or session store, what its segmented export wrote (`None` for a
+    /// key-value store).
+    pub segmented: Option<KafkaSegmentsExport>,
 }
 
 /// The Kafka Streams class that opens a store of `format` exported to Kafka.
@@ -174,10 +191,14 @@ pub fn plan(path: &Path) -> Result<ExportPlan> {
             leftovers: !leftovers(path)?.is_empty(),
         });
     };
+    let offsets = report
+        .pending
+        .as_ref()
+        .map(|p| p.state.offsets.clone())
+        .or_else(|| report.committed.as_ref().map(|c| c.offsets.clone()))
+        .unwrap_or_default();
     if header.kind != StoreKind::KeyValue {
-        return Ok(ExportPlan::Unsupported {
-            kind: header.kind.name(),
-        });
+        return segmented_plan(path, &header, offsets, &report);
     }
     if header.value_format == ValueFormat::Headers
         && report.upgrade_family.as_deref() == Some(names::PLAIN)
@@ -189,12 +210,6 @@ pub fn plan(path: &Path) -> Result<ExportPlan> {
             path.display()
         )));
     }
-    let offsets = report
-        .pending
-        .as_ref()
-        .map(|p| p.state.offsets.clone())
-        .or_else(|| report.committed.as_ref().map(|c| c.offsets.clone()))
-        .unwrap_or_default();
     let target = kafka_target(path)?;
     let resumed = if target == path {
         false
@@ -213,6 +228,74 @@ pub fn plan(path: &Path) -> Result<ExportPlan> {
         offsets,
         newer_tables: kafka_layout::newer_tables(path)?.len(),
         resumed,
+    })
+}
+
+/// The Kafka Streams class that opens a window or session store of `kind` and `format`
+/// once exported.
+pub fn kafka_segmented_class(kind: StoreKind, format: ValueFormat) -> &'static str {
+    match (kind, format) {
+        (StoreKind::Session { .. }, _) => "RocksDBSessionStore (Stores.persistentSessionStore)",
+        (_, ValueFormat::Timestamped) => {
+            "RocksDBTimestampedWindowStore (Stores.persistentTimestampedWindowStore)"
+        }
+        _ => "RocksDBWindowStore (Stores.persistentWindowStore)",
+    }
+}
+
+/// The plan of a kstate window or session store: read-only, counting the segments its
+/// committed records fall into by seeking from one segment prefix to the next.
+fn segmented_plan(
+    path: &Path,
+    header: &crate::format::meta::StoreHeader,
+    offsets: BTreeMap<TopicPartition, i64>,
+    report: &crate::store::inspect::StoreReport,
+) -> Result<ExportPlan> {
+    let family = match header.kind {
+        StoreKind::Window { .. } => super::WINDOW_FAMILY,
+        StoreKind::Session { .. } => super::SESSION_FAMILY,
+        StoreKind::KeyValue => {
+            return Err(Error::Internal(
+                "a key-value store planned as segmented".into(),
+            ))
+        }
+    };
+    let engine = RocksEngine::open_read_only(path, &RocksOptions::default())?;
+    let mut segments = 0;
+    if let Some(data) = engine.registry().find(family) {
+        let mut lower: Option<Vec<u8>> = None;
+        loop {
+            let range = crate::engine::KeyRange {
+                lower: lower.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included),
+                upper: std::ops::Bound::Unbounded,
+            };
+            let mut it = engine.iter(data, &range, false)?;
+            let Some((stored, _)) = it.next_entry()? else {
+                break;
+            };
+            let (id, _) = split_stored(&stored)?;
+            segments += 1;
+            match id.checked_add(1) {
+                Some(next) => lower = Some(segment_prefix(next).to_vec()),
+                None => break,
+            }
+        }
+    }
+    let stream_time = report
+        .pending
+        .as_ref()
+        .map(|p| p.state.stream_time)
+        .or_else(|| report.committed.as_ref().map(|c| c.stream_time))
+        .flatten();
+    // export_segmented_to_kafka's rule: offsets and no record make one empty segment.
+    if segments == 0 && !offsets.is_empty() && stream_time.is_some_and(|t| t >= 0) {
+        segments = 1;
+    }
+    Ok(ExportPlan::Segmented {
+        kind: header.kind.name(),
+        kafka_class: kafka_segmented_class(header.kind, header.value_format),
+        segments,
+        offsets,
     })
 }
 
@@ -252,6 +335,29 @@ fn target_holds_export(
         return occupied("a Kafka store with other offsets or position");
     }
     Ok(true)
+}
+
+/// Whether kstate files an interrupted export or adoption left are beside Kafka's own
+/// segmented store at `path` (`<taskDir>/<name>/`): the side directory (holding the old
+/// kstate store after an exchange), the fallback's marker or old directory, the lock file.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `path` has no store name.
+pub fn segmented_leftovers(path: &Path) -> Result<bool> {
+    Ok(!leftovers(path)?.is_empty())
+}
+
+/// Removes the leftovers [`segmented_leftovers`] finds, under kstate's lock (a fallback
+/// exchange left half-way is finished first, as a kstate open would); returns whether there
+/// were any. What a rerun of `kstate export` does for a window or session store whose export
+/// was killed after its exchange.
+///
+/// # Errors
+/// [`Error::Locked`] while kstate has the store open; I/O errors.
+pub fn clean_up_segmented(path: &Path) -> Result<bool> {
+    let any = segmented_leftovers(path)?;
+    clean_up(path)?;
+    Ok(any)
 }
 
 /// Removes the kstate leftovers beside the Kafka store at `target` (under kstate's lock,
@@ -308,9 +414,10 @@ fn rename(from: &Path, to: &Path) -> Result<()> {
 /// the Kafka store. With `legacy_checkpoint`, also merges the store's offsets into its task
 /// directory's `.checkpoint` (Kafka Streams 4.2 and older read offsets there only).
 ///
+/// A window or session store is exported in place (see the module documentation).
+///
 /// # Errors
-/// [`Error::FormatMismatch`] for a window or session store; [`Error::Locked`] while the
-/// store is open anywhere; [`Error::InvalidArgument`] when Kafka's directory for the store
+/// [`Error::Locked`] while the store is open anywhere; [`Error::InvalidArgument`] when Kafka's directory for the store
 /// holds another store; recovery errors of the store (it is left as it was); I/O and
 /// storage errors (a rerun finishes or cleans up).
 pub fn export(path: &Path, legacy_checkpoint: bool) -> Result<Option<Exported>> {
@@ -324,12 +431,8 @@ pub fn export(path: &Path, legacy_checkpoint: bool) -> Result<Option<Exported>> 
             clean_up(&target)?;
             return Ok(None);
         }
-        ExportPlan::Unsupported { kind } => {
-            return Err(Error::FormatMismatch(format!(
-                "{} is a kstate {kind} store: only key-value stores can be exported to \
-                 Kafka's stores so far; it was left as it is",
-                path.display()
-            )))
+        ExportPlan::Segmented { offsets, .. } => {
+            return export_segmented(path, offsets, legacy_checkpoint)
         }
         ExportPlan::Export {
             target,
@@ -415,5 +518,64 @@ pub fn export(path: &Path, legacy_checkpoint: bool) -> Result<Option<Exported>> 
         position: position.is_some(),
         tables_rewritten,
         checkpoint_file,
+        segmented: None,
     }))
+}
+
+/// Exports the kstate window or session store at `path` in place
+/// ([`super::export_segmented_to_kafka`]). The `.checkpoint` of its task directory (the
+/// store's parent, `<taskDir>/<name>`) is merged first, as for a key-value store, so that a
+/// kill between the two leaves a kstate store (which ignores the file) rather than a Kafka
+/// store without its checkpoint.
+fn export_segmented(
+    path: &Path,
+    offsets: BTreeMap<TopicPartition, i64>,
+    legacy_checkpoint: bool,
+) -> Result<Option<Exported>> {
+    let checkpoint_file = if legacy_checkpoint {
+        let task = path.parent().ok_or_else(|| {
+            Error::InvalidArgument(format!("{} has no task directory", path.display()))
+        })?;
+        Some(super::checkpoint_file::merge_task(task, &offsets)?)
+    } else {
+        None
+    };
+    let header_format = inspect(path)?
+        .header
+        .map(|h| h.value_format)
+        .unwrap_or(ValueFormat::Plain);
+    let done = export_segmented_to_kafka(path)?;
+    // What the export wrote, read back from Kafka's `offsets` family of its first segment.
+    let written = first_segment_offsets(path)?;
+    Ok(Some(Exported {
+        target: path.to_path_buf(),
+        format: header_format,
+        offsets: written
+            .as_ref()
+            .map(|w| w.offsets.clone())
+            .unwrap_or(offsets),
+        position: written.is_some_and(|w| w.position.is_some()),
+        tables_rewritten: 0,
+        checkpoint_file,
+        segmented: Some(done),
+    }))
+}
+
+/// Kafka's `offsets` family of the first segment of the Kafka segmented store at `store`
+/// (every segment carries the same), or `None` when it has no segment.
+fn first_segment_offsets(store: &Path) -> Result<Option<kafka::KafkaOffsets>> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(store)
+        .map_err(|e| Error::io(store, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    let Some(first) = dirs.first() else {
+        return Ok(None);
+    };
+    let engine = RocksEngine::open_read_only(first, &RocksOptions::default())?;
+    match engine.registry().find(names::KAFKA_OFFSETS) {
+        Some(f) => Ok(Some(kafka::read(&engine, f)?)),
+        None => Ok(None),
+    }
 }

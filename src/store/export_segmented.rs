@@ -10,7 +10,7 @@
 //! gets one empty segment at its stream time to carry them. The side directory is then
 //! exchanged with the store atomically and the kstate store removed, under kstate's lock: a
 //! kill leaves the kstate store (the next open removes the side directory) or Kafka's layout
-//! (a kstate open would adopt it again).
+//! (a kstate open would adopt it again). kstate's lock file is removed last, under the lock.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -68,6 +68,16 @@ pub fn export_segmented_to_kafka(path: &Path) -> Result<KafkaSegmentsExport> {
     match built {
         Ok(report) => {
             swap::exchange(path, &side)?;
+            crate::failpoint::hit("export-segmented-exchanged");
+            // The store is Kafka's now: kstate's lock file goes, removed while the lock is
+            // still held so that no kstate open races it (as the key-value export does).
+            let lock_file = super::lock::sibling(path, "kstate-lock")?;
+            match std::fs::remove_file(&lock_file) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io(&lock_file, e))
+                }
+                _ => {}
+            }
             Ok(report)
         }
         Err(e) => {

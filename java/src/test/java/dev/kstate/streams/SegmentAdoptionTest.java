@@ -58,12 +58,12 @@ import org.slf4j.event.Level;
  * families, or from the task's legacy {@code .checkpoint} for the older runtimes' segments).
  */
 public class SegmentAdoptionTest {
-    private static final String APP = "segadopt";
-    private static final Duration RETENTION = Duration.ofMinutes(10);
-    private static final Duration WINDOW = Duration.ofMinutes(1);
+    static final String APP = "segadopt";
+    static final Duration RETENTION = Duration.ofMinutes(10);
+    static final Duration WINDOW = Duration.ofMinutes(1);
     private static final int RECORDS = 3000;
-    private static final int KEYS = 30;
-    private static final String[] STORES = {"tw", "pw", "ss"};
+    static final int KEYS = 30;
+    static final String[] STORES = {"tw", "pw", "ss"};
     private File dir;
 
     @Before
@@ -113,7 +113,7 @@ public class SegmentAdoptionTest {
         }
     }
 
-    private static Topology topology(boolean kstate) {
+    static Topology topology(boolean kstate) {
         WindowBytesStoreSupplier tw = kstate ? KstateStores.persistentTimestampedWindowStore("tw", RETENTION, WINDOW, false)
             : Stores.persistentTimestampedWindowStore("tw", RETENTION, WINDOW, false);
         WindowBytesStoreSupplier pw = kstate ? KstateStores.persistentWindowStore("pw", RETENTION, WINDOW, false)
@@ -148,7 +148,7 @@ public class SegmentAdoptionTest {
     }
 
     /** Every query kind of the three stores, in the order the stores answer. */
-    private static Map<String, List<String>> answers(TopologyTestDriver driver, long streamTime) {
+    static Map<String, List<String>> answers(TopologyTestDriver driver, long streamTime) {
         WindowStore<String, ValueAndTimestamp<String>> tw = driver.getTimestampedWindowStore("tw");
         WindowStore<String, String> pw = driver.getWindowStore("pw");
         SessionStore<String, String> ss = driver.getSessionStore("ss");
@@ -193,19 +193,19 @@ public class SegmentAdoptionTest {
         return out;
     }
 
-    private static String key(int k) {
+    static String key(int k) {
         return String.format("k%02d", k);
     }
 
     /** The store {@code name} as a {@link StateStore} (the driver refuses the untyped getter for built-in kinds). */
-    private static StateStore stateStore(TopologyTestDriver driver, String name) {
+    static StateStore stateStore(TopologyTestDriver driver, String name) {
         Object store = name.equals("tw") ? driver.getTimestampedWindowStore(name)
             : name.equals("pw") ? driver.getWindowStore(name) : driver.getSessionStore(name);
         return (StateStore) store;
     }
 
     /** Where Kafka's state manager starts reading each changelog (one past the store's committed offset). */
-    private static Map<TopicPartition, Long> changelogStarts(TopologyTestDriver driver) throws ReflectiveOperationException {
+    static Map<TopicPartition, Long> changelogStarts(TopologyTestDriver driver) throws ReflectiveOperationException {
         Field task = TopologyTestDriver.class.getDeclaredField("task");
         task.setAccessible(true);
         Field stateMgr = org.apache.kafka.streams.processor.internals.AbstractTask.class.getDeclaredField("stateMgr");
@@ -214,11 +214,11 @@ public class SegmentAdoptionTest {
             .changelogOffsets();
     }
 
-    private static TopicPartition changelog(String store) {
+    static TopicPartition changelog(String store) {
         return new TopicPartition(APP + "-" + store + "-changelog", 0);
     }
 
-    private static void copyTree(Path from, Path to) throws IOException {
+    static void copyTree(Path from, Path to) throws IOException {
         Files.walkFileTree(from, new SimpleFileVisitor<Path>() {
             @Override
             public FileVisitResult preVisitDirectory(Path d, BasicFileAttributes attrs) throws IOException {
