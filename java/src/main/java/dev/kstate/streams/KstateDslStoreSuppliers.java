@@ -2,6 +2,8 @@ package dev.kstate.streams;
 
 import java.lang.reflect.Method;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.state.DslKeyValueParams;
@@ -11,6 +13,8 @@ import org.apache.kafka.streams.state.DslWindowParams;
 import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
 import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Makes every DSL key-value, window and session store a kstate store: set
@@ -21,7 +25,8 @@ import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
  * stores are kstate window stores (timestamped or plain as the DSL asks) and session stores
  * kstate session stores; engine from {@code kstate.engine}, RocksDB by default. Delegated to
  * Kafka's built-in RocksDB suppliers: window and session stores in the {@code HEADERS} store
- * format, and the time-ordered window and session stores of {@code EmitStrategy.onWindowClose()}.
+ * format, and the time-ordered window and session stores of {@code EmitStrategy.onWindowClose()};
+ * each such store is named once in a WARN, since it has none of kstate's guarantees.
  *
  * <p>Works on Kafka Streams 4.0 to 4.4: {@code DslKeyValueParams#dslStoreFormat()} (and the
  * {@code DslStoreFormat} enum) appeared in 4.3, so they are looked up reflectively, falling back
@@ -35,7 +40,11 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
     /** {@code DslSessionParams#storeFormat()}, or null on older runtimes. */
     private static final Method SESSION_STORE_FORMAT = method(DslSessionParams.class, "storeFormat");
 
+    private static final Logger LOG = LoggerFactory.getLogger(KstateDslStoreSuppliers.class);
+
     private final DslStoreSuppliers fallback = new BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers();
+    /** The delegated stores already named in a WARN (Kafka asks for a supplier more than once). */
+    private final Set<String> warned = ConcurrentHashMap.newKeySet();
     private KstateStoreOptions.Engine engine = KstateStoreOptions.Engine.ROCKSDB;
 
     /**
@@ -70,6 +79,7 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
     public WindowBytesStoreSupplier windowStore(DslWindowParams params) {
         String format = windowFormatOf(params);
         if (format.equals("HEADERS") || params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
+            warnDelegated("window", params.name(), format.equals("HEADERS"));
             return fallback.windowStore(params);
         }
         return KstateStores.builder(params.name()).engine(engine).timestamped(!format.equals("PLAIN"))
@@ -82,11 +92,25 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
      */
     @Override
     public SessionBytesStoreSupplier sessionStore(DslSessionParams params) {
-        if (enumName(invoke(SESSION_STORE_FORMAT, params), "").equals("HEADERS")
-            || params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
+        boolean headers = enumName(invoke(SESSION_STORE_FORMAT, params), "").equals("HEADERS");
+        if (headers || params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
+            warnDelegated("session", params.name(), headers);
             return fallback.sessionStore(params);
         }
         return KstateStores.builder(params.name()).engine(engine).buildSessionStore(params.retentionPeriod());
+    }
+
+    /**
+     * Says, once per store, that a store the application asked kstate for is Kafka's own: a user
+     * who set {@code dsl.store.suppliers.class} expects kstate's guarantees for every store.
+     */
+    private void warnDelegated(String kind, String name, boolean headers) {
+        String why = headers ? "the HEADERS store format" : "EmitStrategy.onWindowClose() (a time-ordered store)";
+        if (warned.add(kind + " " + name + " " + why)) {
+            LOG.warn("The {} store {} uses {}, which kstate does not serve yet: it is Kafka's built-in "
+                + "RocksDB store, without kstate's guarantees (not transactional: wiped and restored after a "
+                + "kill under exactly_once_v2; no read-committed queries)", kind, name, why);
+        }
     }
 
     /** @return the window store format: PLAIN, TIMESTAMPED or HEADERS ({@code dslStoreFormat()} is 4.3+) */

@@ -193,7 +193,9 @@ public class ConcurrencyAndSuppliersTest {
             EmitStrategy.onWindowUpdate(), DslStoreFormat.TIMESTAMPED));
         assertTrue(s instanceof KstateSessionBytesStoreSupplier);
         assertEquals(Duration.ofHours(1).toMillis(), s.retentionPeriod());
-        // delegated to Kafka: the headers format, and the time-ordered stores of emit-on-window-close
+        // delegated to Kafka: the headers format, and the time-ordered stores of emit-on-window-close,
+        // each named once in a WARN
+        CapturedLogs.clear();
         assertFalse(suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
             false, EmitStrategy.onWindowUpdate(), false, DslStoreFormat.HEADERS)) instanceof KstateWindowBytesStoreSupplier);
         assertFalse(suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
@@ -202,5 +204,15 @@ public class ConcurrencyAndSuppliersTest {
             EmitStrategy.onWindowUpdate(), DslStoreFormat.HEADERS)) instanceof KstateSessionBytesStoreSupplier);
         assertFalse(suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
             EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED)) instanceof KstateSessionBytesStoreSupplier);
+        suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
+            EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED));
+        List<String> warns = CapturedLogs.messages(org.slf4j.event.Level.WARN);
+        assertEquals(warns.toString(), 4, CapturedLogs.count(org.slf4j.event.Level.WARN, "which kstate does not serve yet"));
+        assertEquals(warns.toString(), 1, CapturedLogs.count(org.slf4j.event.Level.WARN,
+            "The window store w uses the HEADERS store format"));
+        assertEquals(warns.toString(), 1, CapturedLogs.count(org.slf4j.event.Level.WARN,
+            "The session store s uses EmitStrategy.onWindowClose()"));
+        assertEquals("no WARN for the stores kstate serves", 0,
+            CapturedLogs.count(org.slf4j.event.Level.WARN, "The window store j "));
     }
 }
