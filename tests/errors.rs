@@ -499,19 +499,38 @@ fn a_store_without_its_wal_file_is_corruption() {
     };
     // A kill leaves the rest in the WAL; a copy of the store then loses its WAL files.
     std::mem::forget(s);
+    // The forgotten store's background threads may still be compacting what `compact`
+    // flushed (adding tables, deleting their inputs): copy only once the directory holds
+    // still, or the copy could name a table it lacks.
+    let listing = || -> Vec<(String, u64)> {
+        let mut files: Vec<(String, u64)> = std::fs::read_dir(&path)
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                Some((
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.metadata().ok()?.len(),
+                ))
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let mut last = listing();
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let now = listing();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
     let copy = dir.path().join("copy");
     std::fs::create_dir(&copy).unwrap();
     for e in std::fs::read_dir(&path).unwrap() {
         let name = e.unwrap().file_name().to_string_lossy().into_owned();
         if name != "LOCK" && !name.ends_with(".log") {
-            // The forgotten store's background threads may still delete obsolete files
-            // (the compaction's inputs, old OPTIONS) between the listing and the copy.
-            match std::fs::copy(path.join(&name), copy.join(&name)) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                r => {
-                    r.unwrap();
-                }
-            }
+            std::fs::copy(path.join(&name), copy.join(&name)).unwrap();
         }
     }
     let before = logs();
