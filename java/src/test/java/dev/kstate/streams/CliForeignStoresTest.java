@@ -4,7 +4,6 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import java.io.File;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -13,7 +12,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -101,17 +99,6 @@ public class CliForeignStoresTest {
         return out;
     }
 
-    private static String cli(int expectedExit, String... args) throws Exception {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(System.getProperty("kstate.cli", "../target/release/kstate"));
-        cmd.addAll(Arrays.asList(args));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue("kstate " + String.join(" ", args) + " finishes", p.waitFor(120, TimeUnit.SECONDS));
-        assertEquals("kstate " + String.join(" ", args) + ":\n" + out, expectedExit, p.exitValue());
-        return out;
-    }
-
     @Test
     public void kafkasWindowAndSessionStoresAreLeftAloneByteForByteAndReopen() throws Exception {
         File stateDir = new File(dir, "state");
@@ -140,9 +127,9 @@ public class CliForeignStoresTest {
         Map<String, String> original = snapshot(app);
 
         for (String to : new String[] {"timestamped", "headers"}) {
-            String out = cli(0, "upgrade", app.getPath(), "--to", to, "--dry-run");
+            String out = TestSupport.runCli(0, "upgrade", app.getPath(), "--to", to, "--dry-run");
             assertTrue(out, out.contains("0 failed"));
-            out = cli(0, "upgrade", app.getPath(), "--to", to);
+            out = TestSupport.runCli(0, "upgrade", app.getPath(), "--to", to);
             assertTrue(out, out.contains("0 store(s) upgraded, 3 left alone, 0 failed"));
             for (String store : new String[] {"plainwin", "tswin", "sess"}) {
                 assertTrue(out, out.contains("left alone  " + new File(task, store).getPath()
@@ -152,10 +139,10 @@ public class CliForeignStoresTest {
         String[] kinds = {"plainwin", "window store", "tswin", "timestamped window store", "sess", "session store"};
         for (int i = 0; i < kinds.length; i += 2) {
             String store = new File(task, kinds[i]).getPath();
-            String out = cli(0, "inspect", store);
+            String out = TestSupport.runCli(0, "inspect", store);
             assertTrue(out, out.contains("kind (guessed):   " + kinds[i + 1] + "\n"));
             assertTrue(out, out.contains("segment " + kinds[i] + "."));
-            out = cli(0, "verify", store);
+            out = TestSupport.runCli(0, "verify", store);
             assertTrue(out, out.contains(" 0 problems"));
         }
         assertEquals("the CLI changed no byte and added no file", original, snapshot(app));

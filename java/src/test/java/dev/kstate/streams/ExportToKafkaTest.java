@@ -68,7 +68,7 @@ public class ExportToKafkaTest {
      */
     @Test
     public void kafkasRocksDbOpensAKstateStoreKilledMidWrite() throws Exception {
-        String cli = System.getProperty("kstate.cli", "../target/release/kstate");
+        String cli = TestSupport.kstateCli();
         File store = new File(dir, "killed");
         // Restores on small memtables: table files (flushed and ingested) as well as a log.
         Process p = new ProcessBuilder(cli, "crash-worker", "--dir", store.getPath(), "--seed", "7",
@@ -146,12 +146,7 @@ public class ExportToKafkaTest {
     }
 
     private static String export(File stateDir) throws Exception {
-        String cli = System.getProperty("kstate.cli", "../target/release/kstate");
-        Process p = new ProcessBuilder(cli, "export", "--to", "kafka", new File(stateDir, APP).getPath())
-            .redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertEquals("kstate export: " + out, 0, p.waitFor());
-        return out;
+        return TestSupport.runCli(0, "export", "--to", "kafka", new File(stateDir, APP).getPath());
     }
 
     private void roundTrip(KeyValueBytesStoreSupplier kstate, KeyValueBytesStoreSupplier kafka, List<String> families)

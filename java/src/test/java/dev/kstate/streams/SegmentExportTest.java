@@ -14,7 +14,6 @@ import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 
 import java.io.File;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -120,16 +119,10 @@ public class SegmentExportTest {
     }
 
     private static String export(File stateDir, boolean dryRun) throws Exception {
-        String cli = System.getProperty("kstate.cli", "../target/release/kstate");
-        List<String> args = new ArrayList<>(Arrays.asList(cli, "export", "--to", "kafka",
-            new File(stateDir, APP).getPath()));
-        if (dryRun) {
-            args.add("--dry-run");
-        }
-        Process p = new ProcessBuilder(args).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertEquals("kstate export: " + out, 0, p.waitFor());
-        return out;
+        String app = new File(stateDir, APP).getPath();
+        return dryRun
+            ? TestSupport.runCli(0, "export", "--to", "kafka", app, "--dry-run")
+            : TestSupport.runCli(0, "export", "--to", "kafka", app);
     }
 
     private static List<String> tree(File root) throws Exception {

@@ -27,6 +27,27 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 
 /** Helpers shared by the tests and the crash child. */
 public final class TestSupport {
+    /** The kstate CLI the tests run: {@code -Dkstate.cli}, or the release build's. */
+    static String kstateCli() {
+        return System.getProperty("kstate.cli", "../target/release/kstate");
+    }
+
+    /**
+     * Runs the kstate CLI with {@code args} and returns what it printed (standard output and
+     * error), asserting that it finishes within two minutes with {@code expectedExit}.
+     */
+    static String runCli(int expectedExit, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(kstateCli());
+        cmd.addAll(java.util.Arrays.asList(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        org.junit.Assert.assertTrue("kstate " + String.join(" ", args) + " finishes",
+            p.waitFor(120, java.util.concurrent.TimeUnit.SECONDS));
+        org.junit.Assert.assertEquals("kstate " + String.join(" ", args) + ":\n" + out, expectedExit, p.exitValue());
+        return out;
+    }
+
     private TestSupport() {
     }
 
