@@ -127,7 +127,7 @@ fn build(path: &Path, name: &str, side: &Path) -> Result<KafkaSegmentsExport> {
     };
     let (core, _) = TxnCore::recover(Arc::clone(&engine), config)?;
     let state = core.committed()?;
-    let offsets = offsets_entries(&state)?;
+    let offsets = offsets_entries(&state);
     if side.exists() {
         std::fs::remove_dir_all(side).map_err(|e| Error::io(side, e))?;
     }
@@ -171,28 +171,14 @@ fn build(path: &Path, name: &str, side: &Path) -> Result<KafkaSegmentsExport> {
     Ok(report)
 }
 
-/// Kafka's `offsets` family for `state`: `<topic>-<partition>` -> offset, `status` 0 and,
-/// when the commit metadata is the Java adapter's position, `position`.
-fn offsets_entries(state: &CommittedState) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = state
-        .offsets
-        .iter()
-        .map(|(tp, o)| {
-            (
-                format!("{}-{}", tp.topic, tp.partition).into_bytes(),
-                o.to_be_bytes().to_vec(),
-            )
-        })
-        .collect();
-    out.push((b"status".to_vec(), 0i64.to_be_bytes().to_vec()));
-    if let Some(position) = state
+/// Kafka's `offsets` family for `state` ([`kafka::entries`]), with the position when the
+/// commit metadata is the Java adapter's.
+fn offsets_entries(state: &CommittedState) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let position = state
         .metadata
         .as_deref()
-        .and_then(kafka::adapter_to_position)
-    {
-        out.push((b"position".to_vec(), position));
-    }
-    Ok(out)
+        .and_then(kafka::adapter_to_position);
+    kafka::entries(&state.offsets, position.as_deref())
 }
 
 /// One Kafka segment database being written.
