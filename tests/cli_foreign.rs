@@ -581,3 +581,112 @@ fn help_documents_the_exit_codes() {
         }
     }
 }
+
+/// A history row of a Kafka versioned store: versions `(timestamp, value)` oldest first,
+/// valid until `next` (KIP-889's segment value layout).
+fn versioned_row(next: i64, versions: &[(i64, &[u8])]) -> Vec<u8> {
+    let mut out = next.to_be_bytes().to_vec();
+    out.extend_from_slice(&versions[0].0.to_be_bytes());
+    for (t, v) in versions.iter().rev() {
+        out.extend_from_slice(&t.to_be_bytes());
+        out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+    }
+    for (_, v) in versions {
+        out.extend_from_slice(v);
+    }
+    out
+}
+
+/// A Kafka Streams versioned key-value store has a plain store's families (`default`,
+/// `offsets`) but keys prefixed by a logical segment id and rows of versions: `upgrade`
+/// leaves it alone byte for byte (converting it as a plain store would destroy it),
+/// `inspect` names it, and the library refuses to adopt it.
+#[test]
+fn a_kafka_versioned_store_is_never_taken_for_a_plain_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app");
+    let store = app.join("0_0").join("rocksdb").join("versions");
+    let mut entries: Entries = Vec::new();
+    for k in 0..20u8 {
+        let user = format!("key-{k}").into_bytes();
+        let mut latest_key = (-1i64).to_be_bytes().to_vec();
+        latest_key.extend_from_slice(&user);
+        entries.push((latest_key, timestamped(5_000 + i64::from(k), b"now")));
+        let mut history_key = 1i64.to_be_bytes().to_vec();
+        history_key.extend_from_slice(&user);
+        let row = versioned_row(5_000, &[(1_000, b"first"), (2_000, b""), (3_000, b"third")]);
+        entries.push((history_key, row));
+    }
+    kafka_db(&store, &[("default", entries)], true);
+    let before = snapshot(&app);
+
+    let (code, out) = kstate(&[OsStr::new("inspect"), store.as_os_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("Kafka Streams versioned key-value store"),
+        "{out}"
+    );
+    for extra in [&[][..], &["--dry-run"][..], &["--to", "headers"][..]] {
+        let mut args = vec![OsStr::new("upgrade"), app.as_os_str()];
+        args.extend(extra.iter().map(OsStr::new));
+        let (code, out) = kstate(&args);
+        assert_eq!(code, 0, "{out}");
+        assert!(
+            out.contains(&format!(
+                "left alone  {} (a Kafka Streams versioned key-value store",
+                store.display()
+            )),
+            "{out}"
+        );
+        assert!(
+            out.contains("0 store(s) upgraded, 1 left alone, 0 failed"),
+            "{out}"
+        );
+    }
+    assert_unchanged_except(
+        &before,
+        &snapshot(&app),
+        &[],
+        "the CLI on a Kafka versioned store",
+    );
+    let err = KvStore::open(&store, &StoreOptions::default())
+        .err()
+        .expect("a versioned store is refused");
+    assert_eq!(
+        err.code(),
+        kstate::Error::FormatMismatch(String::new()).code(),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("versioned key-value store"),
+        "{err}"
+    );
+    // The library's refusal leaves only its own lock file, next to the store.
+    assert_unchanged_except(
+        &before,
+        &snapshot(&app),
+        &["0_0/rocksdb/.versions.kstate-lock"],
+        "a refused adoption",
+    );
+
+    // A plain store with string keys and values is still converted.
+    let plain = app.join("0_0").join("rocksdb").join("plain");
+    let entries: Entries = (0..20u8)
+        .map(|i| {
+            (
+                format!("customer-{i:04}").into_bytes(),
+                b"{\"n\":1}".to_vec(),
+            )
+        })
+        .collect();
+    kafka_db(&plain, &[("default", entries)], true);
+    let (code, out) = kstate(&[OsStr::new("upgrade"), app.as_os_str(), "--dry-run".as_ref()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "upgrade     {} (Kafka Streams RocksDBStore",
+            plain.display()
+        )),
+        "{out}"
+    );
+}

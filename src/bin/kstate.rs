@@ -77,11 +77,12 @@ enum Cmd {
         #[arg(long, default_value_t = 10_000)]
         batch: usize,
     },
-    /// Hand kstate key-value stores back to Kafka Streams' own RocksDB stores (one store
-    /// directory, or every store under a Kafka Streams state directory): Kafka's column
-    /// families, offsets and position at `<taskDir>/rocksdb/<name>`, no kstate files left.
-    /// Crash-safe and resumable: after a kill, run it again. Run it with the application
-    /// stopped. Exit 1 when a store is left unexported (window and session stores, for now).
+    /// Hand kstate stores back to Kafka Streams' own RocksDB stores (one store directory,
+    /// or every store under a Kafka Streams state directory): key-value stores as Kafka's
+    /// RocksDBStore families at `<taskDir>/rocksdb/<name>`, window and session stores as
+    /// Kafka's segment directories, each with its offsets and position, no kstate files
+    /// left. Crash-safe and resumable: after a kill, run it again. Run it with the
+    /// application stopped. Exit 1 when a store cannot be exported (each one named).
     Export {
         /// A store directory or a Kafka Streams state directory.
         dir: PathBuf,
@@ -257,6 +258,10 @@ fn cmd_inspect(dir: &Path) -> CmdResult {
                 println!("mode:             regular");
             }
         }
+        None if r.kafka_versioned => println!(
+            "format:           Kafka Streams versioned key-value store (RocksDBVersionedStore; \
+             kstate neither converts nor adopts it)"
+        ),
         None => println!("format:           Kafka Streams store (not yet opened by kstate)"),
     }
     if let Some(pid) = r.writer_pid {

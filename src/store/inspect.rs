@@ -8,6 +8,7 @@ use crate::engine::rocksdb::{lock_holder, RocksEngine, RocksOptions};
 use crate::engine::{names, Engine, Family, KeyRange};
 use crate::format::meta::{self, CommittedState, PendingCommit, PendingIngest, StoreHeader};
 use crate::format::{self, value, ValueFormat};
+use crate::store::kafka_versioned;
 use crate::txn::spill;
 use crate::Result;
 
@@ -36,6 +37,9 @@ pub struct StoreReport {
     /// In upgrade mode, the column family of the older format (`default` or
     /// `keyValueWithTimestamp`); `None` in regular mode.
     pub upgrade_family: Option<String>,
+    /// A Kafka Streams versioned key-value store (`RocksDBVersionedStore`): its families are
+    /// a plain store's, its data is not; kstate neither converts nor adopts it.
+    pub kafka_versioned: bool,
 }
 
 /// One column family as `kstate inspect` shows it.
@@ -138,7 +142,12 @@ pub fn inspect(path: &Path) -> Result<StoreReport> {
     let upgrading = families
         .iter()
         .find(|f| older.contains(&f.name.as_str()) && f.entries > 0);
+    let kafka_versioned = match (header, engine.registry().find(names::PLAIN)) {
+        (None, Some(plain)) => kafka_versioned::looks_versioned(&engine, plain)?,
+        _ => false,
+    };
     Ok(StoreReport {
+        kafka_versioned,
         values_to_upgrade: upgrading.map_or(0, |f| f.entries),
         upgrade_family: upgrading.map(|f| f.name.clone()),
         path: path.to_path_buf(),

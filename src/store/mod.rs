@@ -9,6 +9,7 @@ pub mod inspect;
 mod iter;
 pub(crate) mod kafka;
 pub mod kafka_segments;
+pub(crate) mod kafka_versioned;
 mod kv;
 mod lock;
 pub(crate) mod open;

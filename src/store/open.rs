@@ -343,6 +343,16 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
             }
         }
         legacy_family(&ro, format)?;
+        if let Some(plain) = registry.find(names::PLAIN) {
+            if crate::store::kafka_versioned::looks_versioned(&ro, plain)? {
+                return Err(Error::FormatMismatch(format!(
+                    "{} is a Kafka Streams versioned key-value store (RocksDBVersionedStore: \
+                     keys prefixed by a logical segment, rows of record versions), not a \
+                     plain one; kstate does not adopt it",
+                    path.display()
+                )));
+            }
+        }
         match registry.find(names::KAFKA_OFFSETS) {
             Some(f) => kafka::read(&ro, f)?,
             None => kafka::KafkaOffsets::default(),

@@ -84,6 +84,13 @@ fn plan(found: &Found, target: ValueFormat) -> Plan {
         Ok(r) => r,
         Err(e) => return Plan::Fail(format!("cannot be read: {e}")),
     };
+    if report.kafka_versioned {
+        return Plan::LeaveAlone(
+            "a Kafka Streams versioned key-value store (RocksDBVersionedStore): kstate does not \
+             convert it, not opened for writing"
+                .into(),
+        );
+    }
     if let Some(kind) = report.header.map(|h| h.kind) {
         if kind != StoreKind::KeyValue {
             return Plan::LeaveAlone(format!(

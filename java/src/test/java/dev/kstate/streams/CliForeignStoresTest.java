@@ -20,6 +20,7 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -27,6 +28,8 @@ import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.WindowStore;
 import org.junit.After;
 import org.junit.Before;
@@ -153,6 +156,89 @@ public class CliForeignStoresTest {
         List<String> reread = reopen(app, "reopened");
         assertTrue("every entry is still there", reread.containsAll(before));
         assertEquals(reopen(new File(dir, "pristine/" + APP), "reopened-pristine"), reread);
+    }
+
+    /**
+     * A Kafka Streams versioned key-value store ({@code RocksDBVersionedStore}: one RocksDB
+     * whose keys carry an 8-byte logical segment prefix) looks like a plain key-value store
+     * from its column families alone: {@code upgrade} must recognise it and leave it alone
+     * byte for byte, and Kafka must read every version afterwards.
+     */
+    @Test
+    public void kafkasVersionedStoreIsLeftAloneByteForByte() throws Exception {
+        File stateDir = new File(dir, "vstate");
+        Map<String, String> seen = new TreeMap<>();
+        TopologyTestDriver driver = new TopologyTestDriver(versioned().build(), TestSupport.props(APP, stateDir));
+        try {
+            TestInputTopic<String, String> in =
+                driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+            for (int i = 0; i < 400; i++) {
+                in.pipeInput("k" + (i % 9), "v" + i, 1_000_000L + i * 1_000L);
+            }
+            seen.putAll(versions(driver));
+            MigrationTest.closeTaskKeepingState(driver);
+            MigrationTest.copyTree(new File(stateDir, APP).toPath(), new File(dir, "vcopy/" + APP).toPath());
+            MigrationTest.copyTree(new File(stateDir, APP).toPath(), new File(dir, "vpristine/" + APP).toPath());
+        } finally {
+            driver.close();
+        }
+        assertTrue("the store holds versions: " + seen, seen.size() >= 9 * 3);
+        File app = new File(dir, "vcopy/" + APP);
+        File store = new File(app, "0_0/rocksdb/ver");
+        assertTrue(store.getPath(), new File(store, "CURRENT").isFile());
+        Map<String, String> original = snapshot(app);
+        for (String to : new String[] {"timestamped", "headers"}) {
+            String out = TestSupport.runCli(0, "upgrade", app.getPath(), "--to", to, "--dry-run");
+            assertTrue(out, out.contains("left alone  " + store.getPath() + " (a Kafka Streams versioned"));
+            out = TestSupport.runCli(0, "upgrade", app.getPath(), "--to", to);
+            assertTrue(out, out.contains("0 store(s) upgraded, 1 left alone, 0 failed"));
+        }
+        String out = TestSupport.runCli(0, "inspect", store.getPath());
+        assertTrue(out, out.contains("versioned key-value store"));
+        assertEquals("the CLI changed no byte and added no file", original, snapshot(app));
+
+        // Kafka reads exactly what it reads from an untouched copy, the latest versions
+        // included.
+        Map<String, String> reread = reopenVersioned(app, "vagain");
+        assertEquals(reopenVersioned(new File(dir, "vpristine/" + APP), "vagain-pristine"), reread);
+        for (int k = 0; k < 9; k++) {
+            String latest = "k" + k + "@" + (1_000_000L + (391 + k) * 1_000L);
+            assertEquals(latest, seen.get(latest), reread.get(latest));
+        }
+    }
+
+    /** Every version Kafka's own versioned store reads from a copy of {@code app}. */
+    private Map<String, String> reopenVersioned(File app, String copy) throws Exception {
+        File stateDir = new File(dir, copy);
+        MigrationTest.copyTree(app.toPath(), new File(stateDir, APP).toPath());
+        try (TopologyTestDriver again = new TopologyTestDriver(versioned().build(), TestSupport.props(APP, stateDir))) {
+            return versions(again);
+        }
+    }
+
+    /** A table materialized in a Kafka versioned store with 20 minutes of history. */
+    private static StreamsBuilder versioned() {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> table = builder.table("in", Consumed.with(Serdes.String(), Serdes.String()),
+            Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("ver", Duration.ofMinutes(20)))
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
+        table.toStream().to("out");
+        return builder;
+    }
+
+    /** Every version of the nine keys the test writes, read at every second of its input. */
+    private static Map<String, String> versions(TopologyTestDriver driver) {
+        VersionedKeyValueStore<String, String> store = driver.getVersionedKeyValueStore("ver");
+        Map<String, String> out = new TreeMap<>();
+        for (int k = 0; k < 9; k++) {
+            for (long t = 1_000_000L; t < 1_000_000L + 400_000L; t += 1_000L) {
+                VersionedRecord<String> r = store.get("k" + k, t);
+                if (r != null) {
+                    out.put("k" + k + "@" + r.timestamp(), r.value());
+                }
+            }
+        }
+        return out;
     }
 
     /** What Kafka's own stores read from a copy of the application directory {@code app}. */
