@@ -6,9 +6,9 @@
 //! looks like. What tells them apart is the data. Every key starts with the 8-byte
 //! big-endian id of a logical segment: -1 (`0xFF` x 8) for the latest-value segment, whose
 //! values are `timestamp (8) + value`, and a non-negative id for a history segment, whose
-//! values are rows `next_timestamp (8) + min_timestamp (8) + [timestamp (8) + size (4)]...
-//! + values`, the `(timestamp, size)` list newest first and ending at `min_timestamp`, a
-//! negative size marking a tombstone, the values filling the rest of the row exactly.
+//! values are rows of `next_timestamp (8)`, `min_timestamp (8)`, a list of
+//! `(timestamp (8), size (4))` newest first and ending at `min_timestamp` (a negative size
+//! marks a tombstone), then the values, which fill the rest of the row exactly.
 //!
 //! A plain store whose first entries all fit that layout by chance is not a realistic case
 //! (a history row's sizes must add up to its length to the byte), so the first
