@@ -649,9 +649,8 @@ fn a_kafka_versioned_store_is_never_taken_for_a_plain_one() {
         &[],
         "the CLI on a Kafka versioned store",
     );
-    let err = KvStore::open(&store, &StoreOptions::default())
-        .err()
-        .expect("a versioned store is refused");
+    let err =
+        KvStore::open(&store, &StoreOptions::default()).expect_err("a versioned store is refused");
     assert_eq!(
         err.code(),
         kstate::Error::FormatMismatch(String::new()).code(),
