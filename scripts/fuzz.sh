@@ -90,12 +90,12 @@ for t in "${targets[@]}"; do
   cov=$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$line")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$line")
   corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$line")
-  summary+=("$(printf '%-16s %-7s %10s %7s %7s %7s' "$t" "$status" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}")")
+  summary+=("$(printf '%-22s %-7s %10s %7s %7s %7s' "$t" "$status" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}")")
 done
 
 echo
 echo "fuzz summary: ${seconds} s per target, $(( $(date +%s) - start )) s in all (build included)"
-printf '%-16s %-7s %10s %7s %7s %7s\n' target result execs cov ft corpus
+printf '%-22s %-7s %10s %7s %7s %7s\n' target result execs cov ft corpus
 printf '%s\n' "${summary[@]}"
 echo "fuzz: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
