@@ -134,8 +134,15 @@ fn rel(u: &mut Unstructured<'_>) -> Result<PathBuf> {
     Ok(p)
 }
 
-/// Builds the tree under `state` (and store-like files under `outside`).
-fn build(u: &mut Unstructured<'_>, s: &Sandbox, state: &Path, outside: &Path) -> Result<()> {
+/// Builds the tree under `state` (and store-like files under `outside`); returns what it
+/// created.
+fn build(
+    u: &mut Unstructured<'_>,
+    s: &Sandbox,
+    state: &Path,
+    outside: &Path,
+) -> Result<Vec<PathBuf>> {
+    let mut created = Vec::new();
     std::fs::create_dir_all(state).expect("state dir");
     std::fs::create_dir_all(outside).expect("outside dir");
     std::fs::write(outside.join("CURRENT"), b"MANIFEST-000001\n").expect("outside");
@@ -148,12 +155,13 @@ fn build(u: &mut Unstructured<'_>, s: &Sandbox, state: &Path, outside: &Path) ->
         if std::fs::create_dir_all(parent).is_err() || path.exists() {
             continue;
         }
-        match u.int_in_range(0..=7)? {
+        created.push(path.clone());
+        match u.int_in_range(0..=8)? {
             0 => {
                 let _ = std::fs::create_dir(&path);
             }
-            1 => copy_dir(&s.template.join("kstate"), &path),
-            2 => copy_dir(&s.template.join("kafka"), &path),
+            1 | 2 => copy_dir(&s.template.join("kstate"), &path),
+            8 => copy_dir(&s.template.join("kafka"), &path),
             3 => {
                 let _ = std::fs::write(&path, b"MANIFEST-000001\n");
             }
@@ -172,11 +180,16 @@ fn build(u: &mut Unstructured<'_>, s: &Sandbox, state: &Path, outside: &Path) ->
             }
         }
     }
-    Ok(())
+    Ok(created)
 }
 
 /// One argv token: a subcommand, flag or value, or garbage.
-fn token(u: &mut Unstructured<'_>, state: &Path, outside: &Path) -> Result<String> {
+fn token(
+    u: &mut Unstructured<'_>,
+    state: &Path,
+    outside: &Path,
+    created: &[PathBuf],
+) -> Result<String> {
     const WORDS: &[&str] = &[
         "inspect",
         "verify",
@@ -205,7 +218,7 @@ fn token(u: &mut Unstructured<'_>, state: &Path, outside: &Path) -> Result<Strin
     ];
     Ok(match u.int_in_range(0..=9)? {
         0..=4 => u.choose(WORDS)?.to_string(),
-        5..=7 => state.join(rel(u)?).display().to_string(),
+        5..=7 => path(u, state, created)?,
         8 => match u.int_in_range(0..=2)? {
             0 => state.display().to_string(),
             1 => outside.display().to_string(),
@@ -215,25 +228,61 @@ fn token(u: &mut Unstructured<'_>, state: &Path, outside: &Path) -> Result<Strin
     })
 }
 
-/// The directory a command would work on, or `None` for a command never run here.
-fn dir_of(cmd: &cli::Cmd) -> Option<(&Path, bool)> {
-    match cmd {
-        cli::Cmd::Inspect { dir } | cli::Cmd::Verify { dir } => Some((dir, true)),
-        cli::Cmd::Upgrade { dir, dry_run, .. } | cli::Cmd::Export { dir, dry_run, .. } => {
-            Some((dir, *dry_run))
+/// A path in the state directory: mostly one the tree holds (or its parent), else any.
+fn path(u: &mut Unstructured<'_>, state: &Path, created: &[PathBuf]) -> Result<String> {
+    let p = if !created.is_empty() && u.ratio(3, 4)? {
+        let p = u.choose(created)?;
+        if u.ratio(1, 3)? {
+            p.parent().unwrap_or(p).to_path_buf()
+        } else {
+            p.clone()
         }
-        _ => None,
+    } else {
+        state.join(rel(u)?)
+    };
+    Ok(p.display().to_string())
+}
+
+/// The directory a command would work on (a relative one made relative to `state`, the
+/// process's working directory being the fuzzer's), and whether the command may change
+/// nothing; `None` for a command never run here.
+fn dir_of<'a>(cmd: &'a mut cli::Cmd, state: &Path) -> Option<(&'a Path, bool)> {
+    let (dir, read_only) = match cmd {
+        cli::Cmd::Inspect { dir } | cli::Cmd::Verify { dir } => (dir, true),
+        cli::Cmd::Upgrade { dir, dry_run, .. } | cli::Cmd::Export { dir, dry_run, .. } => {
+            (dir, *dry_run)
+        }
+        _ => return None,
+    };
+    let plain = dir
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if dir.is_relative() && plain && !dir.as_os_str().is_empty() {
+        *dir = state.join(&*dir);
     }
+    Some((dir, read_only))
 }
 
 fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let s = sandbox();
     let _ = std::fs::remove_dir_all(&s.root);
     let (state, outside) = (s.root.join("state"), s.root.join("outside"));
-    build(u, s, &state, &outside)?;
+    let created = build(u, s, &state, &outside)?;
     let mut argv = vec!["kstate".to_string()];
-    for _ in 0..u.int_in_range(0..=6)? {
-        argv.push(token(u, &state, &outside)?);
+    // Mostly a command that works on a directory and a directory first, then anything.
+    if u.ratio(3, 4)? {
+        let command = u.choose(&["inspect", "verify", "upgrade", "export"])?;
+        argv.push(command.to_string());
+        // Export's one required flag.
+        if *command == "export" && u.ratio(3, 4)? {
+            argv.push("--to=kafka".into());
+        }
+    }
+    if u.ratio(3, 4)? {
+        argv.push(path(u, &state, &created)?);
+    }
+    for _ in 0..u.int_in_range(0..=4)? {
+        argv.push(token(u, &state, &outside, &created)?);
     }
     let before = tree(&s.root);
     let outside_before = tree(&outside);
@@ -243,16 +292,20 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             // A usage error (2), or help and version (0).
             assert!(code == codes[0] || code == codes[2], "{argv:?}: {code:?}");
         }
-        Ok(cmd) => {
-            // Only commands on a directory strictly inside the state directory run (so
-            // that a store's parent, where export writes, is inside it too).
-            let Some((dir, read_only)) = dir_of(&cmd) else {
+        Ok(mut cmd) => {
+            // Only commands on the state directory or inside it run; export only inside
+            // (it writes beside the store it is given, in its task directory).
+            let export = matches!(cmd, cli::Cmd::Export { .. });
+            let Some((dir, read_only)) = dir_of(&mut cmd, &state) else {
                 return Ok(());
             };
-            if !dir.starts_with(&state) || dir == state {
+            if !dir.starts_with(&state) || (export && dir == state) {
                 return Ok(());
             }
             let code = cli::dispatch(cmd);
+            if std::env::var_os("KSTATE_FUZZ_TRACE").is_some() {
+                eprintln!("ran {argv:?}: {code:?}");
+            }
             assert!(
                 codes.contains(&code),
                 "{argv:?}: undocumented exit code {code:?}"
