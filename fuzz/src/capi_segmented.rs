@@ -626,10 +626,10 @@ impl Seg {
                             kt.as_deref().map(|t| seg::session_upper_range(t, *to)),
                         )
                     };
-                    lo.map_or(true, |lo| kk[..] >= lo[..])
-                        && hi.map_or(true, |hi| kk[..] <= hi[..])
-                        && kf.as_deref().map_or(true, |f| rk >= f)
-                        && kt.as_deref().map_or(true, |t| rk <= t)
+                    lo.is_none_or(|lo| kk[..] >= lo[..])
+                        && hi.is_none_or(|hi| kk[..] <= hi[..])
+                        && kf.as_deref().is_none_or(|f| rk >= f)
+                        && kt.as_deref().is_none_or(|t| rk <= t)
                         && lo_time >= (*from).max(ev)
                         && start <= *to
                 }
