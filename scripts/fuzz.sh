@@ -23,7 +23,8 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 
 seconds=${KSTATE_FUZZ_SECONDS:-15}
-all_targets=(meta values segmented kafka_offsets jni_codec capi_kv capi_kv_rocksdb store_dir)
+all_targets=(meta values segmented kafka_offsets jni_codec capi_kv capi_kv_rocksdb capi_segmented
+  capi_segmented_rocksdb store_dir cli)
 targets=()
 for a in "$@"; do [ "$a" = --seeds ] || targets+=("$a"); done
 [ "${#targets[@]}" -gt 0 ] || targets=("${all_targets[@]}")
@@ -45,8 +46,12 @@ host=$(rustc -vV | sed -n 's/^host: //p')
 # their input through `arbitrary`, so they get long inputs from the start.
 flags_for() {
   case "$1" in
-    capi_kv | capi_kv_rocksdb) echo "-len_control=0 -max_len=1024" ;;
+    capi_kv | capi_kv_rocksdb | capi_segmented | capi_segmented_rocksdb)
+      echo "-len_control=0 -max_len=1024" ;;
     store_dir) echo "-len_control=0 -max_len=512" ;;
+    # The CLI prints reports and clap's messages: its stdout and stderr are closed
+    # (libFuzzer keeps its own copy of stderr for its report).
+    cli) echo "-len_control=0 -max_len=512 -close_fd_mask=3" ;;
     *) echo "-max_len=4096" ;;
   esac
 }
@@ -85,12 +90,12 @@ for t in "${targets[@]}"; do
   cov=$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$line")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$line")
   corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$line")
-  summary+=("$(printf '%-16s %-7s %10s %7s %7s %7s' "$t" "$status" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}")")
+  summary+=("$(printf '%-22s %-7s %10s %7s %7s %7s' "$t" "$status" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}")")
 done
 
 echo
 echo "fuzz summary: ${seconds} s per target, $(( $(date +%s) - start )) s in all (build included)"
-printf '%-16s %-7s %10s %7s %7s %7s\n' target result execs cov ft corpus
+printf '%-22s %-7s %10s %7s %7s %7s\n' target result execs cov ft corpus
 printf '%s\n' "${summary[@]}"
 echo "fuzz: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -217,6 +217,17 @@ fn jni(seeds: &mut Seeds) {
         let sequence = [&[first][..], &ops].concat();
         seeds.push(("capi_kv", format!("sequence-{i}"), sequence.clone()));
         seeds.push(("capi_kv_rocksdb", format!("sequence-{i}"), sequence));
-        seeds.push(("store_dir", format!("layout-{i}"), ops));
+        seeds.push(("store_dir", format!("layout-{i}"), ops.clone()));
+        seeds.push(("cli", format!("argv-{i}"), ops));
+    }
+    // Window and session call sequences: the first byte picks session or window, plain,
+    // duplicates, spilling and a refused open first (bits 0-4).
+    for (i, first) in [0u8, 1, 2, 4, 5, 8, 9, 16].into_iter().enumerate() {
+        let ops: Vec<u8> = (0..200u8)
+            .map(|b| b.wrapping_mul(53).wrapping_add(i as u8))
+            .collect();
+        let sequence = [&[first][..], &ops].concat();
+        seeds.push(("capi_segmented", format!("sequence-{i}"), sequence.clone()));
+        seeds.push(("capi_segmented_rocksdb", format!("sequence-{i}"), sequence));
     }
 }

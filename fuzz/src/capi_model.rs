@@ -26,7 +26,7 @@ use kstate::capi::*;
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 /// A topic partition as the model keys it: topic bytes and partition.
-type Partition = (Vec<u8>, i32);
+pub(crate) type Partition = (Vec<u8>, i32);
 /// One write of a batch: key, value (`None` deletes), timestamp.
 type Write = (Vec<u8>, Option<Vec<u8>>, i64);
 
@@ -46,7 +46,7 @@ pub fn run(data: &[u8], rocksdb: bool) {
 }
 
 /// The code of `err` (0 for NULL), after checking its message; frees it.
-fn code(err: *mut kstate_error_t) -> i32 {
+pub(crate) fn code(err: *mut kstate_error_t) -> i32 {
     // SAFETY: `err` was returned by a kstate function and is freed exactly once, here.
     unsafe {
         let c = kstate_error_code(err);
@@ -61,7 +61,7 @@ fn code(err: *mut kstate_error_t) -> i32 {
     }
 }
 
-fn ok(err: *mut kstate_error_t) {
+pub(crate) fn ok(err: *mut kstate_error_t) {
     if !err.is_null() {
         // SAFETY: a live error returned by kstate; its message is valid until it is freed.
         let msg = unsafe { CStr::from_ptr(kstate_error_message(err)) }.to_owned();
@@ -69,19 +69,19 @@ fn ok(err: *mut kstate_error_t) {
     }
 }
 
-fn expect(err: *mut kstate_error_t, want: i32) {
+pub(crate) fn expect(err: *mut kstate_error_t, want: i32) {
     assert_eq!(code(err), want, "error code");
 }
 
 /// Checks that `err` has one of two codes: which one a call reports first is not part of
 /// the contract when two rules are broken at once.
-fn expect_either(err: *mut kstate_error_t, a: i32, b: i32) {
+pub(crate) fn expect_either(err: *mut kstate_error_t, a: i32, b: i32) {
     let c = code(err);
     assert!(c == a || c == b, "error code {c}, expected {a} or {b}");
 }
 
 /// Takes the bytes out of a `kstate_bytes_t` and frees it.
-fn take(mut b: kstate_bytes_t) -> Vec<u8> {
+pub(crate) fn take(mut b: kstate_bytes_t) -> Vec<u8> {
     let v = if b.ptr.is_null() {
         assert_eq!(b.len, 0);
         Vec::new()
@@ -94,13 +94,13 @@ fn take(mut b: kstate_bytes_t) -> Vec<u8> {
     v
 }
 
-const NO_BYTES: kstate_bytes_t = kstate_bytes_t {
+pub(crate) const NO_BYTES: kstate_bytes_t = kstate_bytes_t {
     ptr: null_mut(),
     len: 0,
 };
 
 /// A small key: few distinct keys, so that writes, reads and ranges meet each other.
-fn key(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
+pub(crate) fn key(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
     let len = u.int_in_range(0..=2)?;
     let mut k = Vec::with_capacity(len);
     for _ in 0..len {
@@ -110,7 +110,7 @@ fn key(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
 }
 
 /// A pointer for `data`: NULL is allowed (and sometimes chosen) when `data` is empty.
-fn ptr(u: &mut Unstructured<'_>, data: &[u8]) -> Result<*const u8> {
+pub(crate) fn ptr(u: &mut Unstructured<'_>, data: &[u8]) -> Result<*const u8> {
     Ok(if data.is_empty() && u.arbitrary()? {
         null()
     } else {
@@ -120,7 +120,7 @@ fn ptr(u: &mut Unstructured<'_>, data: &[u8]) -> Result<*const u8> {
 
 /// `data`'s pointer (never NULL, even when empty: an empty slice's pointer is dangling but
 /// not NULL), or NULL when the argument is to be absent.
-fn present_or_null(data: &[u8], absent: bool) -> *const u8 {
+pub(crate) fn present_or_null(data: &[u8], absent: bool) -> *const u8 {
     if absent {
         null()
     } else {
@@ -129,7 +129,7 @@ fn present_or_null(data: &[u8], absent: bool) -> *const u8 {
 }
 
 /// A topic: valid UTF-8 names from a small set, or (with `bad`) NULL or not UTF-8.
-fn topic(u: &mut Unstructured<'_>) -> Result<(Option<CString>, bool)> {
+pub(crate) fn topic(u: &mut Unstructured<'_>) -> Result<(Option<CString>, bool)> {
     Ok(match u.int_in_range(0..=9)? {
         0 => (None, false),
         1 => (Some(CString::new(vec![b'x', 0xFF]).unwrap()), false),
@@ -147,18 +147,18 @@ enum Format {
 }
 
 /// What a commit or restore does to the committed offsets and metadata.
-struct CommitArgs {
-    offsets: Vec<kstate_offset_t>,
+pub(crate) struct CommitArgs {
+    pub(crate) offsets: Vec<kstate_offset_t>,
     _topics: Vec<Option<CString>>,
-    valid: bool,
-    model: Vec<(Partition, Option<i64>)>,
-    metadata: Option<Vec<u8>>,
-    metadata_ptr: *const u8,
-    metadata_len: usize,
+    pub(crate) valid: bool,
+    pub(crate) model: Vec<(Partition, Option<i64>)>,
+    pub(crate) metadata: Option<Vec<u8>>,
+    pub(crate) metadata_ptr: *const u8,
+    pub(crate) metadata_len: usize,
 }
 
 impl CommitArgs {
-    fn arbitrary(u: &mut Unstructured<'_>) -> Result<Self> {
+    pub(crate) fn arbitrary(u: &mut Unstructured<'_>) -> Result<Self> {
         let mut offsets = Vec::new();
         let mut topics = Vec::new();
         let mut valid = true;
@@ -209,7 +209,7 @@ impl CommitArgs {
     }
 
     /// The offsets array: NULL when empty, at times.
-    fn ptr(&self, u: &mut Unstructured<'_>) -> Result<*const kstate_offset_t> {
+    pub(crate) fn ptr(&self, u: &mut Unstructured<'_>) -> Result<*const kstate_offset_t> {
         Ok(if self.offsets.is_empty() && u.arbitrary()? {
             null()
         } else {
@@ -247,7 +247,7 @@ struct Session {
 }
 
 /// A distinct directory per input, removed when the input is done.
-fn temp_dir() -> std::path::PathBuf {
+pub(crate) fn temp_dir() -> std::path::PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);

@@ -7,6 +7,7 @@ use libfuzzer_sys::arbitrary::{Result, Unstructured};
 pub use libfuzzer_sys::arbitrary;
 
 pub mod capi_model;
+pub mod capi_segmented;
 
 /// At most `max` bytes from the input: inputs stay small, so mutations stay cheap.
 pub fn bytes(u: &mut Unstructured<'_>, max: usize) -> Result<Vec<u8>> {

@@ -41,7 +41,7 @@ const EXIT_CODES: &str = "Exit codes:
      not enough disk space (nothing was changed)";
 
 #[derive(Subcommand)]
-enum Cmd {
+pub enum Cmd {
     /// Show a store's format, column families, entry counts, committed offsets and whether
     /// it was closed cleanly; for a Kafka Streams window or session store directory, its
     /// kind and segments. Read-only (writes no file, not even RocksDB's LOG); works while
@@ -158,8 +158,32 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
+    match parse(std::env::args_os()) {
+        Ok(command) => dispatch(command),
+        Err(code) => code,
+    }
+}
+
+/// Parses a command line (program name first) as `main` does: on a usage error, `--help`
+/// or `--version`, clap's text is printed and the exit code returned (2, 0, 0). Separate
+/// from [`dispatch`] so that the CLI fuzz target (`fuzz/fuzz_targets/cli.rs`, which
+/// compiles this file) runs the CLI in-process and looks at the command before it runs.
+pub fn parse<I, T>(args: I) -> Result<Cmd, ExitCode>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    Cli::try_parse_from(args)
+        .map(|cli| cli.command)
+        .map_err(|e| {
+            let _ = e.print();
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+        })
+}
+
+/// Runs a parsed command; its exit code (errors: printed, exit 2).
+pub fn dispatch(command: Cmd) -> ExitCode {
+    let result = match command {
         Cmd::Inspect { dir } => cmd_inspect(&dir),
         Cmd::Verify { dir } => cmd_verify(&dir),
         Cmd::Upgrade {
