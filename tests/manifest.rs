@@ -113,7 +113,13 @@ fn sweep(compact: bool) {
                     refused += 1;
                 }
                 Ok((offset, state)) => {
-                    // A whole commit with its own offset (no offset: the empty store).
+                    // A whole commit with its own offset; never the empty store with no
+                    // offset that a MANIFEST cut after its column-family records used to
+                    // open as (its open deletes the table files the MANIFEST lost).
+                    assert!(
+                        offset.is_some(),
+                        "{what} at {pos} of {len}: opened as an empty store with no offset"
+                    );
                     assert!(
                         state == model(offset.unwrap_or(0)),
                         "{what} at {pos} of {len}: opened at offset {offset:?} with {} \

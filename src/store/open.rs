@@ -17,7 +17,7 @@
 //!   into a kstate store built beside them and swapped in atomically
 //!   ([`super::adopt_segmented`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::adopt_segmented;
@@ -164,6 +164,7 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
         Probe::Database(families) => families,
     };
     if existing.iter().any(|n| n == names::META) {
+        let tables = table_files(path)?;
         let engine = RocksEngine::open(path, &[names::META, names::SPILL], &options.rocksdb)?;
         let meta = engine.registry().require(names::META)?;
         match engine.get(meta, meta::KEY_HEADER)? {
@@ -201,7 +202,10 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
                     "kstate metadata column family has records but no header".into(),
                 ));
             }
-            None => drop(engine),
+            None => {
+                drop(engine);
+                refuse_if_tables_lost(path, &tables)?;
+            }
         }
     }
     adopt(path, &existing, options)?;
@@ -288,6 +292,37 @@ fn refuse_if_in_use(path: &Path) -> Result<()> {
         }),
         None => Ok(()),
     }
+}
+
+/// The table files (`*.sst`) in the store directory at `path`.
+fn table_files(path: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(|e| Error::io(path, e))? {
+        let entry = entry.map_err(|e| Error::io(path, e))?;
+        if entry.file_name().to_string_lossy().ends_with(".sst") {
+            out.push(entry.path());
+        }
+    }
+    Ok(out)
+}
+
+/// An empty `kstate_meta` is what an adoption killed before its header leaves, and the next
+/// open adopts again. It is also what a MANIFEST cut after its column-family records leaves:
+/// RocksDB then opens every family empty and deletes the table files it no longer names,
+/// the store's committed data among them. Table files the open made disappear tell the two
+/// apart; the data is gone either way, but the caller learns it instead of finding an
+/// empty store with no offset.
+fn refuse_if_tables_lost(path: &Path, before: &[PathBuf]) -> Result<()> {
+    let lost = before.iter().filter(|f| !f.exists()).count();
+    if lost == 0 {
+        return Ok(());
+    }
+    Err(Error::Corruption(format!(
+        "{} has kstate metadata without its header, and opening it deleted {lost} table \
+         file(s) its MANIFEST no longer names: the MANIFEST lost the store's files and the \
+         committed data with them; delete the directory and restore it from the changelog",
+        path.display()
+    )))
 }
 
 /// The families Kafka Streams' key-value stores may have that kstate adopts.
