@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.stream.Stream;
@@ -23,10 +24,17 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -49,8 +57,10 @@ import org.junit.Test;
  * restarted on kstate's stores while one of the window store's segments holds a column family
  * kstate does not adopt: the task's init fails naming the window store and why, and both of
  * Kafka's store directories are byte-identical afterwards (every file, {@code LOG} included).
- * Once the blocker is gone, the next start adopts both with Kafka's contents. A third store, on
- * Kafka's own supplier, is left to Kafka: kstate neither checks nor adopts it.
+ * Once the blocker is gone, the next start adopts both with Kafka's contents and committed
+ * offsets. A third store, on Kafka's own supplier, is left to Kafka: kstate neither checks nor
+ * adopts it. Run for a Processor API topology ({@link KstateStores}) and for the issue's windowed
+ * DSL application ({@code dsl.store.suppliers.class=KstateDslStoreSuppliers}).
  */
 public class AllOrNothingAdoptionTest {
     private static final String APP = "halfswitch";
@@ -106,6 +116,37 @@ public class AllOrNothingAdoptionTest {
         t.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(KAFKA_ONLY), Serdes.String(),
             Serdes.String()).withCachingDisabled(), "p");
         return t;
+    }
+
+    /**
+     * The issue's case: a windowed DSL application, its stores from {@code dsl.store.suppliers.class}
+     * (Kafka's default, then {@link KstateDslStoreSuppliers}), the key-value count first; a third
+     * store given Kafka's own supplier explicitly stays on Kafka's implementation.
+     */
+    private static Topology dslTopology() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> in = b.stream("in", Consumed.with(Serdes.String(), Serdes.String()));
+        in.groupByKey().count(Materialized.as(KV));
+        in.groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(WINDOW))
+            .count(Materialized.<String, Long, org.apache.kafka.streams.state.WindowStore<Bytes, byte[]>>as(WIN)
+                .withRetention(RETENTION));
+        in.groupByKey().reduce((x, y) -> y, Materialized.<String, String>as(Stores.persistentKeyValueStore(KAFKA_ONLY))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
+        return b.build();
+    }
+
+    private static Properties props(File stateDir, boolean dsl, boolean kstate) {
+        Properties p = TestSupport.props(APP, stateDir);
+        // no record cache: the stores' own contents are compared (Kafka's cache keeps windows its store expired)
+        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
+        if (dsl && kstate) {
+            p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class.getName());
+        }
+        return p;
+    }
+
+    private static Topology topology(boolean dsl, boolean kstate) {
+        return dsl ? dslTopology() : topology(kstate);
     }
 
     /** Every entry of both stores, as the driver's typed stores answer them. */
@@ -188,13 +229,22 @@ public class AllOrNothingAdoptionTest {
     }
 
     @Test
-    public void aTaskIsAdoptedAllTogetherOrNotAtAll() throws Exception {
+    public void aProcessorApiTaskIsAdoptedAllTogetherOrNotAtAll() throws Exception {
+        allOrNothing(false);
+    }
+
+    @Test
+    public void aWindowedDslTaskIsAdoptedAllTogetherOrNotAtAll() throws Exception {
+        allOrNothing(true);
+    }
+
+    private void allOrNothing(boolean dsl) throws Exception {
         // Kafka's run: the model is what Kafka's stores answer when the task closes.
         File kafkaRun = new File(dir, "kafka");
         File kafkaState = new File(dir, "state");
         List<String> model;
         Map<String, Long> kafkaOffsets;
-        TopologyTestDriver driver = new TopologyTestDriver(topology(false), TestSupport.props(APP, kafkaRun));
+        TopologyTestDriver driver = new TopologyTestDriver(topology(dsl, false), props(kafkaRun, dsl, false));
         try {
             TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
             Random rnd = new Random(26);
@@ -235,7 +285,7 @@ public class AllOrNothingAdoptionTest {
         assertTrue("Kafka's store has its files: " + kvBefore.keySet(), kvBefore.containsKey("CURRENT"));
 
         KstateProcessorStateException refused = null;
-        try (TopologyTestDriver kstate = new TopologyTestDriver(topology(true), TestSupport.props(APP, kafkaState))) {
+        try (TopologyTestDriver kstate = new TopologyTestDriver(topology(dsl, true), props(kafkaState, dsl, true))) {
             fail("the task must not start while one of its Kafka stores cannot be adopted");
         } catch (RuntimeException e) {
             for (Throwable c = e; c != null && refused == null; c = c.getCause()) {
@@ -256,7 +306,7 @@ public class AllOrNothingAdoptionTest {
 
         // The blocker removed, the next start adopts both, with what Kafka's stores held.
         bogusFamily(blocked, false);
-        try (TopologyTestDriver kstate = new TopologyTestDriver(topology(true), TestSupport.props(APP, kafkaState))) {
+        try (TopologyTestDriver kstate = new TopologyTestDriver(topology(dsl, true), props(kafkaState, dsl, true))) {
             assertEquals(model, contents(kstate));
             assertTrue(WIN + " is a kstate store now", new File(winDir, "CURRENT").isFile());
             assertEquals("Kafka's committed offsets carried over", kafkaOffsets, offsets(kstate));
