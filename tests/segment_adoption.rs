@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use kstate::format::segmented::{session_key, stored_key, window_key};
 use kstate::format::value;
 use kstate::store::{
-    SessionEntry, SessionOptions, SessionQuery, SessionStore, WindowEntry, WindowOptions,
-    WindowQuery, WindowStore,
+    check_adoption, PlannedStore, SessionEntry, SessionOptions, SessionQuery, SessionStore,
+    WindowEntry, WindowOptions, WindowQuery, WindowStore,
 };
 use kstate::{EngineKind, ErrorCode, Isolation, StoreOptions, TopicPartition};
 use workload::Rng;
@@ -941,4 +941,126 @@ fn an_adopted_store_goes_back_to_kafkas_layout_with_its_offsets() {
         }
         assert_replaced(&path);
     }
+}
+
+/// A task's stores are adopted all together or not at all: the preflight
+/// (`kstate::store::check_adoption`) names every store of the plan that its open would refuse
+/// and changes no byte of the task directory; once the blockers are gone it lists the stores
+/// the opens adopt, and after the opens (kstate stores now) none.
+#[test]
+fn a_task_is_adopted_all_together_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("0_0");
+    // Kafka's timestamped key-value store, with its 4.3+ offsets family (closed).
+    let kv = task.join("rocksdb").join("kv");
+    {
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let db = rocksdb::DB::open_cf(&opts, &kv, ["default", "keyValueWithTimestamp", "offsets"])
+            .unwrap();
+        let cf = db.cf_handle("keyValueWithTimestamp").unwrap();
+        for i in 0..50 {
+            db.put_cf(cf, format!("k{i:02}"), value::encode(b"v", i))
+                .unwrap();
+        }
+        let cf = db.cf_handle("offsets").unwrap();
+        db.put_cf(cf, "app-kv-changelog-0", 49i64.to_be_bytes())
+            .unwrap();
+        db.put_cf(cf, "status", 0i64.to_be_bytes()).unwrap();
+    }
+    // Kafka's window store with a segment holding a family its segments do not have, and a
+    // session store left open: two blockers.
+    let w = task.join("w");
+    Fixture::new(Kind::TimestampedWindow, 50, 31).write(&w, Some(0), '.');
+    let mystery = w.join(format!("w.{}", BASE + 5 * INTERVAL));
+    {
+        let mut db = rocksdb::DB::open_cf(
+            &rocksdb::Options::default(),
+            &mystery,
+            ["default", "keyValueWithTimestamp", "offsets"],
+        )
+        .unwrap();
+        db.create_cf("mystery", &rocksdb::Options::default())
+            .unwrap();
+    }
+    let s = task.join("s");
+    Fixture::new(Kind::Session, 50, 32).write(&s, Some(1), '.');
+    let kv_plan = PlannedStore::KeyValue {
+        path: kv.clone(),
+        options: StoreOptions::default(),
+    };
+    let w_plan = PlannedStore::Window {
+        path: w.clone(),
+        options: window_options(false),
+    };
+    let s_plan = PlannedStore::Session {
+        path: s.clone(),
+        options: SessionOptions::new(RETENTION),
+    };
+    // A store of the task kstate creates new: nothing of Kafka's there.
+    let own = PlannedStore::KeyValue {
+        path: task.join("own"),
+        options: StoreOptions::default(),
+    };
+    let before = snapshot(&task);
+    let plan = [kv_plan.clone(), w_plan.clone(), s_plan.clone(), own.clone()];
+    let err = check_adoption(&plan).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+    let m = err.to_string();
+    assert!(
+        m.contains("2 of them cannot be adopted, so none was changed"),
+        "{m}"
+    );
+    assert!(m.contains(&format!("{} is refused", w.display())), "{m}");
+    assert!(m.contains("'mystery'"), "{m}");
+    assert!(m.contains(&format!("{} is refused", s.display())), "{m}");
+    assert!(m.contains("left open"), "{m}");
+    assert!(!m.contains(&format!("{} is refused", kv.display())), "{m}");
+    // Each store on its own: what its open would do.
+    assert!(kv_plan.check().unwrap());
+    assert!(!own.check().unwrap());
+    assert_eq!(
+        w_plan.check().unwrap_err().code(),
+        ErrorCode::FormatMismatch
+    );
+    assert_eq!(s_plan.check().unwrap_err().code(), ErrorCode::Corruption);
+    // The first blocker decides the code.
+    let err = check_adoption(&[s_plan, kv_plan.clone()]).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Corruption, "{err}");
+    assert!(err.to_string().contains("1 of them"), "{err}");
+    assert!(
+        snapshot(&task) == before,
+        "the check changed the task directory"
+    );
+    assert!(!task.join("own").exists());
+
+    // The blocker gone (the session store restored from its changelog elsewhere), the plan
+    // passes, still without writing anything, and the opens adopt both stores.
+    {
+        let mut db = rocksdb::DB::open_cf(
+            &rocksdb::Options::default(),
+            &mystery,
+            ["default", "keyValueWithTimestamp", "offsets", "mystery"],
+        )
+        .unwrap();
+        db.drop_cf("mystery").unwrap();
+    }
+    let plan = [kv_plan, w_plan, own];
+    let before = snapshot(&task);
+    assert_eq!(check_adoption(&plan).unwrap(), vec![kv.clone(), w.clone()]);
+    assert!(snapshot(&task) == before);
+    let store = kstate::KvStore::open(&kv, &StoreOptions::default()).unwrap();
+    assert_eq!(
+        store
+            .committed_offset(&TopicPartition::new("app-kv-changelog", 0))
+            .unwrap(),
+        Some(49)
+    );
+    store.close().unwrap();
+    WindowStore::open(&w, &window_options(false))
+        .unwrap()
+        .close()
+        .unwrap();
+    assert_eq!(check_adoption(&plan).unwrap(), Vec::<PathBuf>::new());
 }

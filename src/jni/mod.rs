@@ -20,6 +20,7 @@
 //! code C reports (`STORE_CLOSED` / `ITERATOR_CLOSED` for a closed handle,
 //! `INVALID_HANDLE` otherwise), never undefined behaviour.
 
+mod adoption_natives;
 pub mod codec;
 mod guard;
 mod natives;

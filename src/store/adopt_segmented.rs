@@ -209,26 +209,41 @@ pub(crate) fn adopt(
     swap::exchange(path, &side)
 }
 
-/// Builds the complete kstate store in `side`.
-fn build(
+/// Every check [`adopt`] makes of Kafka's `segments` before it builds anything, reading
+/// only (segments are opened read-only, which writes no file, not even RocksDB's `LOG`): the
+/// same pass over every segment and record, nothing copied.
+///
+/// # Errors
+/// As [`adopt`] for a directory kstate does not adopt.
+pub(crate) fn check(
     segments: &[KafkaSegment],
     target: &Target<'_>,
-    budget: &SegmentBudget,
-    side: &Path,
+    format: ValueFormat,
 ) -> Result<()> {
+    visit(segments, target, format, &mut |_| Ok(())).map(|_| ())
+}
+
+/// What [`visit`] hands over: a record of a live segment (segment id, Kafka key, value in
+/// the target's format), or the end of a live segment's records.
+enum Visited<'a> {
+    Record(i64, &'a [u8], Vec<u8>),
+    SegmentDone,
+}
+
+/// Reads Kafka's `segments` newest first, refusing what kstate does not adopt, and hands
+/// every record of the live segments to `sink`. Returns the combined offsets and position
+/// and the stream time.
+fn visit(
+    segments: &[KafkaSegment],
+    target: &Target<'_>,
+    format: ValueFormat,
+    sink: &mut dyn FnMut(Visited<'_>) -> Result<()>,
+) -> Result<(Committed, Option<i64>)> {
     let interval = target.interval()?;
     let retention = Retention {
         period: target.retention,
         segment_interval: interval,
     };
-    let format = budget.store.value_format;
-    let engine = RocksEngine::open_sized(
-        side,
-        &[names::META, names::SPILL, target.data],
-        &budget.store.rocksdb,
-        &[(target.data, budget.data_write_buffer)],
-    )?;
-    let data = engine.registry().require(target.data)?;
     let mut committed = Committed::default();
     let mut stream_time: Option<i64> = None;
     // Newest first: the newest segment holding data gives the stream time (every record
@@ -242,7 +257,6 @@ fn build(
         if !live {
             continue;
         }
-        let mut batch = Batch::default();
         for (family, plain_to_timestamped) in sources {
             let mut it = ro.iter(family, &KeyRange::all(), false)?;
             while let Some((key, v)) = it.next_entry()? {
@@ -262,15 +276,44 @@ fn build(
                 } else {
                     v
                 };
-                batch.push(stored_key(id, &key), v);
-                if batch.bytes >= BATCH_BYTES {
-                    batch.write(&engine, data)?;
-                }
+                sink(Visited::Record(id, &key, v))?;
             }
         }
-        batch.write(&engine, data)?;
-        crate::failpoint::hit("adopt-segment-copied");
+        sink(Visited::SegmentDone)?;
     }
+    Ok((committed, stream_time))
+}
+
+/// Builds the complete kstate store in `side`.
+fn build(
+    segments: &[KafkaSegment],
+    target: &Target<'_>,
+    budget: &SegmentBudget,
+    side: &Path,
+) -> Result<()> {
+    let format = budget.store.value_format;
+    let engine = RocksEngine::open_sized(
+        side,
+        &[names::META, names::SPILL, target.data],
+        &budget.store.rocksdb,
+        &[(target.data, budget.data_write_buffer)],
+    )?;
+    let data = engine.registry().require(target.data)?;
+    let mut batch = Batch::default();
+    let (committed, stream_time) = visit(segments, target, format, &mut |visited| match visited {
+        Visited::Record(id, key, v) => {
+            batch.push(stored_key(id, key), v);
+            if batch.bytes >= BATCH_BYTES {
+                batch.write(&engine, data)?;
+            }
+            Ok(())
+        }
+        Visited::SegmentDone => {
+            batch.write(&engine, data)?;
+            crate::failpoint::hit("adopt-segment-copied");
+            Ok(())
+        }
+    })?;
     let state = CommittedState {
         sequence: 0,
         offsets: committed.offsets,

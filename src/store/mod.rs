@@ -2,6 +2,7 @@
 //! which share the segmented machinery of [`segmented`].
 
 mod adopt_segmented;
+mod adoption;
 mod checkpoint_file;
 pub mod export;
 mod export_segmented;
@@ -19,6 +20,7 @@ mod session;
 mod swap;
 mod window;
 
+pub use adoption::{check_adoption, PlannedStore};
 pub use export_segmented::{export_segmented_to_kafka, KafkaSegmentsExport};
 pub use iter::KvIter;
 pub use kv::KvStore;

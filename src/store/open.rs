@@ -333,9 +333,14 @@ const ADOPTABLE: [&str; 4] = [
     names::KAFKA_OFFSETS,
 ];
 
-/// Adopts the Kafka Streams store at `path` (families `existing`) in place, or refuses it
-/// without changing anything.
-fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()> {
+/// Every check [`adopt`] makes of the Kafka Streams store at `path` (families `existing`)
+/// before it changes anything, reading only (a read-only RocksDB writes no file, not even
+/// its `LOG`): the offsets and position it would import, or why it is refused.
+pub(crate) fn check_kafka_store(
+    path: &Path,
+    existing: &[String],
+    options: &StoreOptions,
+) -> Result<kafka::KafkaOffsets> {
     let format = options.value_format;
     let foreign: Vec<&String> = existing
         .iter()
@@ -402,6 +407,14 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
         )));
     }
     refuse_if_in_use(path)?;
+    Ok(imported)
+}
+
+/// Adopts the Kafka Streams store at `path` (families `existing`) in place, or refuses it
+/// without changing anything.
+fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()> {
+    let format = options.value_format;
+    let imported = check_kafka_store(path, existing, options)?;
     let engine = RocksEngine::open(
         path,
         &[names::META, names::SPILL, data_family_name(format)],

@@ -77,7 +77,7 @@ impl SessionOptions {
         Ok(())
     }
 
-    fn kind(&self) -> StoreKind {
+    pub(crate) fn kind(&self) -> StoreKind {
         StoreKind::Session {
             segment_interval: self
                 .segment_interval
@@ -85,7 +85,7 @@ impl SessionOptions {
         }
     }
 
-    fn plain_store(&self) -> StoreOptions {
+    pub(crate) fn plain_store(&self) -> StoreOptions {
         StoreOptions {
             value_format: ValueFormat::Plain,
             ..self.store.clone()

@@ -105,7 +105,7 @@ impl WindowOptions {
         Ok(())
     }
 
-    fn kind(&self) -> StoreKind {
+    pub(crate) fn kind(&self) -> StoreKind {
         StoreKind::Window {
             segment_interval: self
                 .segment_interval

@@ -43,6 +43,20 @@ public final class KstateNative {
         NativeLoader.load();
     }
 
+    /**
+     * Checks, reading only, whether opening a store at {@code path} adopts a Kafka Streams
+     * store there ({@code kstate::store::PlannedStore::check}).
+     *
+     * @param path the store directory
+     * @param kind 0 key-value, 1 window, 2 session
+     * @param valueFormat {@link #FORMAT_TIMESTAMPED}, {@link #FORMAT_PLAIN} or {@link #FORMAT_HEADERS}
+     * @param retentionMs retention of a window or session store
+     * @param segmentIntervalMs segment interval of a window or session store, 0 = Kafka's default
+     * @return true when the open adopts a Kafka Streams store, false when there is none to adopt
+     */
+    public static native boolean adoptionCheck(String path, int kind, int valueFormat, long retentionMs,
+                                               long segmentIntervalMs);
+
     static native long open(String path, int engine, int valueFormat, long maxUncommittedBytes,
                             boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes,
                             int maxWriteBuffers, boolean bloomFilter, boolean statistics,

@@ -100,6 +100,14 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
 
     KstateKeyValueStore(KstateStoreOptions options) {
         this.options = options;
+        if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
+            TaskAdoption.record(adoptionPlan());
+        }
+    }
+
+    /** @return what this store adopts Kafka's key-value store directory as */
+    private TaskAdoption.Plan adoptionPlan() {
+        return new TaskAdoption.Plan(options.name, TaskAdoption.KEY_VALUE, options.valueFormat.nativeNumber, 0, 0);
     }
 
     // ----- life cycle ---------------------------------------------------------------------
@@ -145,6 +153,10 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
             engine = KstateNative.ENGINE_ROCKSDB;
         } else {
             origin = "new in-memory store";
+        }
+        if (dir != null && !inOwnDirectory) {
+            // before anything of the task is adopted: all of its Kafka stores, or none
+            TaskAdoption.check(context.stateDir(), adoptionPlan(), dir, name() + " (task " + context.taskId() + ")");
         }
         NativeStore.RocksTuning tuning = options.resolvedRocksTuning(configs);
         boolean statistics = options.resolvedStatistics(configs);

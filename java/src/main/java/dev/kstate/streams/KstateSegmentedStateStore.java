@@ -15,7 +15,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
-import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
@@ -47,12 +46,6 @@ import org.slf4j.LoggerFactory;
  */
 abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> implements StateStore {
     private static final Logger LOG = LoggerFactory.getLogger(KstateSegmentedStateStore.class);
-    /**
-     * Kafka's own segment directories under {@code <taskDir>/<name>/}: {@code <name>.<start>}, and the older
-     * runtimes' {@code <name>:<start>} and {@code <name>-<yyyyMMddHHmm>}.
-     */
-    private static final Pattern KAFKA_SEGMENT = Pattern.compile(".+[.:-]\\d+");
-
     final KstateStoreOptions options;
     final long retentionPeriod;
     final long segmentInterval;
@@ -82,6 +75,17 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         this.options = options;
         this.retentionPeriod = retentionPeriod;
         this.segmentInterval = segmentInterval;
+        if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
+            TaskAdoption.record(adoptionPlan());
+        }
+    }
+
+    /** @return what this store adopts a directory of Kafka's segments as */
+    final TaskAdoption.Plan adoptionPlan() {
+        boolean session = "session".equals(kind());
+        return new TaskAdoption.Plan(name(), session ? TaskAdoption.SESSION : TaskAdoption.WINDOW,
+            !session && options.timestamped ? KstateNative.FORMAT_TIMESTAMPED : KstateNative.FORMAT_PLAIN,
+            retentionPeriod, segmentInterval);
     }
 
     /** Opens the native store at {@code path} (null for the memory engine). */
@@ -124,7 +128,7 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         File dir = null;
         if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
             dir = new File(context.stateDir(), name());
-            kafkaSegments = holdsKafkaSegments(dir);
+            kafkaSegments = TaskAdoption.holdsKafkaSegments(dir);
             fresh = !hasFiles(dir);
             path = dir.getAbsolutePath();
             engine = KstateNative.ENGINE_ROCKSDB;
@@ -134,6 +138,10 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         boolean syncOnCommit = options.resolvedSyncOnCommit(configs);
         NativeStore.RocksTuning tuning = options.resolvedRocksTuning(configs);
         List<Object> openOptions = java.util.Arrays.asList(shape(), maxUncommitted, syncOnCommit, tuning);
+        if (kafkaSegments) {
+            // before anything of the task is adopted: all of its Kafka stores, or none
+            TaskAdoption.check(context.stateDir(), adoptionPlan(), dir, name() + " (task " + context.taskId() + ")");
+        }
         long parkMs = StartupParking.parkMillis(context, dir != null);
         if (parkMs > 0) {
             int rocksdb = engine;
@@ -237,19 +245,6 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
      * open converts such a directory into a kstate store in one atomic step, keeping Kafka's
      * committed offsets and position, or refuses it unchanged. Only told apart here for the log.
      */
-    private static boolean holdsKafkaSegments(File dir) {
-        String[] names = dir.list();
-        if (names == null || new File(dir, "CURRENT").exists()) {
-            return false;
-        }
-        for (String n : names) {
-            if (KAFKA_SEGMENT.matcher(n).matches() && new File(dir, n).isDirectory()) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     private static boolean hasFiles(File dir) {
         String[] names = dir.list();
         return names != null && names.length > 0;

@@ -1,0 +1,67 @@
+//! The native of all-or-nothing adoption (`KstateNative.adoptionCheck`): the Java adapter
+//! checks every kstate store of a task that will adopt a Kafka Streams directory before the
+//! first of them is opened ([`crate::store::PlannedStore::check`]).
+
+use jni::objects::{JClass, JString};
+use jni::sys::{jboolean, jint, jlong};
+use jni::JNIEnv;
+
+use super::guard::guard;
+use super::natives::string;
+use crate::format::meta::ValueFormat;
+use crate::store::{PlannedStore, SessionOptions, WindowOptions};
+use crate::{bridge, Error, StoreOptions};
+
+/// `boolean adoptionCheck(String path, int kind, int valueFormat, long retentionMs,
+/// long segmentIntervalMs)`: kind 0 key-value, 1 window, 2 session; value format as C's
+/// `KSTATE_FORMAT_*` (0 timestamped, 1 plain, 2 headers); retention and segment interval
+/// (0 = Kafka's default) for window and session stores. True when opening the store will
+/// adopt a Kafka Streams store at `path`, false when there is nothing of Kafka's there;
+/// throws (nothing changed) when the adoption would refuse it.
+#[no_mangle]
+pub extern "system" fn Java_dev_kstate_internal_KstateNative_adoptionCheck<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    path: JString<'l>,
+    kind: jint,
+    value_format: jint,
+    retention: jlong,
+    segment_interval: jlong,
+) -> jboolean {
+    guard(&mut env, 0, |env| {
+        let path = string(env, &path, "path")?.into();
+        let store = StoreOptions {
+            value_format: match value_format {
+                0 => ValueFormat::Timestamped,
+                1 => ValueFormat::Plain,
+                2 => ValueFormat::Headers,
+                other => {
+                    return Err(
+                        Error::InvalidArgument(format!("unknown value format {other}")).into(),
+                    )
+                }
+            },
+            ..StoreOptions::default()
+        };
+        let planned = match kind {
+            0 => PlannedStore::KeyValue {
+                path,
+                options: store,
+            },
+            1 => {
+                let mut options = WindowOptions::new(retention, 0, false).with_store(store);
+                options.segment_interval = bridge::segment_interval(segment_interval);
+                PlannedStore::Window { path, options }
+            }
+            2 => {
+                let mut options = SessionOptions::new(retention).with_store(store);
+                options.segment_interval = bridge::segment_interval(segment_interval);
+                PlannedStore::Session { path, options }
+            }
+            other => {
+                return Err(Error::InvalidArgument(format!("unknown store kind {other}")).into())
+            }
+        };
+        Ok(jboolean::from(planned.check()?))
+    })
+}
