@@ -82,12 +82,15 @@ import org.junit.Test;
  * topologies over records carrying headers give identical outputs (values, timestamps, headers)
  * and byte-identical store contents, with kstate's stores under Kafka's layers and no adapter;
  * the same Processor API operations give identical answers to every query (both isolation
- * levels, IQv2); and Kafka's headers-format segment directories, written and closed by a real
+ * levels, IQv2); the changelog, converted as Kafka's state manager converts it, restores them
+ * byte for byte; and Kafka's headers-format segment directories, written and closed by a real
  * task, are adopted in place by kstate and handed back by {@code kstate export --to kafka}.
  */
 public class HeadersWindowSessionTest {
     private static final String APP = "hws";
     private static final int RECORDS = 3_000;
+    /** Records per DSL input topic (each run commits after every record: the slow part). */
+    private static final int DSL_RECORDS = 1_500;
     private static final int KEYS = 20;
     private File dir;
 
@@ -172,7 +175,7 @@ public class HeadersWindowSessionTest {
         List<TestRecord<String, String>> events = new ArrayList<>();
         List<TestRecord<String, String>> items = new ArrayList<>();
         Instant base = Instant.ofEpochMilli(1_700_000_000_000L);
-        for (int i = 0; i < RECORDS; i++) {
+        for (int i = 0; i < DSL_RECORDS; i++) {
             Instant ts = base.plusMillis(i * 10L + rnd.nextInt(400) - 200 - (rnd.nextInt(20) == 0 ? 6_000 : 0));
             events.add(new TestRecord<>("user-" + rnd.nextInt(KEYS), "e" + rnd.nextInt(1000), headersFor(rnd), ts));
             items.add(new TestRecord<>("user-" + rnd.nextInt(KEYS), "i" + rnd.nextInt(100), headersFor(rnd),
@@ -812,6 +815,72 @@ public class HeadersWindowSessionTest {
             for (String s : kafkaRestarted.keySet()) {
                 assertEquals("every answer of " + s + " read by Kafka's own store", kafkaRestarted.get(s), answers.get(s));
             }
+        }
+    }
+
+    // ----- restore: Kafka's changelog records, converted by Kafka, into kstate's stores ------------
+
+    /** Kafka's converter for {@code store}'s changelog records (what its state manager applies). */
+    private static org.apache.kafka.streams.state.internals.RecordConverter converterFor(StateStore store)
+        throws ReflectiveOperationException {
+        java.lang.reflect.Method m = Class.forName("org.apache.kafka.streams.processor.internals.StateManagerUtil")
+            .getDeclaredMethod("converterForStore", StateStore.class);
+        m.setAccessible(true);
+        return (org.apache.kafka.streams.state.internals.RecordConverter) m.invoke(null, store);
+    }
+
+    /**
+     * The changelog a task on kstate's headers stores wrote (values without headers, the headers
+     * in the record, as Kafka's change-logging layers write them), converted by the converter
+     * Kafka's state manager picks for kstate's stores and restored through their batching
+     * callback into fresh stores: the restored stores hold exactly what the live ones held.
+     */
+    @Test
+    public void theChangelogRestoresTheHeadersStoresAsTheyWere() throws Exception {
+        File live = new File(dir, "live");
+        Map<String, List<String>> liveContents = new LinkedHashMap<>();
+        Map<String, List<TestRecord<byte[], byte[]>>> changelogs = new LinkedHashMap<>();
+        try (TopologyTestDriver driver = new TopologyTestDriver(segmentTopology(true), TestSupport.props(APP, live))) {
+            pipe(driver, segmentInput(0, 2_000));
+            for (String s : new String[] {"hw", "hs"}) {
+                List<String> layers = new ArrayList<>();
+                liveContents.put(s, rawContents(innermost(driver.getAllStateStores().get(s), layers)));
+                changelogs.put(s, driver.createOutputTopic(changelog(s).topic(), Serdes.ByteArray().deserializer(),
+                    Serdes.ByteArray().deserializer()).readRecordsToList());
+            }
+        }
+        File restoredDir = new File(dir, "restored");
+        StateStore[] fresh = {
+            KstateStores.persistentTimestampedWindowStoreWithHeaders("hw", RETENTION, WINDOW, false).get(),
+            KstateStores.persistentSessionStoreWithHeaders("hs", RETENTION).get()};
+        for (StateStore store : fresh) {
+            String s = store.name();
+            List<TestRecord<byte[], byte[]>> records = changelogs.get(s);
+            assertTrue(s + "'s changelog has records", records.size() > 1_000);
+            assertTrue(s + "'s changelog records carry headers",
+                records.stream().anyMatch(r -> r.headers().toArray().length > 0));
+            TestSupport.CapturingContext ctx = new TestSupport.CapturingContext(TestSupport.props(APP, restoredDir),
+                restoredDir);
+            store.init(ctx, store);
+            org.apache.kafka.streams.state.internals.RecordConverter converter = converterFor(store);
+            assertEquals("Kafka rebuilds the headers layout for " + s, s.equals("hw")
+                ? org.apache.kafka.streams.state.internals.RecordConverters.rawValueToHeadersValue()
+                : org.apache.kafka.streams.state.internals.RecordConverters.rawValueToSessionHeadersValue(), converter);
+            List<org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>();
+            for (int i = 0; i < records.size(); i++) {
+                TestRecord<byte[], byte[]> r = records.get(i);
+                byte[] value = r.value();
+                batch.add(converter.convert(new org.apache.kafka.clients.consumer.ConsumerRecord<>(changelog(s).topic(), 0,
+                    i, r.timestamp(), org.apache.kafka.common.record.TimestampType.CREATE_TIME, r.key().length,
+                    value == null ? -1 : value.length, r.key(), value, r.headers(), java.util.Optional.empty())));
+            }
+            for (int from = 0; from < batch.size(); from += 500) {
+                ((org.apache.kafka.streams.processor.internals.RecordBatchingStateRestoreCallback) ctx.restoreCallback)
+                    .restoreBatch(batch.subList(from, Math.min(batch.size(), from + 500)));
+            }
+            assertEquals(s + " restored, byte for byte", liveContents.get(s), rawContents(store));
+            assertEquals(Long.valueOf(records.size() - 1), store.committedOffset(changelog(s)));
+            store.close();
         }
     }
 }
