@@ -488,3 +488,180 @@ fn offline_upgrade_to_headers_survives_kills() {
     let text = String::from_utf8_lossy(&again.stdout);
     assert!(text.contains("already in the headers format"), "{text}");
 }
+
+/// A session aggregate in Kafka's `AggregationWithHeaders` layout (headers under 64 bytes,
+/// whose zig-zag varint size is one byte).
+fn session_value(agg: &[u8], hs: &[Header]) -> Vec<u8> {
+    let serialized = headers::encode_headers(hs).unwrap();
+    assert!(serialized.len() < 64);
+    let mut out = vec![(serialized.len() * 2) as u8];
+    out.extend_from_slice(&serialized);
+    out.extend_from_slice(agg);
+    out
+}
+
+/// Window and session stores in the headers format: values in Kafka's layouts
+/// (`ValueTimestampHeaders`, `AggregationWithHeaders`) are kept byte for byte, ill-formed
+/// ones refused, and the format is fixed when the store is created: opening it in another
+/// format, or an older store in this one, is FORMAT_MISMATCH, never a misreading.
+#[test]
+fn headers_window_and_session_stores_keep_kafkas_layouts_and_their_format() {
+    use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
+    let dir = tempfile::tempdir().unwrap();
+    let (w_path, s_path) = (dir.path().join("w"), dir.path().join("s"));
+    let window_opts = |f| WindowOptions::new(600_000, 60_000, false).with_store(opts(f));
+    let session_opts = |f| SessionOptions::new(600_000).with_store(opts(f));
+    let hs = sample_headers(2);
+    let wv = ValueTimestampHeaders::new(b"v".to_vec(), 5, hs.clone())
+        .encode()
+        .unwrap();
+    let sv = session_value(b"agg", &hs);
+    {
+        let w = WindowStore::open(&w_path, &window_opts(ValueFormat::Headers)).unwrap();
+        let s = SessionStore::open(&s_path, &session_opts(ValueFormat::Headers)).unwrap();
+        assert!(w.put_raw(b"k", Some(&wv), 60_000).unwrap());
+        assert!(s.put(b"k", 10, 20, Some(&sv)).unwrap());
+        // headersSize 1 with nothing after it; for a window value also no timestamp
+        for bad in [vec![2u8], vec![0u8, 1, 2]] {
+            let e = w.put_raw(b"k", Some(&bad), 60_000).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidValue, "{bad:?}");
+        }
+        let e = s.put(b"k", 10, 20, Some(&[2u8])).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        // a session aggregate has no timestamp: one byte of headers size is enough
+        assert!(s.put(b"e", 10, 20, Some(&[0u8])).unwrap());
+        w.commit(&[(tp(), Some(1))], None).unwrap();
+        s.commit(&[(tp(), Some(1))], None).unwrap();
+    }
+    for wrong in [ValueFormat::Timestamped, ValueFormat::Plain] {
+        let e = WindowStore::open(&w_path, &window_opts(wrong)).unwrap_err();
+        assert_eq!(
+            e.code(),
+            ErrorCode::FormatMismatch,
+            "window opened {wrong:?}"
+        );
+    }
+    let e = SessionStore::open(&s_path, &session_opts(ValueFormat::Plain)).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::FormatMismatch);
+    let w = WindowStore::open(&w_path, &window_opts(ValueFormat::Headers)).unwrap();
+    let s = SessionStore::open(&s_path, &session_opts(ValueFormat::Headers)).unwrap();
+    assert_eq!(
+        w.fetch_raw_with(Isolation::ReadCommitted, b"k", 60_000)
+            .unwrap(),
+        Some(wv)
+    );
+    assert_eq!(
+        s.fetch_session_with(Isolation::ReadCommitted, b"k", 10, 20)
+            .unwrap(),
+        Some(sv)
+    );
+    assert_eq!(w.committed_offset(&tp()).unwrap(), Some(1));
+    drop((w, s));
+    // older stores are not opened in the headers format either
+    let (old_w, old_s) = (dir.path().join("old-w"), dir.path().join("old-s"));
+    drop(WindowStore::open(&old_w, &window_opts(ValueFormat::Timestamped)).unwrap());
+    drop(SessionStore::open(&old_s, &session_opts(ValueFormat::Plain)).unwrap());
+    let e = WindowStore::open(&old_w, &window_opts(ValueFormat::Headers)).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::FormatMismatch);
+    let e = SessionStore::open(&old_s, &session_opts(ValueFormat::Headers)).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::FormatMismatch);
+}
+
+/// Kafka 4.3+'s headers-format segment directories (window: `TimestampedSegmentWithHeaders`
+/// values in `keyValueWithTimestampAndHeaders`; session: `SessionSegmentWithHeaders` values
+/// in `sessionKeyValueWithHeaders`; older values still in `default`) are adopted with the
+/// older values converted as Kafka's segments read them, and exported back to those
+/// families.
+#[test]
+fn kafka_headers_segments_are_adopted_and_exported_back() {
+    use kstate::format::segmented::{session_key, window_key};
+    use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
+    let dir = tempfile::tempdir().unwrap();
+    let (w_path, s_path) = (dir.path().join("ws"), dir.path().join("ss"));
+    let hs = sample_headers(3);
+    let wv = ValueTimestampHeaders::new(b"new".to_vec(), 7, hs.clone())
+        .encode()
+        .unwrap();
+    let sv = session_value(b"agg", &hs);
+    // retention 120 s: segment interval 60 s; both segments live at stream time 60 s
+    std::fs::create_dir_all(&w_path).unwrap();
+    std::fs::create_dir_all(&s_path).unwrap();
+    kafka_store(
+        &w_path.join("ws.60000"),
+        &["default", "keyValueWithTimestampAndHeaders", "offsets"],
+        &[
+            (
+                "keyValueWithTimestampAndHeaders",
+                &window_key(b"a", 60_000, 0),
+                &wv,
+            ),
+            ("default", &window_key(b"b", 60_000, 0), b"old"),
+        ],
+    );
+    kafka_store(
+        &s_path.join("ss.60000"),
+        &["default", "sessionKeyValueWithHeaders", "offsets"],
+        &[
+            (
+                "sessionKeyValueWithHeaders",
+                &session_key(b"a", 0, 60_000),
+                &sv,
+            ),
+            ("default", &session_key(b"b", 1, 60_001), b"old"),
+        ],
+    );
+    let window_opts = WindowOptions::new(120_000, 0, false).with_store(opts(ValueFormat::Headers));
+    let session_opts = SessionOptions::new(120_000).with_store(opts(ValueFormat::Headers));
+    {
+        let w = WindowStore::open(&w_path, &window_opts).unwrap();
+        let s = SessionStore::open(&s_path, &session_opts).unwrap();
+        let c = Isolation::ReadCommitted;
+        assert_eq!(w.fetch_raw_with(c, b"a", 60_000).unwrap(), Some(wv.clone()));
+        assert_eq!(
+            w.fetch_raw_with(c, b"b", 60_000).unwrap(),
+            Some(headers::from_plain(b"old"))
+        );
+        assert_eq!(
+            s.fetch_session_with(c, b"a", 0, 60_000).unwrap(),
+            Some(sv.clone())
+        );
+        assert_eq!(
+            s.fetch_session_with(c, b"b", 1, 60_001).unwrap(),
+            Some(b"\0old".to_vec())
+        );
+    }
+    kstate::store::export_segmented_to_kafka(&w_path).unwrap();
+    kstate::store::export_segmented_to_kafka(&s_path).unwrap();
+    let read = |segment: &Path, family: &str| -> Vec<(Vec<u8>, Vec<u8>)> {
+        let families = rocksdb::DB::list_cf(&rocksdb::Options::default(), segment).unwrap();
+        assert!(families.iter().any(|f| f == family), "{families:?}");
+        let db = rocksdb::DB::open_cf_for_read_only(
+            &rocksdb::Options::default(),
+            segment,
+            &families,
+            false,
+        )
+        .unwrap();
+        let cf = db.cf_handle(family).unwrap();
+        db.iterator_cf(cf, rocksdb::IteratorMode::Start)
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect()
+    };
+    assert_eq!(
+        read(&w_path.join("ws.60000"), "keyValueWithTimestampAndHeaders"),
+        vec![
+            (window_key(b"a", 60_000, 0), wv),
+            (window_key(b"b", 60_000, 0), headers::from_plain(b"old")),
+        ]
+    );
+    assert_eq!(
+        read(&s_path.join("ss.60000"), "sessionKeyValueWithHeaders"),
+        vec![
+            (session_key(b"a", 0, 60_000), sv),
+            (session_key(b"b", 1, 60_001), b"\0old".to_vec()),
+        ]
+    );
+}

@@ -243,6 +243,13 @@ impl kstate_window_options_t {
             rocksdb_bounded_memtable_bytes: self.rocksdb_bounded_memtable_bytes,
         }
         .to_store_options()?;
+        // The C window calls split values as timestamped or plain; headers-format window
+        // stores are served to Java (JNI) only.
+        if store.value_format == crate::ValueFormat::Headers {
+            return Err(Error::InvalidArgument(
+                "KSTATE_FORMAT_HEADERS is for key-value stores in the C API".into(),
+            ));
+        }
         let mut options = WindowOptions::new(
             self.retention_ms,
             self.window_size_ms,

@@ -55,6 +55,9 @@ pub(crate) mod names {
     pub const TIMESTAMPED: &str = "keyValueWithTimestamp";
     /// Timestamped values with headers (Kafka 4.3+, KIP-1271; kstate's headers format).
     pub const HEADERS: &str = "keyValueWithTimestampAndHeaders";
+    /// Session aggregates with headers in Kafka 4.3+'s headers-format session segments
+    /// (`RocksDBMigratingSessionStoreWithHeaders`, KIP-1271).
+    pub const SESSION_HEADERS: &str = "sessionKeyValueWithHeaders";
     /// Changelog offsets, position and open/closed status of Kafka 4.3+ RocksDB stores.
     pub const KAFKA_OFFSETS: &str = "offsets";
     /// kstate's metadata: header, committed state, status.

@@ -219,6 +219,30 @@ pub fn check(raw: &[u8]) -> Result<()> {
     decode_headers(split(raw)?.headers).map(drop)
 }
 
+/// Splits a session aggregate in Kafka's headers layout (`AggregationWithHeaders`, KIP-1271:
+/// `[varint headersSize][headers][aggregation]`, no timestamp) into its serialized headers
+/// and the aggregation, without copying. Checks the outer lengths only.
+pub fn split_aggregation(raw: &[u8]) -> Result<(&[u8], &[u8])> {
+    let mut buf = raw;
+    let size = take_varint(&mut buf)?;
+    let size = usize::try_from(size).map_err(|_| invalid(format!("headersSize {size}")))?;
+    let headers = take(&mut buf, size, "headers")?;
+    Ok((headers, buf))
+}
+
+/// Checks that `raw` is a well-formed headers-format session aggregate (every length,
+/// header keys UTF-8).
+pub fn check_aggregation(raw: &[u8]) -> Result<()> {
+    decode_headers(split_aggregation(raw)?.0).map(drop)
+}
+
+/// Converts a plain value to a headers layout with no headers: a `0x00` byte in front (Kafka's
+/// `HeadersBytesStore.convertToHeaderFormat`, which its headers-format session segments apply
+/// to values of their plain `default` family).
+pub fn prefix_no_headers(raw: &[u8]) -> Vec<u8> {
+    from_timestamped(raw)
+}
+
 /// The timestamped layout (`[ts][value]`) of an encoded value: its headers dropped.
 pub fn to_timestamped(raw: &[u8]) -> Result<Vec<u8>> {
     let p = split(raw)?;

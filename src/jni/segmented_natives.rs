@@ -29,7 +29,7 @@ fn path_of(env: &mut JNIEnv<'_>, path: &JString<'_>) -> super::guard::JniResult<
     }
 }
 
-/// `long windowOpen(String path, int engine, boolean timestamped, long maxUncommittedBytes,
+/// `long windowOpen(String path, int engine, int valueFormat, long maxUncommittedBytes,
 /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
 /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
 /// long boundedMemtableBytes, long retentionMs, long windowSizeMs, boolean retainDuplicates,
@@ -41,7 +41,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
     _class: JClass<'l>,
     path: JString<'l>,
     engine: jint,
-    timestamped: jboolean,
+    value_format: jint,
     max_uncommitted_bytes: jlong,
     sync_on_commit: jboolean,
     block_cache_bytes: jlong,
@@ -59,8 +59,8 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
             engine,
-            // numbered as C's KSTATE_FORMAT_*: 0 timestamped, 1 plain
-            value_format: if flag(timestamped) { 0 } else { 1 },
+            // numbered as C's KSTATE_FORMAT_*: 0 timestamped, 1 plain, 2 headers
+            value_format,
             max_uncommitted_bytes,
             sync_on_commit: flag(sync_on_commit),
             block_cache_bytes,
@@ -82,10 +82,11 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
     })
 }
 
-/// `long sessionOpen(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
-/// long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers, boolean bloomFilter,
-/// boolean statistics, long boundedMemoryBytes, long boundedMemtableBytes, long retentionMs,
-/// long segmentIntervalMs)`: aggregates are stored plain.
+/// `long sessionOpen(String path, int engine, boolean headers, long maxUncommittedBytes,
+/// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
+/// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
+/// long boundedMemtableBytes, long retentionMs, long segmentIntervalMs)`: aggregates are
+/// stored plain, or in Kafka's `AggregationWithHeaders` layout when `headers`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
@@ -93,6 +94,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
     _class: JClass<'l>,
     path: JString<'l>,
     engine: jint,
+    headers: jboolean,
     max_uncommitted_bytes: jlong,
     sync_on_commit: jboolean,
     block_cache_bytes: jlong,
@@ -108,7 +110,8 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
             engine,
-            value_format: 1, // session aggregates are stored plain
+            // numbered as C's KSTATE_FORMAT_*: 1 plain, 2 headers
+            value_format: if flag(headers) { 2 } else { 1 },
             max_uncommitted_bytes,
             sync_on_commit: flag(sync_on_commit),
             block_cache_bytes,

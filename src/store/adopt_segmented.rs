@@ -6,7 +6,10 @@
 //! RocksDB per segment (`<store>:<start>` and `<store>-<yyyyMMddHHmm>` in older runtimes),
 //! and nothing else in the store directory. Each segment is a `RocksDBStore` (plain window
 //! and session stores: values in `default`) or a `RocksDBTimestampedStore` (timestamped
-//! window stores: `keyValueWithTimestamp`, plus `default` while it upgrades), with, from
+//! window stores: `keyValueWithTimestamp`, plus `default` while it upgrades), or, for
+//! Kafka 4.3+'s headers format (KIP-1271), a `RocksDBTimestampedStoreWithHeaders` (window:
+//! `keyValueWithTimestampAndHeaders`) or `RocksDBMigratingSessionStoreWithHeaders`
+//! (session: `sessionKeyValueWithHeaders`), with, from
 //! Kafka 4.3 on, its own `offsets` family: every commit writes the offsets and the store's
 //! position into every live segment; `committedOffset` answers from the newest segment that
 //! has the partition, and the position is the merge of the segments' positions. Older
@@ -257,7 +260,7 @@ fn visit(
         if !live {
             continue;
         }
-        for (family, plain_to_timestamped) in sources {
+        for (family, convert) in sources {
             let mut it = ro.iter(family, &KeyRange::all(), false)?;
             while let Some((key, v)) = it.next_entry()? {
                 let time = target.time_of(&key)?;
@@ -271,12 +274,7 @@ fn visit(
                     )));
                 }
                 stream_time = Some(stream_time.map_or(time, |t| t.max(time)));
-                let v = if plain_to_timestamped {
-                    value::encode(&v, value::UNKNOWN_TIMESTAMP)
-                } else {
-                    v
-                };
-                sink(Visited::Record(id, &key, v))?;
+                sink(Visited::Record(id, &key, convert.apply(v)))?;
             }
         }
         sink(Visited::SegmentDone)?;
@@ -389,55 +387,96 @@ fn read_offsets(ro: &RocksEngine, segment: &KafkaSegment, into: &mut Committed) 
     Ok(())
 }
 
-/// The families of a segment to copy, in order (a later one wins for a key in both), each
-/// with whether its plain values get timestamp -1 on the way.
+/// How a value read from one of Kafka's segment families becomes a value of the target
+/// store (Kafka's own lazy upgrades, applied once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Convert {
+    /// Copied as it is.
+    Keep,
+    /// A plain value opened timestamped: timestamp -1 in front.
+    PlainToTimestamped,
+    /// A plain value opened in the window headers format: no headers, timestamp -1
+    /// (`HeadersBytesStore.convertFromPlainToHeaderFormat`).
+    PlainToHeaders,
+    /// A `0x00` (no headers) in front: a timestamped window value opened in the headers
+    /// format, or a plain session aggregate opened in the session headers format
+    /// (`HeadersBytesStore.convertToHeaderFormat`).
+    NoHeaders,
+}
+
+impl Convert {
+    fn apply(self, v: Vec<u8>) -> Vec<u8> {
+        match self {
+            Convert::Keep => v,
+            Convert::PlainToTimestamped => value::encode(&v, value::UNKNOWN_TIMESTAMP),
+            Convert::PlainToHeaders => crate::format::headers::from_plain(&v),
+            Convert::NoHeaders => crate::format::headers::prefix_no_headers(&v),
+        }
+    }
+}
+
+/// The families of a segment to copy, in order (a later one wins for a key in both: the
+/// later format, which Kafka's upgrading segments read first), each with the conversion
+/// its values get on the way. Kafka's headers-format window segments
+/// (`TimestampedSegmentWithHeaders`) keep values in `keyValueWithTimestampAndHeaders`,
+/// its headers-format session segments (`SessionSegmentWithHeaders`) in
+/// `sessionKeyValueWithHeaders`; both may still hold older values in `default` (and a
+/// window segment in `keyValueWithTimestamp`).
 ///
 /// # Errors
 /// [`Error::FormatMismatch`] for a family Kafka's window and session segments do not have,
-/// or values the target cannot hold (timestamped values in a plain store, headers).
+/// or values the target cannot hold (a later value format than the target's).
 fn data_sources(
     ro: &RocksEngine,
     segment: &KafkaSegment,
     format: ValueFormat,
     target: &Target<'_>,
-) -> Result<Vec<(Family, bool)>> {
+) -> Result<Vec<(Family, Convert)>> {
     let refuse = |why: String| {
         Error::FormatMismatch(format!(
             "Kafka Streams segment {} {why}; kstate has changed nothing",
             segment.dir.display()
         ))
     };
-    let mut out = Vec::new();
+    let session = matches!(target.kind, StoreKind::Session { .. });
+    // (rank of the family's format, family, conversion)
+    let mut out: Vec<(u8, Family, Convert)> = Vec::new();
     for (index, name) in ro.registry().names().iter().enumerate() {
         let family = Family::at(index)?;
-        match name.as_str() {
-            names::KAFKA_OFFSETS => {}
-            // Plain values first: Kafka's upgrading segments read the timestamped family first.
-            names::PLAIN => out.insert(0, (family, format == ValueFormat::Timestamped)),
-            names::TIMESTAMPED | names::HEADERS => {
-                let later = if name == names::TIMESTAMPED {
-                    ValueFormat::Timestamped
-                } else {
-                    ValueFormat::Headers
-                };
-                if later == format {
-                    out.push((family, false));
-                } else if crate::engine::has_entries(ro, family)? {
+        let held = match name.as_str() {
+            names::KAFKA_OFFSETS => continue,
+            names::PLAIN => ValueFormat::Plain,
+            names::TIMESTAMPED if !session => ValueFormat::Timestamped,
+            names::HEADERS if !session => ValueFormat::Headers,
+            names::SESSION_HEADERS if session => ValueFormat::Headers,
+            other => {
+                return Err(refuse(format!(
+                    "has column family '{other}', which Kafka's {} segments do not have",
+                    target.kind.name()
+                )))
+            }
+        };
+        let convert = match (held, format) {
+            (h, f) if h == f => Convert::Keep,
+            (ValueFormat::Plain, ValueFormat::Timestamped) => Convert::PlainToTimestamped,
+            (ValueFormat::Plain, ValueFormat::Headers) if session => Convert::NoHeaders,
+            (ValueFormat::Plain, ValueFormat::Headers) => Convert::PlainToHeaders,
+            (ValueFormat::Timestamped, ValueFormat::Headers) => Convert::NoHeaders,
+            // A later format than the target's: refused if it holds anything.
+            _ => {
+                if crate::engine::has_entries(ro, family)? {
                     return Err(refuse(format!(
                         "holds {} values, which a {} {} store cannot hold",
-                        later.name(),
+                        held.name(),
                         format.name(),
                         target.kind.name()
                     )));
                 }
+                continue;
             }
-            other => {
-                return Err(refuse(format!(
-                    "has column family '{other}', which Kafka's window and session segments \
-                     do not have"
-                )))
-            }
-        }
+        };
+        out.push((held.rank(), family, convert));
     }
-    Ok(out)
+    out.sort_by_key(|(rank, _, _)| *rank);
+    Ok(out.into_iter().map(|(_, f, c)| (f, c)).collect())
 }

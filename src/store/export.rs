@@ -235,7 +235,13 @@ pub fn plan(path: &Path) -> Result<ExportPlan> {
 /// once exported.
 pub fn kafka_segmented_class(kind: StoreKind, format: ValueFormat) -> &'static str {
     match (kind, format) {
+        (StoreKind::Session { .. }, ValueFormat::Headers) => {
+            "RocksDBSessionStoreWithHeaders (Stores.persistentSessionStoreWithHeaders)"
+        }
         (StoreKind::Session { .. }, _) => "RocksDBSessionStore (Stores.persistentSessionStore)",
+        (_, ValueFormat::Headers) => {
+            "RocksDBTimestampedWindowStoreWithHeaders (Stores.persistentTimestampedWindowStoreWithHeaders)"
+        }
         (_, ValueFormat::Timestamped) => {
             "RocksDBTimestampedWindowStore (Stores.persistentTimestampedWindowStore)"
         }

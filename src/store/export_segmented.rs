@@ -3,8 +3,10 @@
 //!
 //! The store's committed state (after the same recovery an open does) is written as Kafka's
 //! `<store>/<store>.<segment start>/` databases in the side directory of [`super::swap`]:
-//! records in `keyValueWithTimestamp` (timestamped window stores) or `default` (plain window
-//! and session stores), and in every segment Kafka 4.3+'s `offsets` family with the committed
+//! records in `keyValueWithTimestamp` (timestamped window stores), `default` (plain window
+//! and session stores), `keyValueWithTimestampAndHeaders` (headers-format window stores,
+//! Kafka 4.3+'s `TimestampedSegmentWithHeaders`) or `sessionKeyValueWithHeaders`
+//! (headers-format session stores, `SessionSegmentWithHeaders`), and in every segment Kafka 4.3+'s `offsets` family with the committed
 //! offsets, the position (converted back to Kafka's `PositionSerde` when the commit metadata
 //! is the Java adapter's position) and status 0 (closed). A store with offsets but no record
 //! gets one empty segment at its stream time to carry them. The side directory is then
@@ -39,8 +41,8 @@ const BATCH_BYTES: usize = 4 << 20;
 
 /// Replaces the kstate window or session store at `path` (closed) with Kafka Streams' own
 /// segmented layout of the same store, carrying its committed offsets and position, so that
-/// Kafka's `RocksDBTimestampedWindowStore`, `RocksDBWindowStore` or `RocksDBSessionStore`
-/// opens it without a restore.
+/// Kafka's `RocksDBTimestampedWindowStore`, `RocksDBWindowStore`, `RocksDBSessionStore` or
+/// their headers-format (KIP-1271) variants open it without a restore.
 ///
 /// # Errors
 /// [`Error::Locked`] while the store is open; [`Error::NotAStore`] or
@@ -106,12 +108,20 @@ fn build(path: &Path, name: &str, side: &Path) -> Result<KafkaSegmentsExport> {
             super::WINDOW_FAMILY,
             match header.value_format {
                 ValueFormat::Timestamped => names::TIMESTAMPED,
-                _ => names::PLAIN,
+                // Kafka 4.3+'s TimestampedSegmentWithHeaders (a RocksDBTimestampedStoreWithHeaders)
+                ValueFormat::Headers => names::HEADERS,
+                ValueFormat::Plain => names::PLAIN,
             },
         ),
-        StoreKind::Session { segment_interval } => {
-            (segment_interval, super::SESSION_FAMILY, names::PLAIN)
-        }
+        StoreKind::Session { segment_interval } => (
+            segment_interval,
+            super::SESSION_FAMILY,
+            match header.value_format {
+                // Kafka 4.3+'s SessionSegmentWithHeaders
+                ValueFormat::Headers => names::SESSION_HEADERS,
+                ValueFormat::Plain | ValueFormat::Timestamped => names::PLAIN,
+            },
+        ),
         StoreKind::KeyValue => {
             return Err(Error::FormatMismatch(format!(
                 "{} is a key-value store, not a window or session store",

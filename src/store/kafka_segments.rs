@@ -229,7 +229,12 @@ pub fn describe(dir: &KafkaSegmentedDir) -> SegmentedReport {
     let mut segments = Vec::new();
     for segment in &dir.segments {
         let mut scan = |engine: &RocksEngine| -> Result<()> {
-            for name in [names::PLAIN, names::TIMESTAMPED, names::HEADERS] {
+            for name in [
+                names::PLAIN,
+                names::TIMESTAMPED,
+                names::HEADERS,
+                names::SESSION_HEADERS,
+            ] {
                 let Some(family) = engine.registry().find(name) else {
                     continue;
                 };

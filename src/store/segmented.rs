@@ -225,13 +225,17 @@ impl Segmented {
         self.options.value_format
     }
 
-    /// Checks a raw value against the limits and (timestamped stores) its layout.
+    /// Checks a raw value against the limits and (timestamped and headers-format stores)
+    /// its layout: a headers-format window value is Kafka's `ValueTimestampHeaders`, a
+    /// headers-format session aggregate Kafka's `AggregationWithHeaders` (no timestamp).
     pub(crate) fn check_raw(&self, raw: &[u8]) -> Result<()> {
         format::check_value(raw)?;
-        if self.options.value_format == ValueFormat::Timestamped {
-            value::split(raw)?;
+        match (self.options.value_format, self.schema) {
+            (ValueFormat::Plain, _) => Ok(()),
+            (ValueFormat::Timestamped, _) => value::split(raw).map(drop),
+            (ValueFormat::Headers, Schema::Window) => format::headers::check(raw),
+            (ValueFormat::Headers, Schema::Session) => format::headers::check_aggregation(raw),
         }
-        Ok(())
     }
 
     /// Kafka's `maybeUpdateSeqnumForDups` followed by nothing: returns the new seqnum.

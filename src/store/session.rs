@@ -27,8 +27,11 @@ pub const SESSION_FAMILY: &str = "kstate_sessions";
 /// How to open a session store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionOptions {
-    /// Engine, memory bound, RocksDB tuning. The value format is ignored: aggregates are
-    /// stored plain, as Kafka's session stores do.
+    /// Engine, memory bound, RocksDB tuning, value format: aggregates are stored plain, as
+    /// Kafka's session stores do, or, with [`ValueFormat::Headers`], in Kafka 4.3+'s
+    /// `AggregationWithHeaders` layout (KIP-1271: `[varint headersSize][headers][aggregation]`).
+    /// Timestamped means plain (session aggregates carry no timestamp). A store opens only in
+    /// the format it was created with.
     pub store: StoreOptions,
     /// Retention period in ms (>= 0).
     pub retention_period: i64,
@@ -85,9 +88,14 @@ impl SessionOptions {
         }
     }
 
+    /// The store options with the value format a session store has: plain or headers.
     pub(crate) fn plain_store(&self) -> StoreOptions {
+        let value_format = match self.store.value_format {
+            ValueFormat::Headers => ValueFormat::Headers,
+            ValueFormat::Plain | ValueFormat::Timestamped => ValueFormat::Plain,
+        };
         StoreOptions {
-            value_format: ValueFormat::Plain,
+            value_format,
             ..self.store.clone()
         }
     }

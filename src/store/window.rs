@@ -30,8 +30,9 @@ pub fn default_segment_interval(retention_period: i64) -> i64 {
 /// How to open a window store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WindowOptions {
-    /// Engine, value format (timestamped by default, or plain), memory bound, RocksDB
-    /// tuning.
+    /// Engine, value format (timestamped by default, plain, or headers: Kafka 4.3+'s
+    /// `ValueTimestampHeaders`, KIP-1271), memory bound, RocksDB tuning. A store opens only
+    /// in the format it was created with.
     pub store: StoreOptions,
     /// Retention period in ms (>= 0, >= `window_size`).
     pub retention_period: i64,
@@ -94,12 +95,6 @@ impl WindowOptions {
         if self.segment_interval.is_some_and(|i| i < 1) {
             return Err(Error::InvalidArgument(
                 "segment_interval must be positive".into(),
-            ));
-        }
-        if self.store.value_format == ValueFormat::Headers {
-            return Err(Error::InvalidArgument(
-                "window stores are timestamped or plain; the headers format is for key-value stores"
-                    .into(),
             ));
         }
         Ok(())

@@ -114,7 +114,7 @@ public final class KstateNative {
 
     // ----- window stores (see NativeWindowStore) -------------------------------------------
 
-    static native long windowOpen(String path, int engine, boolean timestamped, long maxUncommittedBytes,
+    static native long windowOpen(String path, int engine, int valueFormat, long maxUncommittedBytes,
                                   boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes,
                                   int maxWriteBuffers, boolean bloomFilter, boolean statistics,
                                   long boundedMemoryBytes, long boundedMemtableBytes, long retentionMs,
@@ -153,7 +153,8 @@ public final class KstateNative {
 
     // ----- session stores (see NativeSessionStore) -----------------------------------------
 
-    static native long sessionOpen(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
+    static native long sessionOpen(String path, int engine, boolean headers, long maxUncommittedBytes,
+                                   boolean syncOnCommit,
                                    long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
                                    boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
                                    long boundedMemtableBytes, long retentionMs, long segmentIntervalMs);

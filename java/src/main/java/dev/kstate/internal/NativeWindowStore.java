@@ -45,10 +45,36 @@ public final class NativeWindowStore extends NativeSegmentedStore {
                                          long maxUncommittedBytes, boolean syncOnCommit,
                                          NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
                                          boolean retainDuplicates, long segmentIntervalMs) {
+        return open(name, path, engine, timestamped ? KstateNative.FORMAT_TIMESTAMPED : KstateNative.FORMAT_PLAIN,
+            maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs, windowSizeMs, retainDuplicates, segmentIntervalMs);
+    }
+
+    /**
+     * Opens (creating if absent) a window store in the given value format.
+     *
+     * @param name the store name, for messages
+     * @param path directory for RocksDB; may be null for the memory engine
+     * @param engine {@link KstateNative#ENGINE_ROCKSDB} or {@link KstateNative#ENGINE_MEMORY}
+     * @param valueFormat {@link KstateNative#FORMAT_TIMESTAMPED}, {@link KstateNative#FORMAT_PLAIN} or
+     *     {@link KstateNative#FORMAT_HEADERS} (Kafka's {@code ValueTimestampHeaders} layout); a store
+     *     opens only in the format it was created with
+     * @param maxUncommittedBytes bound before spilling, 0 = default
+     * @param syncOnCommit fsync the WAL on commit
+     * @param rocksdb RocksDB tuning (ignored by the memory engine)
+     * @param retentionMs retention period (>= windowSizeMs)
+     * @param windowSizeMs window size
+     * @param retainDuplicates Kafka's retainDuplicates
+     * @param segmentIntervalMs segment interval of a new store, 0 = Kafka's default
+     * @return the open store
+     */
+    public static NativeWindowStore open(String name, String path, int engine, int valueFormat,
+                                         long maxUncommittedBytes, boolean syncOnCommit,
+                                         NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
+                                         boolean retainDuplicates, long segmentIntervalMs) {
         KstateNative.ensureLoaded();
         // a store parked at this directory holds its lock: close it first
         ParkedStores.release(path);
-        long h = KstateNative.windowOpen(path, engine, timestamped, maxUncommittedBytes, syncOnCommit,
+        long h = KstateNative.windowOpen(path, engine, valueFormat, maxUncommittedBytes, syncOnCommit,
             rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
             rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs,
             windowSizeMs, retainDuplicates, segmentIntervalMs);

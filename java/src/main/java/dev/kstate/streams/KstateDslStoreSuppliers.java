@@ -20,13 +20,12 @@ import org.slf4j.LoggerFactory;
  * Makes every DSL key-value, window and session store a kstate store: set
  * {@code dsl.store.suppliers.class=dev.kstate.streams.KstateDslStoreSuppliers}.
  *
- * <p>Key-value stores are kstate stores (plain, timestamped or, with Kafka 4.3+'s
- * {@code dsl.store.format=headers}, in the KIP-1271 headers format, as the DSL asks). Window
- * stores are kstate window stores (timestamped or plain as the DSL asks) and session stores
- * kstate session stores; engine from {@code kstate.engine}, RocksDB by default. Delegated to
- * Kafka's built-in RocksDB suppliers: window and session stores in the {@code HEADERS} store
- * format, and the time-ordered window and session stores of {@code EmitStrategy.onWindowClose()};
- * each such store is named once in a WARN, since it has none of kstate's guarantees.
+ * <p>Key-value, window and session stores are kstate stores in the format the DSL asks for
+ * (plain, timestamped or, with Kafka 4.3+'s {@code dsl.store.format=headers}, the KIP-1271
+ * headers format); engine from {@code kstate.engine}, RocksDB by default. Delegated to Kafka's
+ * built-in RocksDB suppliers: the time-ordered window and session stores of
+ * {@code EmitStrategy.onWindowClose()}; each such store is named once in a WARN, since it has
+ * none of kstate's guarantees.
  *
  * <p>Works on Kafka Streams 4.0 to 4.4: {@code DslKeyValueParams#dslStoreFormat()} (and the
  * {@code DslStoreFormat} enum) appeared in 4.3, so they are looked up reflectively, falling back
@@ -71,33 +70,35 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
     }
 
     /**
-     * A kstate window store (timestamped or plain as the DSL asks), or Kafka's built-in one for
-     * the {@code HEADERS} format and for {@code EmitStrategy.onWindowClose()}, whose operators
-     * need Kafka's time-ordered window stores.
+     * A kstate window store (plain, timestamped or headers as the DSL asks), or Kafka's built-in
+     * one for {@code EmitStrategy.onWindowClose()}, whose operators need Kafka's time-ordered
+     * window stores.
      */
     @Override
     public WindowBytesStoreSupplier windowStore(DslWindowParams params) {
         String format = windowFormatOf(params);
-        if (format.equals("HEADERS") || params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
-            warnDelegated("window", params.name(), format.equals("HEADERS"));
+        if (params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
+            warnDelegated("window", params.name(), false);
             return fallback.windowStore(params);
         }
-        return KstateStores.builder(params.name()).engine(engine).timestamped(!format.equals("PLAIN"))
+        return KstateStores.builder(params.name()).engine(engine).valueFormat(KstateStoreOptions.ValueFormat.valueOf(format))
             .buildWindowStore(params.retentionPeriod(), params.windowSize(), params.retainDuplicates());
     }
 
     /**
-     * A kstate session store, or Kafka's built-in one for the {@code HEADERS} format and for
+     * A kstate session store (plain, or headers as the DSL asks), or Kafka's built-in one for
      * {@code EmitStrategy.onWindowClose()} (Kafka's time-ordered session store).
      */
     @Override
     public SessionBytesStoreSupplier sessionStore(DslSessionParams params) {
         boolean headers = enumName(invoke(SESSION_STORE_FORMAT, params), "").equals("HEADERS");
-        if (headers || params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
-            warnDelegated("session", params.name(), headers);
+        if (params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
+            warnDelegated("session", params.name(), false);
             return fallback.sessionStore(params);
         }
-        return KstateStores.builder(params.name()).engine(engine).buildSessionStore(params.retentionPeriod());
+        return KstateStores.builder(params.name()).engine(engine)
+            .valueFormat(headers ? KstateStoreOptions.ValueFormat.HEADERS : KstateStoreOptions.ValueFormat.TIMESTAMPED)
+            .buildSessionStore(params.retentionPeriod());
     }
 
     /**

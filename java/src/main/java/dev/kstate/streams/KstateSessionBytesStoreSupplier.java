@@ -5,11 +5,12 @@ import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
 import org.apache.kafka.streams.state.SessionStore;
 
 /**
- * Supplies kstate session stores; each {@link #get()} returns a new, uninitialised store. Build
+ * Supplies kstate session stores; each {@link #get()} returns a new, uninitialised store (a
+ * {@code HeadersBytesStore} in the headers format). Build
  * with {@link KstateStores#persistentSessionStore}, {@link KstateStores#inMemorySessionStore} or
  * {@link KstateStoreOptions.Builder#buildSessionStore}.
  */
-public final class KstateSessionBytesStoreSupplier implements SessionBytesStoreSupplier {
+public class KstateSessionBytesStoreSupplier implements SessionBytesStoreSupplier {
     private final KstateStoreOptions options;
     private final long retentionPeriod;
     private final long segmentInterval;
@@ -32,7 +33,9 @@ public final class KstateSessionBytesStoreSupplier implements SessionBytesStoreS
 
     @Override
     public SessionStore<Bytes, byte[]> get() {
-        return new KstateSessionStore(options, retentionPeriod, segmentInterval);
+        return options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS
+            ? KstateHeadersSessionStore.create(options, retentionPeriod, segmentInterval)
+            : new KstateSessionStore(options, retentionPeriod, segmentInterval);
     }
 
     @Override

@@ -39,13 +39,14 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     @Override
     NativeSessionStore openNative(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
                                   NativeStore.RocksTuning tuning) {
-        return NativeSessionStore.open(name(), path, engine, maxUncommittedBytes, syncOnCommit, tuning, retentionPeriod,
-            segmentInterval);
+        return NativeSessionStore.open(name(), path, engine, options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS,
+            maxUncommittedBytes, syncOnCommit, tuning, retentionPeriod, segmentInterval);
     }
 
     @Override
     java.util.List<Object> shape() {
-        return java.util.Arrays.asList("session", retentionPeriod, segmentInterval);
+        return java.util.Arrays.asList("session", options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS,
+            retentionPeriod, segmentInterval);
     }
 
     @Override

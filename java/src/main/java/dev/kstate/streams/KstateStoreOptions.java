@@ -637,15 +637,10 @@ public final class KstateStoreOptions {
          * @param windowSize the window size (not negative)
          * @param retainDuplicates keep every put (stream-stream joins), as Kafka's {@code retainDuplicates}
          * @return the supplier
-         * @throws IllegalArgumentException as Kafka's {@code Stores}, with its messages; for the
-         *     headers value format, which kstate's window stores do not have yet
+         * @throws IllegalArgumentException as Kafka's {@code Stores}, with its messages
          */
         public KstateWindowBytesStoreSupplier buildWindowStore(java.time.Duration retentionPeriod,
                                                                java.time.Duration windowSize, boolean retainDuplicates) {
-            if (valueFormat == ValueFormat.HEADERS) {
-                throw new IllegalArgumentException("kstate window stores hold plain or timestamped values; the headers"
-                    + " format is not supported for window store " + name);
-            }
             long retentionMs = KstateStores.millis(retentionPeriod, "retentionPeriod");
             long windowSizeMs = KstateStores.millis(windowSize, "windowSize");
             if (retentionMs < 0L) {
@@ -659,12 +654,16 @@ public final class KstateStoreOptions {
                     + " must be no smaller than its window size. Got size=[" + windowSize + "], retention=["
                     + retentionPeriod + "]");
             }
-            return new KstateWindowBytesStoreSupplier(options(), retentionMs, windowSizeMs, retainDuplicates);
+            // HeadersBytesStoreSupplier (Kafka 4.3+) is referenced only by that subclass, as in build()
+            return valueFormat == ValueFormat.HEADERS
+                ? KstateHeadersWindowBytesStoreSupplier.create(options(), retentionMs, windowSizeMs, retainDuplicates)
+                : new KstateWindowBytesStoreSupplier(options(), retentionMs, windowSizeMs, retainDuplicates);
         }
 
         /**
          * A supplier of session stores with these options (the timestamped flag does not apply:
-         * session aggregates carry no timestamp, as in Kafka).
+         * session aggregates carry no timestamp, as in Kafka; the {@code HEADERS} value format
+         * gives Kafka 4.3+'s {@code AggregationWithHeaders} layout and a {@code HeadersBytesStoreSupplier}).
          *
          * @param retentionPeriod how long sessions are kept (not negative)
          * @return the supplier
@@ -675,7 +674,9 @@ public final class KstateStoreOptions {
             if (retentionMs < 0L) {
                 throw new IllegalArgumentException("retentionPeriod cannot be negative");
             }
-            return new KstateSessionBytesStoreSupplier(options(), retentionMs);
+            return valueFormat == ValueFormat.HEADERS
+                ? KstateHeadersSessionBytesStoreSupplier.create(options(), retentionMs)
+                : new KstateSessionBytesStoreSupplier(options(), retentionMs);
         }
     }
 }

@@ -142,6 +142,40 @@ public final class KstateStores {
         return builder(name).engine(KstateStoreOptions.Engine.MEMORY).timestamped(false).buildSessionStore(retentionPeriod);
     }
 
+    /**
+     * A persistent (RocksDB) window store in the headers format (KIP-1271), as Kafka 4.3+'s
+     * {@code Stores.persistentTimestampedWindowStoreWithHeaders}: a {@code HeadersBytesStore} for
+     * {@code Stores.timestampedWindowStoreWithHeadersBuilder}. Needs Kafka Streams 4.3+.
+     *
+     * @param name store name (also its directory under the task's state directory)
+     * @param retentionPeriod how long windows are kept (not negative, at least {@code windowSize})
+     * @param windowSize the window size (not negative)
+     * @param retainDuplicates keep every put under its own seqnum (stream-stream joins)
+     * @return the supplier (a {@code HeadersBytesStoreSupplier})
+     * @throws IllegalArgumentException for the arguments Kafka's {@code Stores} refuses, with its messages
+     */
+    public static KstateWindowBytesStoreSupplier persistentTimestampedWindowStoreWithHeaders(
+        String name, Duration retentionPeriod, Duration windowSize, boolean retainDuplicates) {
+        return builder(name).engine(KstateStoreOptions.Engine.ROCKSDB).valueFormat(KstateStoreOptions.ValueFormat.HEADERS)
+            .buildWindowStore(retentionPeriod, windowSize, retainDuplicates);
+    }
+
+    /**
+     * A persistent (RocksDB) session store in the headers format (KIP-1271), as Kafka 4.3+'s
+     * {@code Stores.persistentSessionStoreWithHeaders}: a {@code HeadersBytesStore} for
+     * {@code Stores.sessionStoreWithHeadersBuilder}. Needs Kafka Streams 4.3+.
+     *
+     * @param name store name (also its directory under the task's state directory)
+     * @param retentionPeriod how long sessions are kept (not negative)
+     * @return the supplier (a {@code HeadersBytesStoreSupplier})
+     * @throws IllegalArgumentException for the arguments Kafka's {@code Stores} refuses, with its messages
+     */
+    public static KstateSessionBytesStoreSupplier persistentSessionStoreWithHeaders(String name,
+                                                                                    Duration retentionPeriod) {
+        return builder(name).engine(KstateStoreOptions.Engine.ROCKSDB).valueFormat(KstateStoreOptions.ValueFormat.HEADERS)
+            .buildSessionStore(retentionPeriod);
+    }
+
     /** Kafka's {@code ApiUtils#validateMillisecondDuration}, with its messages. */
     static long millis(Duration duration, String parameter) {
         return ApiUtils.validateMillisecondDuration(duration, ApiUtils.prepareMillisCheckFailMsgPrefix(duration, parameter));

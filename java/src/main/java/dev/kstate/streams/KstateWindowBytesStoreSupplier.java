@@ -6,11 +6,12 @@ import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * Supplies kstate window stores; each {@link #get()} returns a new, uninitialised store (a
- * {@code TimestampedBytesStore} when the options say timestamped). Build with
+ * {@code TimestampedBytesStore} when the options say timestamped, also a {@code HeadersBytesStore}
+ * in the headers format). Build with
  * {@link KstateStores#persistentTimestampedWindowStore}, {@link KstateStores#persistentWindowStore},
  * {@link KstateStores#inMemoryWindowStore} or {@link KstateStoreOptions.Builder#buildWindowStore}.
  */
-public final class KstateWindowBytesStoreSupplier implements WindowBytesStoreSupplier {
+public class KstateWindowBytesStoreSupplier implements WindowBytesStoreSupplier {
     private final KstateStoreOptions options;
     private final long retentionPeriod;
     private final long windowSize;
@@ -40,6 +41,10 @@ public final class KstateWindowBytesStoreSupplier implements WindowBytesStoreSup
 
     @Override
     public WindowStore<Bytes, byte[]> get() {
+        if (options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS) {
+            return KstateHeadersWindowStore.create(options, retentionPeriod, windowSize, retainDuplicates,
+                segmentInterval);
+        }
         return options.timestamped
             ? new KstateTimestampedWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval)
             : new KstateWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval);

@@ -50,13 +50,14 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     @Override
     NativeWindowStore openNative(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
                                  NativeStore.RocksTuning tuning) {
-        return NativeWindowStore.open(name(), path, engine, options.timestamped, maxUncommittedBytes, syncOnCommit,
+        return NativeWindowStore.open(name(), path, engine, options.valueFormat.nativeNumber, maxUncommittedBytes,
+            syncOnCommit,
             tuning, retentionPeriod, windowSize, retainDuplicates, segmentInterval);
     }
 
     @Override
     java.util.List<Object> shape() {
-        return java.util.Arrays.asList("window", options.timestamped, retentionPeriod, windowSize, retainDuplicates,
+        return java.util.Arrays.asList("window", options.valueFormat, retentionPeriod, windowSize, retainDuplicates,
             segmentInterval);
     }
 

@@ -158,7 +158,7 @@ public class ConcurrencyAndSuppliersTest {
     }
 
     @Test
-    public void dslSuppliersMakeKstateStoresAndDelegateHeadersAndEmitOnWindowClose() {
+    public void dslSuppliersMakeKstateStoresAndDelegateEmitOnWindowClose() {
         KstateDslStoreSuppliers suppliers = new KstateDslStoreSuppliers();
         Map<String, Object> config = new HashMap<>();
         config.put(KstateStoreOptions.ENGINE_CONFIG, "memory");
@@ -193,23 +193,31 @@ public class ConcurrencyAndSuppliersTest {
             EmitStrategy.onWindowUpdate(), DslStoreFormat.TIMESTAMPED));
         assertTrue(s instanceof KstateSessionBytesStoreSupplier);
         assertEquals(Duration.ofHours(1).toMillis(), s.retentionPeriod());
-        // delegated to Kafka: the headers format, and the time-ordered stores of emit-on-window-close,
-        // each named once in a WARN
+        // the headers format: kstate's headers stores, behind the marker the DSL builds headers stores for
         CapturedLogs.clear();
-        assertFalse(suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
-            false, EmitStrategy.onWindowUpdate(), false, DslStoreFormat.HEADERS)) instanceof KstateWindowBytesStoreSupplier);
+        WindowBytesStoreSupplier hw = suppliers.windowStore(new DslWindowParams("hw", Duration.ofHours(1),
+            Duration.ofMinutes(1), false, EmitStrategy.onWindowUpdate(), false, DslStoreFormat.HEADERS));
+        assertTrue(hw instanceof KstateWindowBytesStoreSupplier);
+        assertTrue(hw instanceof org.apache.kafka.streams.state.HeadersBytesStoreSupplier);
+        assertTrue(hw.get() instanceof org.apache.kafka.streams.state.HeadersBytesStore);
+        assertTrue("as Kafka's RocksDBTimestampedWindowStoreWithHeaders", hw.get() instanceof TimestampedBytesStore);
+        SessionBytesStoreSupplier hs = suppliers.sessionStore(new DslSessionParams("hs", Duration.ofHours(1),
+            EmitStrategy.onWindowUpdate(), DslStoreFormat.HEADERS));
+        assertTrue(hs instanceof KstateSessionBytesStoreSupplier);
+        assertTrue(hs instanceof org.apache.kafka.streams.state.HeadersBytesStoreSupplier);
+        assertTrue(hs.get() instanceof org.apache.kafka.streams.state.HeadersBytesStore);
+        assertFalse(s instanceof org.apache.kafka.streams.state.HeadersBytesStoreSupplier);
+        assertFalse(s.get() instanceof org.apache.kafka.streams.state.HeadersBytesStore);
+        // delegated to Kafka: the time-ordered stores of emit-on-window-close, each named once in a WARN
         assertFalse(suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
             false, EmitStrategy.onWindowClose(), false, DslStoreFormat.TIMESTAMPED)) instanceof KstateWindowBytesStoreSupplier);
-        assertFalse(suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
-            EmitStrategy.onWindowUpdate(), DslStoreFormat.HEADERS)) instanceof KstateSessionBytesStoreSupplier);
         assertFalse(suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
             EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED)) instanceof KstateSessionBytesStoreSupplier);
         suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
             EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED));
         List<String> warns = CapturedLogs.messages(org.slf4j.event.Level.WARN);
-        assertEquals(warns.toString(), 4, CapturedLogs.count(org.slf4j.event.Level.WARN, "which kstate does not serve yet"));
-        assertEquals(warns.toString(), 1, CapturedLogs.count(org.slf4j.event.Level.WARN,
-            "The window store w uses the HEADERS store format"));
+        assertEquals(warns.toString(), 2, CapturedLogs.count(org.slf4j.event.Level.WARN, "which kstate does not serve yet"));
+        assertEquals(warns.toString(), 0, CapturedLogs.count(org.slf4j.event.Level.WARN, "HEADERS"));
         assertEquals(warns.toString(), 1, CapturedLogs.count(org.slf4j.event.Level.WARN,
             "The session store s uses EmitStrategy.onWindowClose()"));
         assertEquals("no WARN for the stores kstate serves", 0,
