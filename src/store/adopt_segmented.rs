@@ -220,6 +220,8 @@ fn build(
     let retention = Retention {
         period: target.retention,
         segment_interval: interval,
+        // Kafka's time-ordered stores are refused before adoption.
+        time_first_floor: false,
     };
     let format = budget.store.value_format;
     let engine = RocksEngine::open_sized(

@@ -16,6 +16,12 @@ public final class NativeSessionStore extends NativeSegmentedStore {
     public static final int QUERY_KEY_RANGE = 1;
     /** {@link #query} kind: every live session. */
     public static final int QUERY_ALL = 2;
+    /**
+     * {@link #query} kind of a time-ordered store: Kafka's {@code findSessions(earliestSessionEndTime,
+     * latestSessionEndTime)}, the two times passed as {@code earliestSessionEndTime} and
+     * {@code latestSessionStartTime}; sessions by end, then start, then key.
+     */
+    public static final int QUERY_BY_END = 3;
 
     private NativeSessionStore(String name, long handle) {
         super(name, handle);
@@ -37,12 +43,27 @@ public final class NativeSessionStore extends NativeSegmentedStore {
     public static NativeSessionStore open(String name, String path, int engine, long maxUncommittedBytes,
                                           boolean syncOnCommit, NativeStore.RocksTuning rocksdb, long retentionMs,
                                           long segmentIntervalMs) {
+        return open(name, path, engine, maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs, segmentIntervalMs,
+            false);
+    }
+
+    /**
+     * As {@link #open(String, String, int, long, boolean, NativeStore.RocksTuning, long, long)}, optionally as
+     * Kafka's time-ordered session store (what {@code EmitStrategy.onWindowClose()} uses), which also answers
+     * {@link #QUERY_BY_END}. Fixed when the store is created.
+     *
+     * @param timeOrdered Kafka's time-ordered store
+     * @return the open store
+     */
+    public static NativeSessionStore open(String name, String path, int engine, long maxUncommittedBytes,
+                                          boolean syncOnCommit, NativeStore.RocksTuning rocksdb, long retentionMs,
+                                          long segmentIntervalMs, boolean timeOrdered) {
         KstateNative.ensureLoaded();
         // a store parked at this directory holds its lock: close it first
         ParkedStores.release(path);
         long h = KstateNative.sessionOpen(path, engine, maxUncommittedBytes, syncOnCommit, rocksdb.blockCacheBytes,
             rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter, rocksdb.statistics,
-            rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs, segmentIntervalMs);
+            rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs, segmentIntervalMs, timeOrdered);
         return new NativeSessionStore(name, h);
     }
 

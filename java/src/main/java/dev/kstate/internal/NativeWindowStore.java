@@ -45,13 +45,33 @@ public final class NativeWindowStore extends NativeSegmentedStore {
                                          long maxUncommittedBytes, boolean syncOnCommit,
                                          NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
                                          boolean retainDuplicates, long segmentIntervalMs) {
+        return open(name, path, engine, timestamped, maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs,
+            windowSizeMs, retainDuplicates, segmentIntervalMs, false, false);
+    }
+
+    /**
+     * As {@link #open(String, String, int, boolean, long, boolean, NativeStore.RocksTuning, long, long, boolean,
+     * long)}, optionally as Kafka's time-ordered window store (what {@code EmitStrategy.onWindowClose()} uses):
+     * {@link #QUERY_TIME}, {@link #QUERY_ALL} and (without {@code keyIndex}) {@link #QUERY_KEY_RANGE} then
+     * return windows by start time, then key, then seqnum, as Kafka's {@code RocksDBTimeOrderedWindowStore}.
+     * Fixed when the store is created.
+     *
+     * @param timeOrdered Kafka's time-ordered store
+     * @param keyIndex with {@code timeOrdered}: Kafka's {@code hasIndex} (sliding windows)
+     * @return the open store
+     */
+    public static NativeWindowStore open(String name, String path, int engine, boolean timestamped,
+                                         long maxUncommittedBytes, boolean syncOnCommit,
+                                         NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
+                                         boolean retainDuplicates, long segmentIntervalMs, boolean timeOrdered,
+                                         boolean keyIndex) {
         KstateNative.ensureLoaded();
         // a store parked at this directory holds its lock: close it first
         ParkedStores.release(path);
         long h = KstateNative.windowOpen(path, engine, timestamped, maxUncommittedBytes, syncOnCommit,
             rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
             rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs,
-            windowSizeMs, retainDuplicates, segmentIntervalMs);
+            windowSizeMs, retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex);
         return new NativeWindowStore(name, h);
     }
 

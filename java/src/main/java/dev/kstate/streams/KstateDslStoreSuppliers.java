@@ -23,10 +23,11 @@ import org.slf4j.LoggerFactory;
  * <p>Key-value stores are kstate stores (plain, timestamped or, with Kafka 4.3+'s
  * {@code dsl.store.format=headers}, in the KIP-1271 headers format, as the DSL asks). Window
  * stores are kstate window stores (timestamped or plain as the DSL asks) and session stores
- * kstate session stores; engine from {@code kstate.engine}, RocksDB by default. Delegated to
- * Kafka's built-in RocksDB suppliers: window and session stores in the {@code HEADERS} store
- * format, and the time-ordered window and session stores of {@code EmitStrategy.onWindowClose()};
- * each such store is named once in a WARN, since it has none of kstate's guarantees.
+ * kstate session stores; engine from {@code kstate.engine}, RocksDB by default. The time-ordered
+ * window and session stores of {@code EmitStrategy.onWindowClose()} are kstate's time-ordered
+ * stores (see {@link KstateTimeOrderedWindowStore}). Delegated to Kafka's built-in RocksDB
+ * suppliers: window and session stores in the {@code HEADERS} store format, each named once in a
+ * WARN, since it has none of kstate's guarantees.
  *
  * <p>Works on Kafka Streams 4.0 to 4.4: {@code DslKeyValueParams#dslStoreFormat()} (and the
  * {@code DslStoreFormat} enum) appeared in 4.3, so they are looked up reflectively, falling back
@@ -71,31 +72,43 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
     }
 
     /**
-     * A kstate window store (timestamped or plain as the DSL asks), or Kafka's built-in one for
-     * the {@code HEADERS} format and for {@code EmitStrategy.onWindowClose()}, whose operators
-     * need Kafka's time-ordered window stores.
+     * A kstate window store (timestamped or plain as the DSL asks; for
+     * {@code EmitStrategy.onWindowClose()} a time-ordered one, as Kafka's
+     * {@code RocksDbIndexedTimeOrderedWindowBytesStoreSupplier}, indexed by key for sliding windows), or
+     * Kafka's built-in one for the {@code HEADERS} format.
      */
     @Override
     public WindowBytesStoreSupplier windowStore(DslWindowParams params) {
         String format = windowFormatOf(params);
-        if (format.equals("HEADERS") || params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
-            warnDelegated("window", params.name(), format.equals("HEADERS"));
+        if (format.equals("HEADERS")) {
+            warnDelegated("window", params.name(), true);
             return fallback.windowStore(params);
+        }
+        if (params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
+            return new KstateWindowBytesStoreSupplier(
+                KstateStores.builder(params.name()).engine(engine).timestamped(true).options(),
+                params.retentionPeriod().toMillis(), params.windowSize().toMillis(), params.retainDuplicates(), true,
+                params.isSlidingWindow());
         }
         return KstateStores.builder(params.name()).engine(engine).timestamped(!format.equals("PLAIN"))
             .buildWindowStore(params.retentionPeriod(), params.windowSize(), params.retainDuplicates());
     }
 
     /**
-     * A kstate session store, or Kafka's built-in one for the {@code HEADERS} format and for
-     * {@code EmitStrategy.onWindowClose()} (Kafka's time-ordered session store).
+     * A kstate session store (for {@code EmitStrategy.onWindowClose()} a time-ordered one, as Kafka's
+     * {@code RocksDbTimeOrderedSessionBytesStoreSupplier}), or Kafka's built-in one for the
+     * {@code HEADERS} format.
      */
     @Override
     public SessionBytesStoreSupplier sessionStore(DslSessionParams params) {
         boolean headers = enumName(invoke(SESSION_STORE_FORMAT, params), "").equals("HEADERS");
-        if (headers || params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
-            warnDelegated("session", params.name(), headers);
+        if (headers) {
+            warnDelegated("session", params.name(), true);
             return fallback.sessionStore(params);
+        }
+        if (params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
+            return new KstateSessionBytesStoreSupplier(KstateStores.builder(params.name()).engine(engine).options(),
+                params.retentionPeriod().toMillis(), true);
         }
         return KstateStores.builder(params.name()).engine(engine).buildSessionStore(params.retentionPeriod());
     }
@@ -105,7 +118,7 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
      * who set {@code dsl.store.suppliers.class} expects kstate's guarantees for every store.
      */
     private void warnDelegated(String kind, String name, boolean headers) {
-        String why = headers ? "the HEADERS store format" : "EmitStrategy.onWindowClose() (a time-ordered store)";
+        String why = "the HEADERS store format";
         if (warned.add(kind + " " + name + " " + why)) {
             LOG.warn("The {} store {} uses {}, which kstate does not serve yet: it is Kafka's built-in "
                 + "RocksDB store, without kstate's guarantees (not transactional: wiped and restored after a "

@@ -13,8 +13,20 @@ public final class KstateSessionBytesStoreSupplier implements SessionBytesStoreS
     private final KstateStoreOptions options;
     private final long retentionPeriod;
     private final long segmentInterval;
+    /** Kafka's time-ordered session store (emit on window close). */
+    private final boolean timeOrdered;
 
     KstateSessionBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod) {
+        this(options, retentionPeriod, false);
+    }
+
+    /**
+     * A supplier of time-ordered session stores ({@code timeOrdered}), the session stores of
+     * {@code EmitStrategy.onWindowClose()}: they also answer {@code findSessions(earliestSessionEndTime,
+     * latestSessionEndTime)} as Kafka's {@code RocksDbTimeOrderedSessionBytesStoreSupplier}.
+     */
+    KstateSessionBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, boolean timeOrdered) {
+        this.timeOrdered = timeOrdered;
         this.options = options;
         this.retentionPeriod = retentionPeriod;
         this.segmentInterval = Math.max(retentionPeriod / 2, 60_000L);
@@ -32,7 +44,7 @@ public final class KstateSessionBytesStoreSupplier implements SessionBytesStoreS
 
     @Override
     public SessionStore<Bytes, byte[]> get() {
-        return new KstateSessionStore(options, retentionPeriod, segmentInterval);
+        return new KstateSessionStore(options, retentionPeriod, segmentInterval, timeOrdered);
     }
 
     @Override
@@ -54,6 +66,6 @@ public final class KstateSessionBytesStoreSupplier implements SessionBytesStoreS
     @Override
     public String toString() {
         return "KstateSessionBytesStoreSupplier{" + options + ", retentionPeriod=" + retentionPeriod + ", segmentInterval="
-            + segmentInterval + "}";
+            + segmentInterval + (timeOrdered ? ", timeOrdered" : "") + "}";
     }
 }

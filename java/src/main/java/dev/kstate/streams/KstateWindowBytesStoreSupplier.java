@@ -16,9 +16,26 @@ public final class KstateWindowBytesStoreSupplier implements WindowBytesStoreSup
     private final long windowSize;
     private final boolean retainDuplicates;
     private final long segmentInterval;
+    /** Kafka's time-ordered store (emit on window close), and its {@code hasIndex}. */
+    private final boolean timeOrdered;
+    private final boolean keyIndex;
 
     KstateWindowBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, long windowSize,
                                    boolean retainDuplicates) {
+        this(options, retentionPeriod, windowSize, retainDuplicates, false, false);
+    }
+
+    /**
+     * A supplier of time-ordered stores ({@code timeOrdered}): the window stores of
+     * {@code EmitStrategy.onWindowClose()}, timestamped, answering {@code fetchAll} and {@code all}
+     * (and, without {@code keyIndex}, key-range fetches) by window start as Kafka's
+     * {@code RocksDbIndexedTimeOrderedWindowBytesStoreSupplier}; {@code keyIndex} is its
+     * {@code hasIndex} (sliding windows).
+     */
+    KstateWindowBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, long windowSize,
+                                   boolean retainDuplicates, boolean timeOrdered, boolean keyIndex) {
+        this.timeOrdered = timeOrdered;
+        this.keyIndex = keyIndex;
         this.options = options;
         this.retentionPeriod = retentionPeriod;
         this.windowSize = windowSize;
@@ -40,6 +57,10 @@ public final class KstateWindowBytesStoreSupplier implements WindowBytesStoreSup
 
     @Override
     public WindowStore<Bytes, byte[]> get() {
+        if (timeOrdered) {
+            return new KstateTimeOrderedWindowStore(new KstateTimestampedWindowStore(options, retentionPeriod, windowSize,
+                retainDuplicates, segmentInterval, true, keyIndex), retentionPeriod, windowSize, retainDuplicates, keyIndex);
+        }
         return options.timestamped
             ? new KstateTimestampedWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval)
             : new KstateWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval);
@@ -74,6 +95,7 @@ public final class KstateWindowBytesStoreSupplier implements WindowBytesStoreSup
     @Override
     public String toString() {
         return "KstateWindowBytesStoreSupplier{" + options + ", retentionPeriod=" + retentionPeriod + ", windowSize="
-            + windowSize + ", retainDuplicates=" + retainDuplicates + ", segmentInterval=" + segmentInterval + "}";
+            + windowSize + ", retainDuplicates=" + retainDuplicates + ", segmentInterval=" + segmentInterval
+            + (timeOrdered ? ", timeOrdered, keyIndex=" + keyIndex : "") + "}";
     }
 }

@@ -193,25 +193,28 @@ public class ConcurrencyAndSuppliersTest {
             EmitStrategy.onWindowUpdate(), DslStoreFormat.TIMESTAMPED));
         assertTrue(s instanceof KstateSessionBytesStoreSupplier);
         assertEquals(Duration.ofHours(1).toMillis(), s.retentionPeriod());
-        // delegated to Kafka: the headers format, and the time-ordered stores of emit-on-window-close,
-        // each named once in a WARN
+        // delegated to Kafka: the headers format, each named once in a WARN; the time-ordered
+        // stores of emit-on-window-close are kstate's
         CapturedLogs.clear();
         assertFalse(suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
             false, EmitStrategy.onWindowUpdate(), false, DslStoreFormat.HEADERS)) instanceof KstateWindowBytesStoreSupplier);
-        assertFalse(suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
-            false, EmitStrategy.onWindowClose(), false, DslStoreFormat.TIMESTAMPED)) instanceof KstateWindowBytesStoreSupplier);
+        WindowBytesStoreSupplier timeOrdered = suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1),
+            Duration.ofMinutes(1), false, EmitStrategy.onWindowClose(), false, DslStoreFormat.TIMESTAMPED));
+        assertTrue(timeOrdered instanceof KstateWindowBytesStoreSupplier);
+        assertTrue(timeOrdered.get() instanceof KstateTimeOrderedWindowStore);
         assertFalse(suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
             EmitStrategy.onWindowUpdate(), DslStoreFormat.HEADERS)) instanceof KstateSessionBytesStoreSupplier);
-        assertFalse(suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
-            EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED)) instanceof KstateSessionBytesStoreSupplier);
-        suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
-            EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED));
+        SessionBytesStoreSupplier timeOrderedSessions = suppliers.sessionStore(new DslSessionParams("s",
+            Duration.ofHours(1), EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED));
+        assertTrue(timeOrderedSessions instanceof KstateSessionBytesStoreSupplier);
+        assertTrue(((KstateSessionStore) timeOrderedSessions.get()).timeOrdered());
+        suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
+            false, EmitStrategy.onWindowUpdate(), false, DslStoreFormat.HEADERS));
         List<String> warns = CapturedLogs.messages(org.slf4j.event.Level.WARN);
-        assertEquals(warns.toString(), 4, CapturedLogs.count(org.slf4j.event.Level.WARN, "which kstate does not serve yet"));
+        assertEquals(warns.toString(), 2, CapturedLogs.count(org.slf4j.event.Level.WARN, "which kstate does not serve yet"));
         assertEquals(warns.toString(), 1, CapturedLogs.count(org.slf4j.event.Level.WARN,
             "The window store w uses the HEADERS store format"));
-        assertEquals(warns.toString(), 1, CapturedLogs.count(org.slf4j.event.Level.WARN,
-            "The session store s uses EmitStrategy.onWindowClose()"));
+        assertEquals(warns.toString(), 0, CapturedLogs.count(org.slf4j.event.Level.WARN, "onWindowClose"));
         assertEquals("no WARN for the stores kstate serves", 0,
             CapturedLogs.count(org.slf4j.event.Level.WARN, "The window store j "));
     }
