@@ -181,6 +181,9 @@ public class TimeOrderedStoresTest {
                     assertTrue(storeName + " is a kstate RocksDB store", found != null && found.length == 1);
                 }
                 if (part == 0 && restartAt >= 0) {
+                    if (stores == Stores3.KAFKA) {
+                        flushKafkaSegments(outer);
+                    }
                     copyTree(stateDir.toPath(), saved.toPath());
                 }
             }
@@ -191,6 +194,41 @@ public class TimeOrderedStoresTest {
             from = to;
         }
         return run;
+    }
+
+    /**
+     * Kafka's segment databases write without a WAL and keep the last writes in memtables until
+     * they close (a restart then restores them from the changelog, which the driver cannot do):
+     * they are flushed to their table files before the copy, through the fields Kafka keeps them in.
+     */
+    private static void flushKafkaSegments(StateStore outer) throws Exception {
+        StateStore s = outer;
+        while (s instanceof WrappedStateStore) {
+            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+        java.lang.reflect.Field segmentsField = field(s.getClass(), "segments");
+        Object segments = segmentsField.get(s);
+        List<?> all = (List<?>) segments.getClass().getMethod("allSegments", boolean.class).invoke(segments, true);
+        assertTrue("Kafka's store has segments", !all.isEmpty());
+        for (Object segment : all) {
+            org.rocksdb.RocksDB db = (org.rocksdb.RocksDB) field(segment.getClass(), "db").get(segment);
+            try (org.rocksdb.FlushOptions options = new org.rocksdb.FlushOptions().setWaitForFlush(true)) {
+                db.flush(options);
+            }
+        }
+    }
+
+    private static java.lang.reflect.Field field(Class<?> type, String name) throws NoSuchFieldException {
+        for (Class<?> c = type; c != null; c = c.getSuperclass()) {
+            try {
+                java.lang.reflect.Field f = c.getDeclaredField(name);
+                f.setAccessible(true);
+                return f;
+            } catch (NoSuchFieldException next) {
+                // a superclass declares it
+            }
+        }
+        throw new NoSuchFieldException(type + "." + name);
     }
 
     private static void copyTree(java.nio.file.Path from, java.nio.file.Path to) throws java.io.IOException {
@@ -221,28 +259,45 @@ public class TimeOrderedStoresTest {
         Stores3[] kstateRuns = restartAt >= 0 ? new Stores3[] {Stores3.KSTATE_ROCKSDB}
             : new Stores3[] {Stores3.KSTATE_ROCKSDB, Stores3.KSTATE_MEMORY};
         List<KeyValue<String, KeyValue<String, Long>>> input = records(seed);
+        if (restartAt >= 0) {
+            // Kafka's segmented stores reopen with no observed stream time (until a write, or a
+            // restore from the changelog, moves it), kstate's with the committed one: the first
+            // record after the restart is at the stream time, so that both stores have the same one
+            // when the first windows are emitted.
+            long streamTime = input.subList(0, restartAt).stream().mapToLong(r -> r.value.value).max().orElse(0);
+            input.add(restartAt, KeyValue.pair("k0", KeyValue.pair("restart", streamTime)));
+        }
         Run kafka = run(Stores3.KAFKA, topology, input, storeName, session, restartAt);
         assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
         assertTrue(what + ": on Kafka's time-ordered store (" + kafka.store + ")", kafka.store.contains("TimeOrdered"));
         for (Stores3 s : kstateRuns) {
             Run kstate = run(s, topology, input, storeName, session, restartAt);
             assertEquals(what + " on " + s + ": a kstate store", kstateClass, kstate.store);
-            assertEquals(what + " on " + s + ": output", kafka.output, kstate.output);
-            assertEquals(what + " on " + s + ": changelog", kafka.changelog, kstate.changelog);
-            assertEquals(what + " on " + s + ": final store contents", kafka.contents, kstate.contents);
+            assertSameList(what + " on " + s + ": output", kafka.output, kstate.output);
+            assertSameList(what + " on " + s + ": changelog", kafka.changelog, kstate.changelog);
+            assertSameList(what + " on " + s + ": final store contents", kafka.contents, kstate.contents);
         }
+    }
+
+    /** Equal lists, or a message naming the first difference. */
+    private static void assertSameList(String what, List<String> expected, List<String> actual) {
+        for (int i = 0; i < Math.min(expected.size(), actual.size()); i++) {
+            assertEquals(what + ": record " + i + " of " + expected.size(), expected.get(i), actual.get(i));
+        }
+        assertEquals(what + ": records", expected.size(), actual.size());
     }
 
     private static String window(Windowed<String> w) {
         return w.key() + "@" + w.window().start() + "/" + w.window().end();
     }
 
-    private static Consumer<StreamsBuilder> tumblingCount() {
+    private static Consumer<StreamsBuilder> tumblingCount(boolean caching) {
         return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
             .groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(60), Duration.ofSeconds(30)))
             .emitStrategy(EmitStrategy.onWindowClose())
-            .count(Materialized.as("counts"))
+            .count(caching ? Materialized.as("counts")
+                : Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("counts").withCachingDisabled())
             .toStream((w, v) -> window(w)).mapValues(String::valueOf)
             .to("out", Produced.with(Serdes.String(), Serdes.String()));
     }
@@ -259,7 +314,7 @@ public class TimeOrderedStoresTest {
 
     @Test
     public void tumblingCountWithCaching() throws Exception {
-        assertSame("tumbling count", tumblingCount(), "counts", false, "KstateTimeOrderedWindowStore", 11, -1);
+        assertSame("tumbling count", tumblingCount(true), "counts", false, "KstateTimeOrderedWindowStore", 11, -1);
     }
 
     @Test
@@ -297,9 +352,15 @@ public class TimeOrderedStoresTest {
         assertSame("session count", sessionCount(), "sessions", true, "KstateSessionStore", 14, -1);
     }
 
+    /**
+     * Without caching: with it, the first emit after a restart reads the store before the cache
+     * has written the record's window to it, while Kafka's reopened segments have no stream time
+     * yet (they then also return windows older than the retention still on disk), kstate's its
+     * committed one.
+     */
     @Test
     public void restartMidStream() throws Exception {
-        assertSame("tumbling count, restarted", tumblingCount(), "counts", false, "KstateTimeOrderedWindowStore", 15,
+        assertSame("tumbling count, restarted", tumblingCount(false), "counts", false, "KstateTimeOrderedWindowStore", 15,
             RECORDS / 2);
         assertSame("session count, restarted", sessionCount(), "sessions", true, "KstateSessionStore", 16, RECORDS / 2);
     }
