@@ -121,10 +121,12 @@ fn model_sessions(m: &Model, earliest: i64, latest: i64) -> Vec<(Vec<u8>, i64, i
 }
 
 fn window_options(engine: EngineKind) -> WindowOptions {
-    let mut store = StoreOptions::default();
-    store.engine = engine;
     // spills with a small bound: the time index spills with the data
-    store.max_uncommitted_bytes = 4096;
+    let store = StoreOptions {
+        engine,
+        max_uncommitted_bytes: 4096,
+        ..Default::default()
+    };
     WindowOptions::new(RETENTION, WINDOW, false)
         .with_store(store)
         .with_segment_interval(INTERVAL)
