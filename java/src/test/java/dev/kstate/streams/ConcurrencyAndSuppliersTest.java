@@ -158,7 +158,7 @@ public class ConcurrencyAndSuppliersTest {
     }
 
     @Test
-    public void dslSuppliersMakeKstateStoresAndDelegateHeadersAndEmitOnWindowClose() {
+    public void dslSuppliersMakeKstateStoresAndDelegateHeaders() {
         KstateDslStoreSuppliers suppliers = new KstateDslStoreSuppliers();
         Map<String, Object> config = new HashMap<>();
         config.put(KstateStoreOptions.ENGINE_CONFIG, "memory");
