@@ -124,6 +124,8 @@ public class TimeOrderedStoresTest {
         final List<String> changelog = new ArrayList<>();
         final List<String> contents = new ArrayList<>();
         String store;
+        /** The classes of Kafka's layers above the store. */
+        String layers;
     }
 
     /**
@@ -174,6 +176,7 @@ public class TimeOrderedStoresTest {
                     outer = (StateStore) w;
                 }
                 run.store = innermost(outer);
+                run.layers = layers(outer);
                 if (stores == Stores3.KSTATE_ROCKSDB) {
                     // a kstate RocksDB store (CURRENT at <taskDir>/<name>/), not Kafka's segment directories
                     File[] found = new File(stateDir, "to").listFiles((d, n) ->
@@ -244,6 +247,18 @@ public class TimeOrderedStoresTest {
         }
     }
 
+    private static String layers(StateStore store) {
+        StringBuilder sb = new StringBuilder();
+        StateStore s = store;
+        // Kafka's metered, caching and change-logging layers (its RocksDB stores are wrappers too)
+        while (s instanceof WrappedStateStore && !(s instanceof KstateTimeOrderedWindowStore)
+            && !s.getClass().getSimpleName().startsWith("RocksDB")) {
+            sb.append(s.getClass().getSimpleName()).append(' ');
+            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+        return sb.toString();
+    }
+
     /** The class of the store doing the work, under Kafka's wrappers. */
     private static String innermost(StateStore store) {
         StateStore s = store;
@@ -253,8 +268,9 @@ public class TimeOrderedStoresTest {
         return s.getClass().getSimpleName();
     }
 
-    private void assertSame(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
-                            String kstateClass, long seed, int restartAt) throws Exception {
+    /** @return the last kstate run */
+    private Run assertSame(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
+                           String kstateClass, long seed, int restartAt) throws Exception {
         // a restart keeps the stores on disk: the memory engine's are gone, Kafka's are not
         Stores3[] kstateRuns = restartAt >= 0 ? new Stores3[] {Stores3.KSTATE_ROCKSDB}
             : new Stores3[] {Stores3.KSTATE_ROCKSDB, Stores3.KSTATE_MEMORY};
@@ -270,13 +286,17 @@ public class TimeOrderedStoresTest {
         Run kafka = run(Stores3.KAFKA, topology, input, storeName, session, restartAt);
         assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
         assertTrue(what + ": on Kafka's time-ordered store (" + kafka.store + ")", kafka.store.contains("TimeOrdered"));
+        Run last = null;
         for (Stores3 s : kstateRuns) {
             Run kstate = run(s, topology, input, storeName, session, restartAt);
+            last = kstate;
             assertEquals(what + " on " + s + ": a kstate store", kstateClass, kstate.store);
+            assertEquals(what + " on " + s + ": Kafka's layers above the store", kafka.layers, kstate.layers);
             assertSameList(what + " on " + s + ": output", kafka.output, kstate.output);
             assertSameList(what + " on " + s + ": changelog", kafka.changelog, kstate.changelog);
             assertSameList(what + " on " + s + ": final store contents", kafka.contents, kstate.contents);
         }
+        return last;
     }
 
     /** Equal lists, or a message naming the first difference. */
@@ -312,9 +332,12 @@ public class TimeOrderedStoresTest {
             .to("out", Produced.with(Serdes.String(), Serdes.String()));
     }
 
+    /** Kafka's time-ordered cache over the kstate store, as over its own. */
     @Test
     public void tumblingCountWithCaching() throws Exception {
-        assertSame("tumbling count", tumblingCount(true), "counts", false, "KstateTimeOrderedWindowStore", 11, -1);
+        Run kstate = assertSame("tumbling count", tumblingCount(true), "counts", false, "KstateTimeOrderedWindowStore",
+            11, -1);
+        assertTrue(kstate.layers, kstate.layers.contains("TimeOrderedCachingWindowStore"));
     }
 
     @Test
