@@ -101,6 +101,59 @@ pub fn parse_session_key(kafka_key: &[u8]) -> Result<(&[u8], i64, i64)> {
     Ok((key, i64::from_be_bytes(s), i64::from_be_bytes(e)))
 }
 
+/// Kafka's `TimeFirstWindowKeySchema` key (without Kafka's one-byte family prefix) of the
+/// window key `kafka_key`: `BE i64 window start ‖ key ‖ BE i32 seqnum`, the layout whose
+/// byte order is the order of Kafka's time-ordered window stores.
+pub fn time_first_window_key(kafka_key: &[u8]) -> Result<Vec<u8>> {
+    let (key, start, seqnum) = parse_window_key(kafka_key)?;
+    let mut k = Vec::with_capacity(kafka_key.len());
+    k.extend_from_slice(&start.to_be_bytes());
+    k.extend_from_slice(key);
+    k.extend_from_slice(&seqnum.to_be_bytes());
+    Ok(k)
+}
+
+/// The window key (`key ‖ start ‖ seqnum`) of a [`time_first_window_key`].
+pub fn window_key_of_time_first(time_first: &[u8]) -> Result<Vec<u8>> {
+    if time_first.len() < WINDOW_SUFFIX {
+        return Err(Error::Corruption(
+            "a time-ordered window key is shorter than 12 bytes".into(),
+        ));
+    }
+    let (start, rest) = time_first.split_at(8);
+    let (key, seqnum) = rest.split_at(rest.len() - 4);
+    let mut k = Vec::with_capacity(time_first.len());
+    k.extend_from_slice(key);
+    k.extend_from_slice(start);
+    k.extend_from_slice(seqnum);
+    Ok(k)
+}
+
+/// Kafka's `TimeFirstSessionKeySchema` key (without its one-byte family prefix) of the
+/// session key `kafka_key`: `BE i64 end ‖ BE i64 start ‖ key`.
+pub fn time_first_session_key(kafka_key: &[u8]) -> Result<Vec<u8>> {
+    let (key, start, end) = parse_session_key(kafka_key)?;
+    let mut k = Vec::with_capacity(kafka_key.len());
+    k.extend_from_slice(&end.to_be_bytes());
+    k.extend_from_slice(&start.to_be_bytes());
+    k.extend_from_slice(key);
+    Ok(k)
+}
+
+/// The session key (`key ‖ end ‖ start`) of a [`time_first_session_key`].
+pub fn session_key_of_time_first(time_first: &[u8]) -> Result<Vec<u8>> {
+    if time_first.len() < SESSION_SUFFIX {
+        return Err(Error::Corruption(
+            "a time-ordered session key is shorter than 16 bytes".into(),
+        ));
+    }
+    let (times, key) = time_first.split_at(SESSION_SUFFIX);
+    let mut k = Vec::with_capacity(time_first.len());
+    k.extend_from_slice(key);
+    k.extend_from_slice(times);
+    Ok(k)
+}
+
 /// Kafka's `OrderedBytes.upperRange(key, maxSuffix)`.
 pub fn ordered_upper_range(key: &[u8], max_suffix: &[u8]) -> Vec<u8> {
     let first = max_suffix.first().copied().unwrap_or(0);
@@ -149,6 +202,25 @@ pub fn session_upper_range(key: &[u8], to: i64) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_first_keys_round_trip_and_order_by_time_first() {
+        let w = window_key(b"key", 42, 7);
+        let tf = time_first_window_key(&w).unwrap();
+        assert_eq!(&tf[..8], &42i64.to_be_bytes());
+        assert_eq!(window_key_of_time_first(&tf).unwrap(), w);
+        // A later window of a smaller key sorts after an earlier window of a larger key.
+        let a = time_first_window_key(&window_key(b"zz", 1, 0)).unwrap();
+        let b = time_first_window_key(&window_key(b"a", 2, 0)).unwrap();
+        assert!(a < b);
+        let s = session_key(b"key", 5, 9);
+        let tf = time_first_session_key(&s).unwrap();
+        assert_eq!(&tf[..8], &9i64.to_be_bytes());
+        assert_eq!(&tf[8..16], &5i64.to_be_bytes());
+        assert_eq!(session_key_of_time_first(&tf).unwrap(), s);
+        assert!(window_key_of_time_first(&[0; 11]).is_err());
+        assert!(session_key_of_time_first(&[0; 15]).is_err());
+    }
 
     #[test]
     fn segment_prefixes_order_like_segment_ids() {

@@ -33,7 +33,9 @@ fn path_of(env: &mut JNIEnv<'_>, path: &JString<'_>) -> super::guard::JniResult<
 /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
 /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
 /// long boundedMemtableBytes, long retentionMs, long windowSizeMs, boolean retainDuplicates,
-/// long segmentIntervalMs)`: tuning as `open`; segment interval 0 = Kafka's default.
+/// long segmentIntervalMs, boolean timeOrdered, boolean keyIndex)`: tuning as `open`; segment
+/// interval 0 = Kafka's default; `timeOrdered` / `keyIndex` make Kafka's time-ordered store
+/// (with its `hasIndex`).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
@@ -55,6 +57,8 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
     window_size: jlong,
     retain_duplicates: jboolean,
     segment_interval: jlong,
+    time_ordered: jboolean,
+    key_index: jboolean,
 ) -> jlong {
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
@@ -76,6 +80,8 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
             window_size,
             retain_duplicates: flag(retain_duplicates),
             segment_interval,
+            time_ordered: flag(time_ordered),
+            key_index: flag(key_index),
         };
         let path = path_of(env, &path)?;
         Ok(ops::window_open(path.as_deref(), &args, &seg)?)
@@ -85,8 +91,9 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
 /// `long sessionOpen(String path, int engine, boolean headers, long maxUncommittedBytes,
 /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
 /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-/// long boundedMemtableBytes, long retentionMs, long segmentIntervalMs)`: aggregates are
-/// stored plain, or in Kafka's `AggregationWithHeaders` layout when `headers`.
+/// long boundedMemtableBytes, long retentionMs, long segmentIntervalMs, boolean timeOrdered)`:
+/// aggregates are stored plain, or in Kafka's `AggregationWithHeaders` layout when `headers`;
+/// `timeOrdered` makes Kafka's time-ordered session store.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
@@ -106,6 +113,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
     bounded_memtable_bytes: jlong,
     retention: jlong,
     segment_interval: jlong,
+    time_ordered: jboolean,
 ) -> jlong {
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
@@ -127,6 +135,8 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
             window_size: 0,
             retain_duplicates: false,
             segment_interval,
+            time_ordered: flag(time_ordered),
+            key_index: false,
         };
         let path = path_of(env, &path)?;
         Ok(ops::session_open(path.as_deref(), &args, &seg)?)

@@ -26,6 +26,9 @@ pub(crate) const SESSION_KEY: jint = 0;
 pub(crate) const SESSION_KEY_RANGE: jint = 1;
 /// Every live session.
 pub(crate) const SESSION_ALL: jint = 2;
+/// Time-ordered stores: `findSessions(earliestSessionEndTime, latestSessionEndTime)`
+/// (the two times travel in `earliestEnd` / `latestStart`).
+pub(crate) const SESSION_BY_END: jint = 3;
 
 /// Retention settings of `windowOpen` / `sessionOpen`, as Java passes them.
 #[derive(Debug, Clone, Copy)]
@@ -38,6 +41,10 @@ pub(crate) struct SegmentArgs {
     pub retain_duplicates: bool,
     /// Segment interval of a new store (ms); 0 = Kafka's default.
     pub segment_interval: jlong,
+    /// Kafka's time-ordered store (emit on window close).
+    pub time_ordered: bool,
+    /// With `time_ordered`: Kafka's `hasIndex` (window stores only).
+    pub key_index: bool,
 }
 
 impl SegmentArgs {
@@ -55,6 +62,9 @@ pub(crate) fn window_open(path: Option<&str>, args: &OpenArgs, seg: &SegmentArgs
     let mut options = WindowOptions::new(seg.retention, seg.window_size, seg.retain_duplicates)
         .with_store(args.store_options()?);
     options.segment_interval = seg.interval();
+    if seg.time_ordered {
+        options = options.time_ordered(seg.key_index);
+    }
     bridge::open_window_store(path.map(str::as_bytes), &options).map(jhandle)
 }
 
@@ -66,6 +76,7 @@ pub(crate) fn session_open(
 ) -> Result<jlong> {
     let mut options = SessionOptions::new(seg.retention).with_store(args.store_options()?);
     options.segment_interval = seg.interval();
+    options.time_ordered = seg.time_ordered;
     bridge::open_session_store(path.map(str::as_bytes), &options).map(jhandle)
 }
 
@@ -180,6 +191,12 @@ pub(crate) fn session_query(
     reverse: bool,
     committed: bool,
 ) -> Result<jlong> {
+    if kind == SESSION_BY_END {
+        return bridge::open_session_iter(number(h), |s| {
+            s.find_sessions_by_end_with(isolation(committed), earliest_end, latest_start, reverse)
+        })
+        .map(jhandle);
+    }
     let query = match kind {
         SESSION_KEY => SessionQuery::Key {
             key: key_from
@@ -326,6 +343,8 @@ mod tests {
             window_size: 100,
             retain_duplicates: false,
             segment_interval: 1_000,
+            time_ordered: false,
+            key_index: false,
         }
     }
 

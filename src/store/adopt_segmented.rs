@@ -246,6 +246,8 @@ fn visit(
     let retention = Retention {
         period: target.retention,
         segment_interval: interval,
+        // Kafka's time-ordered stores are refused before adoption.
+        time_first_floor: false,
     };
     let mut committed = Committed::default();
     let mut stream_time: Option<i64> = None;

@@ -129,6 +129,21 @@ fn build(path: &Path, name: &str, side: &Path) -> Result<KafkaSegmentsExport> {
             )))
         }
     };
+    // Kafka's time-ordered stores (emit on window close) read time-first keys: the
+    // key-first segments written here would be misread by them.
+    let by_time = [
+        super::segmented::WINDOW_BY_TIME_FAMILY,
+        super::segmented::SESSION_BY_TIME_FAMILY,
+    ];
+    if by_time.iter().any(|f| engine.registry().find(f).is_some()) {
+        return Err(Error::FormatMismatch(format!(
+            "{} is a time-ordered {} store (EmitStrategy.onWindowClose()); kstate exports only to \
+             Kafka's regular segmented layout, which Kafka's time-ordered store would misread: \
+             nothing was changed",
+            path.display(),
+            header.kind.name()
+        )));
+    }
     // The committed state an open would recover (a spilled commit rolled forward).
     let config = TxnConfig {
         max_uncommitted_bytes: 1 << 20,

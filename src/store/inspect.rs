@@ -68,6 +68,12 @@ pub fn family_role(name: &str) -> Option<&'static str> {
         names::SPILL => "kstate staging area for large uncommitted transactions",
         super::WINDOW_FAMILY => "kstate window store: [segment][Kafka window key] -> value",
         super::SESSION_FAMILY => "kstate session store: [segment][Kafka session key] -> aggregate",
+        super::segmented::WINDOW_BY_TIME_FAMILY => {
+            "kstate time-ordered window store's time index: [segment][start, key, seqnum] -> value"
+        }
+        super::segmented::SESSION_BY_TIME_FAMILY => {
+            "kstate time-ordered session store's time index: [segment][end, start, key] -> aggregate"
+        }
         _ => return None,
     })
 }

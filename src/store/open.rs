@@ -27,7 +27,7 @@ use crate::engine::memory::MemoryEngine;
 use crate::engine::rocksdb::{lock_holder, probe, Probe, RocksEngine};
 use crate::engine::{has_entries, names, BatchOp, Engine, Family};
 use crate::format::meta::{self, CommittedState, StoreHeader, StoreKind, ValueFormat};
-use crate::store::segmented::SegmentBudget;
+use crate::store::segmented::{SegmentBudget, SESSION_BY_TIME_FAMILY, WINDOW_BY_TIME_FAMILY};
 use crate::store::StoreOptions;
 use crate::{Error, Result};
 
@@ -116,7 +116,19 @@ pub(crate) fn open_memory_kind(
     kind: StoreKind,
     data: &str,
 ) -> Result<Opened> {
-    let engine = MemoryEngine::new(&[names::META, names::SPILL, data])?;
+    open_memory_families(options, kind, data, None)
+}
+
+/// [`open_memory_kind`] with the time index family `by_time` of a time-ordered store.
+pub(crate) fn open_memory_families(
+    options: &StoreOptions,
+    kind: StoreKind,
+    data: &str,
+    by_time: Option<&str>,
+) -> Result<Opened> {
+    let mut families = vec![names::META, names::SPILL, data];
+    families.extend(by_time);
+    let engine = MemoryEngine::new(&families)?;
     let meta = engine.registry().require(names::META)?;
     engine.write(
         &[BatchOp::Put(
@@ -466,15 +478,32 @@ pub(crate) fn open_rocksdb_kind(
     kind: StoreKind,
     retention: i64,
     data: &str,
+    by_time: Option<&str>,
 ) -> Result<(Opened, StoreKind)> {
     let options = &budget.store;
-    let memtables = [(data, budget.data_write_buffer)];
+    let mut memtables = vec![(data, budget.data_write_buffer)];
+    memtables.extend(by_time.map(|f| (f, budget.data_write_buffer)));
     if path.as_os_str().is_empty() {
         return Err(Error::InvalidArgument("the store path is empty".into()));
     }
     // Kafka's segmented store is a directory of databases, which `probe` would call no store.
-    if adopt_segmented::kafka_segments(path)?.is_none() {
-        probe(path)?;
+    match adopt_segmented::kafka_segments(path)? {
+        None => {
+            probe(path)?;
+        }
+        // Kafka's time-ordered stores (emit on window close) hold time-first keys and a
+        // key-first index under one-byte prefixes in each segment: adopting them as window
+        // or session keys would misread every entry.
+        Some(_) if by_time.is_some() => {
+            return Err(Error::FormatMismatch(format!(
+                "{} holds Kafka Streams' segment databases, and kstate does not adopt Kafka's \
+                 time-ordered {} stores (EmitStrategy.onWindowClose()); nothing was changed: \
+                 delete the directory to restore the store from its changelog",
+                path.display(),
+                kind.name()
+            )));
+        }
+        Some(_) => {}
     }
     let lock = StoreLock::acquire(path)?;
     let staging = sibling(path, "kstate-new")?;
@@ -492,7 +521,8 @@ pub(crate) fn open_rocksdb_kind(
         };
         adopt_segmented::adopt(path, &segments, &target, budget)?;
     }
-    let wanted = [names::META, names::SPILL, data];
+    let mut wanted = vec![names::META, names::SPILL, data];
+    wanted.extend(by_time);
     let existing = match probe(path)? {
         Probe::Vacant => {
             let engine = RocksEngine::open_sized(&staging, &wanted, &options.rocksdb, &memtables)?;
@@ -518,6 +548,30 @@ pub(crate) fn open_rocksdb_kind(
                 path.display(),
                 kind.name()
             )));
+        }
+        // Time order is fixed when a store is created: a time index added later would miss
+        // the windows written before, and one left behind would go stale.
+        let indexed = families
+            .iter()
+            .find(|n| n.as_str() == WINDOW_BY_TIME_FAMILY || n.as_str() == SESSION_BY_TIME_FAMILY);
+        match (by_time, indexed) {
+            (Some(_), None) => {
+                return Err(Error::FormatMismatch(format!(
+                    "{} store at {} was created without a time order; it cannot be opened as a \
+                     time-ordered store (EmitStrategy.onWindowClose()): nothing was changed",
+                    kind.name(),
+                    path.display()
+                )))
+            }
+            (None, Some(_)) => {
+                return Err(Error::FormatMismatch(format!(
+                    "{} store at {} was created time-ordered (EmitStrategy.onWindowClose()); it \
+                     cannot be opened as a regular store: nothing was changed",
+                    kind.name(),
+                    path.display()
+                )))
+            }
+            _ => {}
         }
     }
     let engine = RocksEngine::open_sized(path, &wanted, &options.rocksdb, &memtables)?;

@@ -19,6 +19,18 @@
 //! RocksDB range tombstone; the memory engine removes the expired entries), after its own
 //! writes and atomically with the offsets. The cost is per expired segment range, never a
 //! scan of live data.
+//!
+//! # Time-ordered stores
+//! The stores of `EmitStrategy.onWindowClose()` (Kafka's `RocksDBTimeOrderedWindowStore`
+//! and `RocksDBTimeOrderedSessionStore`) also answer queries in time order. A time-ordered
+//! store keeps a second family, [`WINDOW_BY_TIME_FAMILY`] or [`SESSION_BY_TIME_FAMILY`],
+//! keyed `[segment][Kafka's time-first key]` (window: `start ‖ key ‖ seqnum`, session:
+//! `end ‖ start ‖ key`) with the same values, written in the same transaction as the data
+//! family and expired by the same range deletes. A time-range query is then one ordered
+//! range of that family: it never reads an entry outside its time range, and it returns
+//! Kafka's order (time, then the bytes of the rest of the time-first key). The values are
+//! kept twice rather than looked up from the data family per entry: an emit-final scan
+//! stays one sequential read, at the price of twice the bytes per write.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +51,11 @@ use crate::txn::{
 };
 use crate::{Error, Result};
 
+/// Family of a time-ordered window store's time index: `[segment][start ‖ key ‖ seqnum]`.
+pub const WINDOW_BY_TIME_FAMILY: &str = "kstate_windows_by_time";
+/// Family of a time-ordered session store's time index: `[segment][end ‖ start ‖ key]`.
+pub const SESSION_BY_TIME_FAMILY: &str = "kstate_sessions_by_time";
+
 /// Kafka's `ConsumerRecord.NO_TIMESTAMP`: the stream time before any write.
 pub const NO_TIMESTAMP: i64 = -1;
 
@@ -58,6 +75,10 @@ pub(crate) struct Retention {
     pub period: i64,
     /// Segment interval in ms (> 0).
     pub segment_interval: i64,
+    /// Kafka's time-ordered window stores (`getActualFrom` with a time-first window
+    /// schema) keep one more millisecond visible: the floor is `stream_time - retention`
+    /// instead of `stream_time - retention + 1`.
+    pub time_first_floor: bool,
 }
 
 impl Retention {
@@ -71,7 +92,12 @@ impl Retention {
 
     /// The earliest visible time at `stream_time` (Kafka's `getActualFrom` floor).
     pub(crate) fn earliest_visible(&self, stream_time: i64) -> i64 {
-        stream_time.saturating_sub(self.period).saturating_add(1)
+        let floor = stream_time.saturating_sub(self.period);
+        if self.time_first_floor {
+            floor
+        } else {
+            floor.saturating_add(1)
+        }
     }
 }
 
@@ -141,6 +167,8 @@ struct Live {
 pub(crate) struct Segmented {
     core: RwLock<Option<Live>>,
     data: Family,
+    /// The time index of a time-ordered store (see the module docs).
+    by_time: Option<Family>,
     writer: Mutex<WriterTime>,
     iterators: Registry,
     pub(crate) schema: Schema,
@@ -182,7 +210,11 @@ impl Segmented {
         retention: Retention,
         path: Option<PathBuf>,
         options: &StoreOptions,
+        by_time: Option<&str>,
     ) -> Result<Segmented> {
+        let by_time = by_time
+            .map(|name| opened.engine.registry().require(name))
+            .transpose()?;
         if options.max_uncommitted_bytes == 0 {
             return Err(Error::InvalidArgument(
                 "max_uncommitted_bytes must be positive".into(),
@@ -201,6 +233,7 @@ impl Segmented {
                 _lock: opened.lock,
             })),
             data: opened.data,
+            by_time,
             writer: Mutex::new(WriterTime {
                 stream_time,
                 seqnum: 0,
@@ -271,7 +304,17 @@ impl Segmented {
                 return Ok(Ok(()));
             }
             let key = layout::stored_key(segment, kafka_key);
-            c.buffer_all(self.data, std::iter::once((key.as_slice(), value)))
+            match self.by_time {
+                None => c.buffer_all(self.data, std::iter::once((key.as_slice(), value))),
+                Some(by_time) => {
+                    let tf = layout::stored_key(segment, &time_first(self.schema, kafka_key)?);
+                    // One buffering step for both families: never one without the other.
+                    c.buffer_each(&[
+                        (by_time, tf.as_slice(), value.clone()),
+                        (self.data, &key, value),
+                    ])
+                }
+            }
         })?;
         // Once the write is buffered, even if spilling it failed (it stays in the
         // transaction): a write that was not buffered changes nothing.
@@ -351,6 +394,67 @@ impl Segmented {
         Ok(KvIter::new(slot, self.options.value_format))
     }
 
+    /// Whether the store keeps a time index (a time-ordered store).
+    pub(crate) fn is_time_ordered(&self) -> bool {
+        self.by_time.is_some()
+    }
+
+    /// Opens a walk of the time index (time-ordered stores) over the range `plan` derives
+    /// from the stream time of `isolation` (`None` = an empty result). Yields Kafka's
+    /// key-first keys, in the time index's order.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on a store without a time index.
+    pub(crate) fn scan_by_time(
+        &self,
+        isolation: Isolation,
+        reverse: bool,
+        plan: impl FnOnce(i64) -> Option<TimePlan>,
+    ) -> Result<KvIter> {
+        let by_time = self.by_time.ok_or_else(|| {
+            Error::InvalidArgument(
+                "a time-ordered query on a store that is not time-ordered".into(),
+            )
+        })?;
+        let schema = self.schema;
+        let slot = self.with_core(|c| {
+            let walk: Box<dyn crate::txn::Source> = match isolation {
+                Isolation::ReadUncommitted => {
+                    let w = self.writer.lock_recover();
+                    match plan(w.stream_time) {
+                        Some(p) => {
+                            let it = c.iter(isolation, by_time, &p.range, reverse)?;
+                            Box::new(TimeWalk {
+                                inner: it,
+                                plan: p,
+                                schema,
+                            })
+                        }
+                        None => Box::new(Empty),
+                    }
+                }
+                Isolation::ReadCommitted => {
+                    let view = c.committed_view()?;
+                    match plan(committed_time(&view)) {
+                        Some(p) => {
+                            let it = c.iter_view(&view, by_time, &p.range, reverse)?;
+                            Box::new(TimeWalk {
+                                inner: it,
+                                plan: p,
+                                schema,
+                            })
+                        }
+                        None => Box::new(Empty),
+                    }
+                }
+            };
+            Ok(self
+                .iterators
+                .register(MergedIter::new(vec![walk], reverse)))
+        })?;
+        Ok(KvIter::new(slot, self.options.value_format))
+    }
+
     /// The stream time of `isolation`.
     pub(crate) fn stream_time(&self, isolation: Isolation) -> Result<i64> {
         match isolation {
@@ -374,11 +478,13 @@ impl Segmented {
         let min_live = self.retention.min_live_segment(w.stream_time);
         let mut deletes = Vec::new();
         if w.expired_below != Some(min_live) {
-            deletes.push(Deletion {
-                family: self.data,
-                from: Vec::new(),
-                to: segment_prefix(min_live).to_vec(),
-            });
+            for family in std::iter::once(self.data).chain(self.by_time) {
+                deletes.push(Deletion {
+                    family,
+                    from: Vec::new(),
+                    to: segment_prefix(min_live).to_vec(),
+                });
+            }
         }
         let extras = CommitExtras {
             stream_time: Some(w.stream_time),
@@ -490,6 +596,100 @@ fn walk_range(plan: &Plan) -> KeyRange {
             Some(next) => std::ops::Bound::Excluded(segment_prefix(next).to_vec()),
             None => std::ops::Bound::Unbounded,
         },
+    }
+}
+
+/// A query of the time index: one stored-key range, plus the record-key and time bounds
+/// an entry inside it must meet.
+pub(crate) struct TimePlan {
+    /// Stored keys `[segment][time-first key]` to read.
+    pub range: KeyRange,
+    /// Record-key bounds (inclusive; `None` = open).
+    pub key_from: Option<Vec<u8>>,
+    pub key_to: Option<Vec<u8>>,
+    /// Bounds (inclusive) of the leading time: window start, or session end.
+    pub time_from: i64,
+    pub time_to: i64,
+}
+
+impl TimePlan {
+    /// The plan of the times `[from, to]` (`from >= 0`; segments below `min_segment` are
+    /// expired): every stored key of those times, and no other time.
+    pub(crate) fn times(retention: &Retention, min_segment: i64, from: i64, to: i64) -> TimePlan {
+        let seg = |t: i64| segment_id(t, retention.segment_interval);
+        let at = |t: i64| {
+            let mut k = segment_prefix(seg(t)).to_vec();
+            k.extend_from_slice(&t.to_be_bytes());
+            k
+        };
+        let lower = at(from).max(segment_prefix(min_segment).to_vec());
+        TimePlan {
+            range: KeyRange {
+                lower: std::ops::Bound::Included(lower),
+                upper: match to.checked_add(1) {
+                    Some(next) => std::ops::Bound::Excluded(at(next)),
+                    None => std::ops::Bound::Unbounded,
+                },
+            },
+            key_from: None,
+            key_to: None,
+            time_from: from,
+            time_to: to,
+        }
+    }
+}
+
+/// The time-first key (without segment) of a Kafka key of `schema`.
+fn time_first(schema: Schema, kafka_key: &[u8]) -> Result<Vec<u8>> {
+    match schema {
+        Schema::Window => layout::time_first_window_key(kafka_key),
+        Schema::Session => layout::time_first_session_key(kafka_key),
+    }
+}
+
+/// A walk of the time index over one [`TimePlan`]: yields `(Kafka key-first key, value)`
+/// in the index's order, skipping entries outside the plan's key or time bounds.
+struct TimeWalk {
+    inner: MergedIter,
+    plan: TimePlan,
+    schema: Schema,
+}
+
+impl TimeWalk {
+    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        while let Some((stored, v)) = self.inner.next_entry()? {
+            let (_, tf) = layout::split_stored(&stored)?;
+            let kafka_key = match self.schema {
+                Schema::Window => layout::window_key_of_time_first(tf)?,
+                Schema::Session => layout::session_key_of_time_first(tf)?,
+            };
+            let mut t = [0u8; 8];
+            t.copy_from_slice(&tf[..8]);
+            let time = i64::from_be_bytes(t);
+            let key = match self.schema {
+                Schema::Window => &tf[8..tf.len() - 4],
+                Schema::Session => &tf[16..],
+            };
+            let p = &self.plan;
+            if time >= p.time_from
+                && time <= p.time_to
+                && p.key_from.as_deref().map_or(true, |f| key >= f)
+                && p.key_to.as_deref().map_or(true, |t| key <= t)
+            {
+                return Ok(Some((kafka_key, v)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl crate::txn::Source for TimeWalk {
+    fn next_write(&mut self) -> Result<Option<crate::txn::KeyWrite>> {
+        Ok(self.next_entry()?.map(|(k, v)| (k, Some(v))))
+    }
+
+    fn seek(&mut self, _target: &[u8]) -> Result<()> {
+        Err(Error::Internal("a time walk cannot be repositioned".into()))
     }
 }
 

@@ -7,8 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::iter::KvIter;
-use super::open::{open_memory_kind, open_rocksdb_kind};
-use super::segmented::{segment_budget, Plan, Retention, Schema, Segmented};
+use super::open::{open_memory_families, open_rocksdb_kind};
+use super::segmented::{
+    segment_budget, Plan, Retention, Schema, Segmented, TimePlan, SESSION_BY_TIME_FAMILY,
+};
 use super::window::default_segment_interval;
 use super::StoreOptions;
 use crate::engine::EngineKind;
@@ -38,6 +40,12 @@ pub struct SessionOptions {
     /// Segment interval in ms for a new store (`None`: Kafka's `max(retention / 2, 60 s)`);
     /// an existing store keeps its own.
     pub segment_interval: Option<i64>,
+    /// Kafka's time-ordered session store (`RocksDbTimeOrderedSessionBytesStoreSupplier`,
+    /// what `EmitStrategy.onWindowClose()` uses): adds
+    /// [`SessionStore::find_sessions_by_end_with`], answered from a time index kept in the
+    /// same transaction. Fixed when the store is created: a store created otherwise is
+    /// refused.
+    pub time_ordered: bool,
 }
 
 impl SessionOptions {
@@ -47,7 +55,18 @@ impl SessionOptions {
             store: StoreOptions::plain(EngineKind::RocksDb),
             retention_period,
             segment_interval: None,
+            time_ordered: false,
         }
+    }
+
+    /// Makes the options those of Kafka's time-ordered session store.
+    pub fn time_ordered(mut self) -> Self {
+        self.time_ordered = true;
+        self
+    }
+
+    fn by_time(&self) -> Option<&'static str> {
+        self.time_ordered.then_some(SESSION_BY_TIME_FAMILY)
     }
 
     /// Sets the store options (engine, memory bound, ...).
@@ -193,6 +212,7 @@ impl SessionStore {
                     kind,
                     options.retention_period,
                     SESSION_FAMILY,
+                    options.by_time(),
                 )?
             }
             EngineKind::Memory => {
@@ -200,7 +220,8 @@ impl SessionStore {
                     return Err(Error::InvalidArgument("the store path is empty".into()));
                 }
                 let kind = options.kind();
-                (open_memory_kind(&store, kind, SESSION_FAMILY)?, kind)
+                let opened = open_memory_families(&store, kind, SESSION_FAMILY, options.by_time())?;
+                (opened, kind)
             }
         };
         Self::build(opened, kind, Some(path.to_path_buf()), options, &store)
@@ -215,7 +236,7 @@ impl SessionStore {
         let mut store = options.plain_store();
         store.engine = EngineKind::Memory;
         let kind = options.kind();
-        let opened = open_memory_kind(&store, kind, SESSION_FAMILY)?;
+        let opened = open_memory_families(&store, kind, SESSION_FAMILY, options.by_time())?;
         Self::build(opened, kind, None, options, &store)
     }
 
@@ -232,6 +253,7 @@ impl SessionStore {
         let retention = Retention {
             period: options.retention_period,
             segment_interval,
+            time_first_floor: false,
         };
         Ok(SessionStore {
             inner: Arc::new(Segmented::new(
@@ -240,6 +262,7 @@ impl SessionStore {
                 retention,
                 path,
                 store,
+                options.by_time(),
             )?),
         })
     }
@@ -388,6 +411,35 @@ impl SessionStore {
                     })
                 }
             }
+        })?;
+        Ok(SessionIter { inner: iter })
+    }
+
+    /// Kafka's `findSessions(earliestSessionEndTime, latestSessionEndTime)` of its
+    /// time-ordered session store (KIP-825, what emit-on-window-close reads): every session
+    /// whose end is in `[earliest_end, latest_end]`, by end, then start, then key bytes,
+    /// from the live segments (as Kafka, no finer retention filter), under `isolation`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on a store not opened time-ordered.
+    pub fn find_sessions_by_end_with(
+        &self,
+        isolation: Isolation,
+        earliest_end: i64,
+        latest_end: i64,
+        reverse: bool,
+    ) -> Result<SessionIter> {
+        let retention = self.inner.retention;
+        let iter = self.inner.scan_by_time(isolation, reverse, |stream_time| {
+            let from = earliest_end.max(0);
+            (latest_end >= from).then(|| {
+                TimePlan::times(
+                    &retention,
+                    retention.min_live_segment(stream_time),
+                    from,
+                    latest_end,
+                )
+            })
         })?;
         Ok(SessionIter { inner: iter })
     }

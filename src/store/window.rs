@@ -6,8 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::iter::KvIter;
-use super::open::{open_memory_kind, open_rocksdb_kind};
-use super::segmented::{segment_budget, Plan, Retention, Schema, Segmented};
+use super::open::{open_memory_families, open_rocksdb_kind};
+use super::segmented::{
+    segment_budget, Plan, Retention, Schema, Segmented, TimePlan, WINDOW_BY_TIME_FAMILY,
+};
 use super::StoreOptions;
 use crate::engine::EngineKind;
 use crate::format::meta::{StoreKind, ValueFormat};
@@ -44,6 +46,16 @@ pub struct WindowOptions {
     /// Segment interval in ms for a new store (`None`: Kafka's default); an existing store
     /// keeps the interval it was created with.
     pub segment_interval: Option<i64>,
+    /// Kafka's time-ordered window store (`RocksDbIndexedTimeOrderedWindowBytesStoreSupplier`,
+    /// what `EmitStrategy.onWindowClose()` uses): `fetchAll`, `all` and (without
+    /// `key_index`) key-range fetches return windows by start time, then key, then seqnum,
+    /// from a time index kept in the same transaction; the retention floor is Kafka's
+    /// time-ordered one (`stream_time - retention`). Fixed when the store is created: a
+    /// store created otherwise is refused.
+    pub time_ordered: bool,
+    /// With `time_ordered`: Kafka's `hasIndex` (sliding windows), under which key-range
+    /// fetches keep the key-first order.
+    pub key_index: bool,
 }
 
 impl WindowOptions {
@@ -55,7 +67,21 @@ impl WindowOptions {
             window_size,
             retain_duplicates,
             segment_interval: None,
+            time_ordered: false,
+            key_index: false,
         }
+    }
+
+    /// Makes the options those of Kafka's time-ordered window store (see
+    /// [`WindowOptions::time_ordered`]); `key_index` is Kafka's `hasIndex`.
+    pub fn time_ordered(mut self, key_index: bool) -> Self {
+        self.time_ordered = true;
+        self.key_index = key_index;
+        self
+    }
+
+    fn by_time(&self) -> Option<&'static str> {
+        self.time_ordered.then_some(WINDOW_BY_TIME_FAMILY)
     }
 
     /// Sets the store options (engine, value format, ...).
@@ -188,6 +214,8 @@ pub struct WindowStore {
     inner: Arc<Segmented>,
     window_size: i64,
     retain_duplicates: bool,
+    /// Kafka's `hasIndex` of a time-ordered store.
+    key_index: bool,
 }
 
 impl std::fmt::Debug for WindowStore {
@@ -221,14 +249,23 @@ impl WindowStore {
                 };
                 let budget =
                     segment_budget(&options.store, options.retention_period, segment_interval);
-                open_rocksdb_kind(path, &budget, kind, options.retention_period, WINDOW_FAMILY)?
+                open_rocksdb_kind(
+                    path,
+                    &budget,
+                    kind,
+                    options.retention_period,
+                    WINDOW_FAMILY,
+                    options.by_time(),
+                )?
             }
             EngineKind::Memory => {
                 if path.as_os_str().is_empty() {
                     return Err(Error::InvalidArgument("the store path is empty".into()));
                 }
                 let kind = options.kind();
-                (open_memory_kind(&options.store, kind, WINDOW_FAMILY)?, kind)
+                let opened =
+                    open_memory_families(&options.store, kind, WINDOW_FAMILY, options.by_time())?;
+                (opened, kind)
             }
         };
         Self::build(opened, kind, Some(path.to_path_buf()), options)
@@ -243,7 +280,7 @@ impl WindowStore {
         let mut options = options.clone();
         options.store.engine = EngineKind::Memory;
         let kind = options.kind();
-        let opened = open_memory_kind(&options.store, kind, WINDOW_FAMILY)?;
+        let opened = open_memory_families(&options.store, kind, WINDOW_FAMILY, options.by_time())?;
         Self::build(opened, kind, None, &options)
     }
 
@@ -268,6 +305,7 @@ impl WindowStore {
         let retention = Retention {
             period: options.retention_period,
             segment_interval,
+            time_first_floor: options.time_ordered,
         };
         Ok(WindowStore {
             inner: Arc::new(Segmented::new(
@@ -276,9 +314,11 @@ impl WindowStore {
                 retention,
                 path,
                 &options.store,
+                options.by_time(),
             )?),
             window_size: options.window_size,
             retain_duplicates: options.retain_duplicates,
+            key_index: options.key_index,
         })
     }
 
@@ -401,13 +441,49 @@ impl WindowStore {
 
     /// Runs `query` under `isolation`, ascending (Kafka's `fetch...`) or descending
     /// (`backwardFetch...`), in Kafka's order: segment by segment, within a segment by
-    /// key bytes, then window start, then seqnum.
+    /// key bytes, then window start, then seqnum. A time-ordered store answers `Time`,
+    /// `All` and (without a key index) `KeyRange` as Kafka's time-ordered store does: by
+    /// window start, then key, then seqnum (one range of its time index).
     pub fn query(
         &self,
         isolation: Isolation,
         query: &WindowQuery,
         reverse: bool,
     ) -> Result<WindowIter> {
+        if self.inner.is_time_ordered() {
+            let by_time = match query {
+                WindowQuery::Key { .. } => None,
+                WindowQuery::KeyRange {
+                    key_from,
+                    key_to,
+                    from,
+                    to,
+                } if !self.key_index => {
+                    if matches!((key_from, key_to), (Some(f), Some(t)) if f > t) {
+                        Some((key_from.clone(), key_to.clone(), 1, 0))
+                    } else {
+                        Some((key_from.clone(), key_to.clone(), *from, *to))
+                    }
+                }
+                WindowQuery::KeyRange { .. } => None,
+                WindowQuery::Time { from, to } => Some((None, None, *from, *to)),
+                WindowQuery::All => Some((None, None, 0, i64::MAX)),
+            };
+            if let Some((key_from, key_to, from, to)) = by_time {
+                let retention = self.inner.retention;
+                let iter = self.inner.scan_by_time(isolation, reverse, |stream_time| {
+                    let af = from.max(retention.earliest_visible(stream_time)).max(0);
+                    (to >= af).then(|| {
+                        let min = retention.min_live_segment(stream_time);
+                        let mut plan = TimePlan::times(&retention, min, af, to);
+                        plan.key_from = key_from;
+                        plan.key_to = key_to;
+                        plan
+                    })
+                })?;
+                return Ok(WindowIter { inner: iter });
+            }
+        }
         let interval = self.inner.retention.segment_interval;
         let retention = self.inner.retention;
         let iter = self.inner.scan(isolation, reverse, |stream_time| {

@@ -441,6 +441,22 @@ impl TxnCore {
         Ok(self.maybe_spill(&mut state))
     }
 
+    /// [`TxnCore::buffer_all`] for writes to several families at once: all of them are
+    /// buffered, or (outer error) none.
+    pub(crate) fn buffer_each(
+        &self,
+        writes: &[(Family, &[u8], buffer::Write)],
+    ) -> Result<Result<()>> {
+        for (family, _, _) in writes {
+            self.check_family(*family)?;
+        }
+        let mut state = self.writer()?;
+        for (family, key, value) in writes {
+            state.buffers[family.index()].insert_shared(key, value.clone());
+        }
+        Ok(self.maybe_spill(&mut state))
+    }
+
     /// Buffers `value` for `key` unless the key has a value in the writer's view; returns
     /// the existing value.
     pub(crate) fn put_if_absent(

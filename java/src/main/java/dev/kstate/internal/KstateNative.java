@@ -118,7 +118,8 @@ public final class KstateNative {
                                   boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes,
                                   int maxWriteBuffers, boolean bloomFilter, boolean statistics,
                                   long boundedMemoryBytes, long boundedMemtableBytes, long retentionMs,
-                                  long windowSizeMs, boolean retainDuplicates, long segmentIntervalMs);
+                                  long windowSizeMs, boolean retainDuplicates, long segmentIntervalMs,
+                                  boolean timeOrdered, boolean keyIndex);
 
     static native void windowClose(long store);
 
@@ -157,7 +158,8 @@ public final class KstateNative {
                                    boolean syncOnCommit,
                                    long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
                                    boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-                                   long boundedMemtableBytes, long retentionMs, long segmentIntervalMs);
+                                   long boundedMemtableBytes, long retentionMs, long segmentIntervalMs,
+                                   boolean timeOrdered);
 
     static native void sessionClose(long store);
 

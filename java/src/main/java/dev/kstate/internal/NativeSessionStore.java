@@ -16,6 +16,12 @@ public final class NativeSessionStore extends NativeSegmentedStore {
     public static final int QUERY_KEY_RANGE = 1;
     /** {@link #query} kind: every live session. */
     public static final int QUERY_ALL = 2;
+    /**
+     * {@link #query} kind of a time-ordered store: Kafka's {@code findSessions(earliestSessionEndTime,
+     * latestSessionEndTime)}, the two times passed as {@code earliestSessionEndTime} and
+     * {@code latestSessionStartTime}; sessions by end, then start, then key.
+     */
+    public static final int QUERY_BY_END = 3;
 
     private NativeSessionStore(String name, long handle) {
         super(name, handle);
@@ -38,14 +44,15 @@ public final class NativeSessionStore extends NativeSegmentedStore {
                                           boolean syncOnCommit, NativeStore.RocksTuning rocksdb, long retentionMs,
                                           long segmentIntervalMs) {
         return open(name, path, engine, false, maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs,
-            segmentIntervalMs);
+            segmentIntervalMs, false);
     }
 
     /**
      * Opens (creating if absent) a session store whose aggregates are plain or, with
      * {@code headers}, in Kafka 4.3+'s {@code AggregationWithHeaders} layout (KIP-1271:
-     * {@code [varint headersSize][headers][aggregation]}); a store opens only in the format it
-     * was created with.
+     * {@code [varint headersSize][headers][aggregation]}), optionally as Kafka's time-ordered session
+     * store (what {@code EmitStrategy.onWindowClose()} uses), which also answers {@link #QUERY_BY_END}.
+     * Format and order are fixed when the store is created.
      *
      * @param name the store name, for messages
      * @param path directory for RocksDB; may be null for the memory engine
@@ -56,18 +63,20 @@ public final class NativeSessionStore extends NativeSegmentedStore {
      * @param rocksdb RocksDB tuning (ignored by the memory engine)
      * @param retentionMs retention period
      * @param segmentIntervalMs segment interval of a new store, 0 = Kafka's default
+     * @param timeOrdered Kafka's time-ordered store
      * @return the open store
      */
     public static NativeSessionStore open(String name, String path, int engine, boolean headers,
                                           long maxUncommittedBytes, boolean syncOnCommit,
-                                          NativeStore.RocksTuning rocksdb, long retentionMs, long segmentIntervalMs) {
+                                          NativeStore.RocksTuning rocksdb, long retentionMs, long segmentIntervalMs,
+                                          boolean timeOrdered) {
         KstateNative.ensureLoaded();
         // a store parked at this directory holds its lock: close it first
         ParkedStores.release(path);
         long h = KstateNative.sessionOpen(path, engine, headers, maxUncommittedBytes, syncOnCommit,
             rocksdb.blockCacheBytes,
             rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter, rocksdb.statistics,
-            rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs, segmentIntervalMs);
+            rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs, segmentIntervalMs, timeOrdered);
         return new NativeSessionStore(name, h);
     }
 

@@ -46,11 +46,16 @@ public final class NativeWindowStore extends NativeSegmentedStore {
                                          NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
                                          boolean retainDuplicates, long segmentIntervalMs) {
         return open(name, path, engine, timestamped ? KstateNative.FORMAT_TIMESTAMPED : KstateNative.FORMAT_PLAIN,
-            maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs, windowSizeMs, retainDuplicates, segmentIntervalMs);
+            maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs, windowSizeMs, retainDuplicates, segmentIntervalMs,
+            false, false);
     }
 
     /**
-     * Opens (creating if absent) a window store in the given value format.
+     * Opens (creating if absent) a window store in the given value format, optionally as Kafka's
+     * time-ordered window store (what {@code EmitStrategy.onWindowClose()} uses): {@link #QUERY_TIME},
+     * {@link #QUERY_ALL} and (without {@code keyIndex}) {@link #QUERY_KEY_RANGE} then return windows by start
+     * time, then key, then seqnum, as Kafka's {@code RocksDBTimeOrderedWindowStore}. Format and order are fixed
+     * when the store is created.
      *
      * @param name the store name, for messages
      * @param path directory for RocksDB; may be null for the memory engine
@@ -65,19 +70,22 @@ public final class NativeWindowStore extends NativeSegmentedStore {
      * @param windowSizeMs window size
      * @param retainDuplicates Kafka's retainDuplicates
      * @param segmentIntervalMs segment interval of a new store, 0 = Kafka's default
+     * @param timeOrdered Kafka's time-ordered store
+     * @param keyIndex with {@code timeOrdered}: Kafka's {@code hasIndex} (sliding windows)
      * @return the open store
      */
     public static NativeWindowStore open(String name, String path, int engine, int valueFormat,
                                          long maxUncommittedBytes, boolean syncOnCommit,
                                          NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
-                                         boolean retainDuplicates, long segmentIntervalMs) {
+                                         boolean retainDuplicates, long segmentIntervalMs, boolean timeOrdered,
+                                         boolean keyIndex) {
         KstateNative.ensureLoaded();
         // a store parked at this directory holds its lock: close it first
         ParkedStores.release(path);
         long h = KstateNative.windowOpen(path, engine, valueFormat, maxUncommittedBytes, syncOnCommit,
             rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
             rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs,
-            windowSizeMs, retainDuplicates, segmentIntervalMs);
+            windowSizeMs, retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex);
         return new NativeWindowStore(name, h);
     }
 

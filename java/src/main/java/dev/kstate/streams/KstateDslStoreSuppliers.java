@@ -22,9 +22,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Key-value, window and session stores are kstate stores in the format the DSL asks for
  * (plain, timestamped or, with Kafka 4.3+'s {@code dsl.store.format=headers}, the KIP-1271
- * headers format); engine from {@code kstate.engine}, RocksDB by default. Delegated to Kafka's
- * built-in RocksDB suppliers: the time-ordered window and session stores of
- * {@code EmitStrategy.onWindowClose()}; each such store is named once in a WARN, since it has
+ * headers format); engine from {@code kstate.engine}, RocksDB by default. The time-ordered
+ * window and session stores of {@code EmitStrategy.onWindowClose()} are kstate's time-ordered
+ * stores (see {@link KstateTimeOrderedWindowStore}). Delegated to Kafka's built-in RocksDB
+ * suppliers: time-ordered stores in the {@code HEADERS} store format (onWindowClose with
+ * {@code dsl.store.format=headers}); each such store is named once in a WARN, since it has
  * none of kstate's guarantees.
  *
  * <p>Works on Kafka Streams 4.0 to 4.4: {@code DslKeyValueParams#dslStoreFormat()} (and the
@@ -70,31 +72,46 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
     }
 
     /**
-     * A kstate window store (plain, timestamped or headers as the DSL asks), or Kafka's built-in
-     * one for {@code EmitStrategy.onWindowClose()}, whose operators need Kafka's time-ordered
-     * window stores.
+     * A kstate window store (plain, timestamped or headers as the DSL asks; for
+     * {@code EmitStrategy.onWindowClose()} a time-ordered one, as Kafka's
+     * {@code RocksDbIndexedTimeOrderedWindowBytesStoreSupplier}, indexed by key for sliding windows), or
+     * Kafka's built-in one for a time-ordered store in the {@code HEADERS} format.
      */
     @Override
     public WindowBytesStoreSupplier windowStore(DslWindowParams params) {
         String format = windowFormatOf(params);
-        if (params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
-            warnDelegated("window", params.name(), false);
+        boolean onClose = params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE;
+        if (onClose && format.equals("HEADERS")) {
+            warnDelegated("window", params.name());
             return fallback.windowStore(params);
+        }
+        if (onClose) {
+            return new KstateWindowBytesStoreSupplier(
+                KstateStores.builder(params.name()).engine(engine).timestamped(true).options(),
+                params.retentionPeriod().toMillis(), params.windowSize().toMillis(), params.retainDuplicates(), true,
+                params.isSlidingWindow());
         }
         return KstateStores.builder(params.name()).engine(engine).valueFormat(KstateStoreOptions.ValueFormat.valueOf(format))
             .buildWindowStore(params.retentionPeriod(), params.windowSize(), params.retainDuplicates());
     }
 
     /**
-     * A kstate session store (plain, or headers as the DSL asks), or Kafka's built-in one for
-     * {@code EmitStrategy.onWindowClose()} (Kafka's time-ordered session store).
+     * A kstate session store (plain, or headers as the DSL asks; for
+     * {@code EmitStrategy.onWindowClose()} a time-ordered one, as Kafka's
+     * {@code RocksDbTimeOrderedSessionBytesStoreSupplier}), or Kafka's built-in one for a
+     * time-ordered store in the {@code HEADERS} format.
      */
     @Override
     public SessionBytesStoreSupplier sessionStore(DslSessionParams params) {
         boolean headers = enumName(invoke(SESSION_STORE_FORMAT, params), "").equals("HEADERS");
-        if (params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE) {
-            warnDelegated("session", params.name(), false);
+        boolean onClose = params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE;
+        if (onClose && headers) {
+            warnDelegated("session", params.name());
             return fallback.sessionStore(params);
+        }
+        if (onClose) {
+            return new KstateSessionBytesStoreSupplier(KstateStores.builder(params.name()).engine(engine).options(),
+                params.retentionPeriod().toMillis(), true);
         }
         return KstateStores.builder(params.name()).engine(engine)
             .valueFormat(headers ? KstateStoreOptions.ValueFormat.HEADERS : KstateStoreOptions.ValueFormat.TIMESTAMPED)
@@ -105,8 +122,8 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
      * Says, once per store, that a store the application asked kstate for is Kafka's own: a user
      * who set {@code dsl.store.suppliers.class} expects kstate's guarantees for every store.
      */
-    private void warnDelegated(String kind, String name, boolean headers) {
-        String why = headers ? "the HEADERS store format" : "EmitStrategy.onWindowClose() (a time-ordered store)";
+    private void warnDelegated(String kind, String name) {
+        String why = "EmitStrategy.onWindowClose() (a time-ordered store) in the HEADERS store format";
         if (warned.add(kind + " " + name + " " + why)) {
             LOG.warn("The {} store {} uses {}, which kstate does not serve yet: it is Kafka's built-in "
                 + "RocksDB store, without kstate's guarantees (not transactional: wiped and restored after a "

@@ -14,8 +14,20 @@ public class KstateSessionBytesStoreSupplier implements SessionBytesStoreSupplie
     private final KstateStoreOptions options;
     private final long retentionPeriod;
     private final long segmentInterval;
+    /** Kafka's time-ordered session store (emit on window close). */
+    private final boolean timeOrdered;
 
     KstateSessionBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod) {
+        this(options, retentionPeriod, false);
+    }
+
+    /**
+     * A supplier of time-ordered session stores ({@code timeOrdered}), the session stores of
+     * {@code EmitStrategy.onWindowClose()}: they also answer {@code findSessions(earliestSessionEndTime,
+     * latestSessionEndTime)} as Kafka's {@code RocksDbTimeOrderedSessionBytesStoreSupplier}.
+     */
+    KstateSessionBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, boolean timeOrdered) {
+        this.timeOrdered = timeOrdered;
         this.options = options;
         this.retentionPeriod = retentionPeriod;
         this.segmentInterval = Math.max(retentionPeriod / 2, 60_000L);
@@ -33,9 +45,13 @@ public class KstateSessionBytesStoreSupplier implements SessionBytesStoreSupplie
 
     @Override
     public SessionStore<Bytes, byte[]> get() {
-        return options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS
-            ? KstateHeadersSessionStore.create(options, retentionPeriod, segmentInterval)
-            : new KstateSessionStore(options, retentionPeriod, segmentInterval);
+        if (options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS) {
+            if (timeOrdered) {
+                throw new IllegalStateException("kstate does not serve time-ordered session stores in the headers format");
+            }
+            return KstateHeadersSessionStore.create(options, retentionPeriod, segmentInterval);
+        }
+        return new KstateSessionStore(options, retentionPeriod, segmentInterval, timeOrdered);
     }
 
     @Override
@@ -57,6 +73,6 @@ public class KstateSessionBytesStoreSupplier implements SessionBytesStoreSupplie
     @Override
     public String toString() {
         return "KstateSessionBytesStoreSupplier{" + options + ", retentionPeriod=" + retentionPeriod + ", segmentInterval="
-            + segmentInterval + "}";
+            + segmentInterval + (timeOrdered ? ", timeOrdered" : "") + "}";
     }
 }

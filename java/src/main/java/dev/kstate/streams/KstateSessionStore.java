@@ -32,21 +32,34 @@ import org.apache.kafka.streams.state.SessionStore;
  * uncommitted data. Aggregates are stored as handed over.
  */
 public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionStore> implements SessionStore<Bytes, byte[]> {
+    /** Kafka's time-ordered session store (emit on window close). */
+    private final boolean timeOrdered;
+
     KstateSessionStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval) {
+        this(options, retentionPeriod, segmentInterval, false);
+    }
+
+    KstateSessionStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval, boolean timeOrdered) {
         super(options, retentionPeriod, segmentInterval);
+        this.timeOrdered = timeOrdered;
+    }
+
+    /** @return whether this is Kafka's time-ordered session store (answers {@link #findSessions(long, long)}) */
+    public boolean timeOrdered() {
+        return timeOrdered;
     }
 
     @Override
     NativeSessionStore openNative(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
                                   NativeStore.RocksTuning tuning) {
         return NativeSessionStore.open(name(), path, engine, options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS,
-            maxUncommittedBytes, syncOnCommit, tuning, retentionPeriod, segmentInterval);
+            maxUncommittedBytes, syncOnCommit, tuning, retentionPeriod, segmentInterval, timeOrdered);
     }
 
     @Override
     java.util.List<Object> shape() {
         return java.util.Arrays.asList("session", options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS,
-            retentionPeriod, segmentInterval);
+            retentionPeriod, segmentInterval, timeOrdered);
     }
 
     @Override
@@ -99,6 +112,23 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     }
 
     // ----- reads (the writer's view) --------------------------------------------------------------
+
+    /**
+     * KIP-825's {@code findSessions(earliestSessionEndTime, latestSessionEndTime)}, what
+     * {@code EmitStrategy.onWindowClose()} reads: on a time-ordered store, every session of the live
+     * segments whose end is in the range, by end, then start, then key, as Kafka's
+     * {@code RocksDBTimeOrderedSessionStore}; other stores do not support it (as Kafka's own).
+     */
+    @Override
+    public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(long earliestSessionEndTime,
+                                                                  long latestSessionEndTime) {
+        if (!timeOrdered) {
+            throw new UnsupportedOperationException("findSessions(earliestSessionEndTime, latestSessionEndTime) "
+                + "needs a time-ordered session store (EmitStrategy.onWindowClose())");
+        }
+        return new SessionIterator(open().query(NativeSessionStore.QUERY_BY_END, null, null, earliestSessionEndTime,
+            latestSessionEndTime, false, false));
+    }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes key, long earliestSessionEndTime,

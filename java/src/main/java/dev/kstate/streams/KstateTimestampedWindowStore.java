@@ -14,4 +14,9 @@ public class KstateTimestampedWindowStore extends KstateWindowStore implements T
                                  boolean retainDuplicates, long segmentInterval) {
         super(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval);
     }
+
+    KstateTimestampedWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize,
+                                 boolean retainDuplicates, long segmentInterval, boolean timeOrdered, boolean keyIndex) {
+        super(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval, timeOrdered, keyIndex);
+    }
 }

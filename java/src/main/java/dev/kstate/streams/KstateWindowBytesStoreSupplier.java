@@ -17,9 +17,26 @@ public class KstateWindowBytesStoreSupplier implements WindowBytesStoreSupplier 
     private final long windowSize;
     private final boolean retainDuplicates;
     private final long segmentInterval;
+    /** Kafka's time-ordered store (emit on window close), and its {@code hasIndex}. */
+    private final boolean timeOrdered;
+    private final boolean keyIndex;
 
     KstateWindowBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, long windowSize,
                                    boolean retainDuplicates) {
+        this(options, retentionPeriod, windowSize, retainDuplicates, false, false);
+    }
+
+    /**
+     * A supplier of time-ordered stores ({@code timeOrdered}): the window stores of
+     * {@code EmitStrategy.onWindowClose()}, timestamped, answering {@code fetchAll} and {@code all}
+     * (and, without {@code keyIndex}, key-range fetches) by window start as Kafka's
+     * {@code RocksDbIndexedTimeOrderedWindowBytesStoreSupplier}; {@code keyIndex} is its
+     * {@code hasIndex} (sliding windows).
+     */
+    KstateWindowBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, long windowSize,
+                                   boolean retainDuplicates, boolean timeOrdered, boolean keyIndex) {
+        this.timeOrdered = timeOrdered;
+        this.keyIndex = keyIndex;
         this.options = options;
         this.retentionPeriod = retentionPeriod;
         this.windowSize = windowSize;
@@ -42,8 +59,15 @@ public class KstateWindowBytesStoreSupplier implements WindowBytesStoreSupplier 
     @Override
     public WindowStore<Bytes, byte[]> get() {
         if (options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS) {
+            if (timeOrdered) {
+                throw new IllegalStateException("kstate does not serve time-ordered window stores in the headers format");
+            }
             return KstateHeadersWindowStore.create(options, retentionPeriod, windowSize, retainDuplicates,
                 segmentInterval);
+        }
+        if (timeOrdered) {
+            return new KstateTimeOrderedWindowStore(new KstateTimestampedWindowStore(options, retentionPeriod, windowSize,
+                retainDuplicates, segmentInterval, true, keyIndex), retentionPeriod, windowSize, retainDuplicates, keyIndex);
         }
         return options.timestamped
             ? new KstateTimestampedWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval)
@@ -79,6 +103,7 @@ public class KstateWindowBytesStoreSupplier implements WindowBytesStoreSupplier 
     @Override
     public String toString() {
         return "KstateWindowBytesStoreSupplier{" + options + ", retentionPeriod=" + retentionPeriod + ", windowSize="
-            + windowSize + ", retainDuplicates=" + retainDuplicates + ", segmentInterval=" + segmentInterval + "}";
+            + windowSize + ", retainDuplicates=" + retainDuplicates + ", segmentInterval=" + segmentInterval
+            + (timeOrdered ? ", timeOrdered, keyIndex=" + keyIndex : "") + "}";
     }
 }

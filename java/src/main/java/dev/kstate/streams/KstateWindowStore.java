@@ -39,26 +39,40 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
 public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowStore> implements WindowStore<Bytes, byte[]> {
     private final long windowSize;
     private final boolean retainDuplicates;
+    /** Kafka's time-ordered store (emit on window close), and its {@code hasIndex}. */
+    private final boolean timeOrdered;
+    private final boolean keyIndex;
 
     KstateWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize, boolean retainDuplicates,
                       long segmentInterval) {
+        this(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval, false, false);
+    }
+
+    KstateWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize, boolean retainDuplicates,
+                      long segmentInterval, boolean timeOrdered, boolean keyIndex) {
         super(options, retentionPeriod, segmentInterval);
         this.windowSize = windowSize;
         this.retainDuplicates = retainDuplicates;
+        this.timeOrdered = timeOrdered;
+        this.keyIndex = keyIndex;
+    }
+
+    /** @return whether this is Kafka's time-ordered window store (fetchAll and all by window start) */
+    public boolean timeOrdered() {
+        return timeOrdered;
     }
 
     @Override
     NativeWindowStore openNative(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
                                  NativeStore.RocksTuning tuning) {
         return NativeWindowStore.open(name(), path, engine, options.valueFormat.nativeNumber, maxUncommittedBytes,
-            syncOnCommit,
-            tuning, retentionPeriod, windowSize, retainDuplicates, segmentInterval);
+            syncOnCommit, tuning, retentionPeriod, windowSize, retainDuplicates, segmentInterval, timeOrdered, keyIndex);
     }
 
     @Override
     java.util.List<Object> shape() {
         return java.util.Arrays.asList("window", options.valueFormat, retentionPeriod, windowSize, retainDuplicates,
-            segmentInterval);
+            segmentInterval, timeOrdered, keyIndex);
     }
 
     @Override

@@ -158,7 +158,7 @@ public class ConcurrencyAndSuppliersTest {
     }
 
     @Test
-    public void dslSuppliersMakeKstateStoresAndDelegateEmitOnWindowClose() {
+    public void dslSuppliersMakeKstateStoresAndDelegateHeadersOnWindowClose() {
         KstateDslStoreSuppliers suppliers = new KstateDslStoreSuppliers();
         Map<String, Object> config = new HashMap<>();
         config.put(KstateStoreOptions.ENGINE_CONFIG, "memory");
@@ -208,18 +208,26 @@ public class ConcurrencyAndSuppliersTest {
         assertTrue(hs.get() instanceof org.apache.kafka.streams.state.HeadersBytesStore);
         assertFalse(s instanceof org.apache.kafka.streams.state.HeadersBytesStoreSupplier);
         assertFalse(s.get() instanceof org.apache.kafka.streams.state.HeadersBytesStore);
-        // delegated to Kafka: the time-ordered stores of emit-on-window-close, each named once in a WARN
-        assertFalse(suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1), Duration.ofMinutes(1),
-            false, EmitStrategy.onWindowClose(), false, DslStoreFormat.TIMESTAMPED)) instanceof KstateWindowBytesStoreSupplier);
-        assertFalse(suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
-            EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED)) instanceof KstateSessionBytesStoreSupplier);
-        suppliers.sessionStore(new DslSessionParams("s", Duration.ofHours(1),
-            EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED));
+        // the time-ordered stores of emit-on-window-close are kstate's
+        WindowBytesStoreSupplier timeOrdered = suppliers.windowStore(new DslWindowParams("w", Duration.ofHours(1),
+            Duration.ofMinutes(1), false, EmitStrategy.onWindowClose(), false, DslStoreFormat.TIMESTAMPED));
+        assertTrue(timeOrdered instanceof KstateWindowBytesStoreSupplier);
+        assertTrue(timeOrdered.get() instanceof KstateTimeOrderedWindowStore);
+        SessionBytesStoreSupplier timeOrderedSessions = suppliers.sessionStore(new DslSessionParams("s",
+            Duration.ofHours(1), EmitStrategy.onWindowClose(), DslStoreFormat.TIMESTAMPED));
+        assertTrue(timeOrderedSessions instanceof KstateSessionBytesStoreSupplier);
+        assertTrue(((KstateSessionStore) timeOrderedSessions.get()).timeOrdered());
+        // delegated to Kafka: emit-on-window-close in the headers format, each named once in a WARN
+        assertFalse(suppliers.windowStore(new DslWindowParams("hw2", Duration.ofHours(1), Duration.ofMinutes(1),
+            false, EmitStrategy.onWindowClose(), false, DslStoreFormat.HEADERS)) instanceof KstateWindowBytesStoreSupplier);
+        assertFalse(suppliers.sessionStore(new DslSessionParams("hs2", Duration.ofHours(1),
+            EmitStrategy.onWindowClose(), DslStoreFormat.HEADERS)) instanceof KstateSessionBytesStoreSupplier);
+        suppliers.sessionStore(new DslSessionParams("hs2", Duration.ofHours(1),
+            EmitStrategy.onWindowClose(), DslStoreFormat.HEADERS));
         List<String> warns = CapturedLogs.messages(org.slf4j.event.Level.WARN);
         assertEquals(warns.toString(), 2, CapturedLogs.count(org.slf4j.event.Level.WARN, "which kstate does not serve yet"));
-        assertEquals(warns.toString(), 0, CapturedLogs.count(org.slf4j.event.Level.WARN, "HEADERS"));
         assertEquals(warns.toString(), 1, CapturedLogs.count(org.slf4j.event.Level.WARN,
-            "The session store s uses EmitStrategy.onWindowClose()"));
+            "The session store hs2 uses EmitStrategy.onWindowClose()"));
         assertEquals("no WARN for the stores kstate serves", 0,
             CapturedLogs.count(org.slf4j.event.Level.WARN, "The window store j "));
     }

@@ -1,0 +1,542 @@
+package dev.kstate.streams;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import java.io.File;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.Random;
+import java.util.function.Consumer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.TimestampedWindowStore;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.internals.RocksDbIndexedTimeOrderedWindowBytesStoreSupplier;
+import org.apache.kafka.streams.state.internals.RocksDbTimeOrderedSessionBytesStoreSupplier;
+import org.apache.kafka.streams.state.internals.WrappedStateStore;
+import org.apache.kafka.streams.test.TestRecord;
+import org.junit.After;
+import org.junit.Before;
+import org.junit.Test;
+
+/**
+ * The time-ordered window and session stores of {@code EmitStrategy.onWindowClose()}: kstate's
+ * against Kafka's own ({@code RocksDbIndexedTimeOrderedWindowBytesStoreSupplier},
+ * {@code RocksDbTimeOrderedSessionBytesStoreSupplier}).
+ *
+ * <ul>
+ *   <li>The same emit-on-window-close DSL topologies (tumbling count with the DSL's default
+ *   caching, hopping aggregate without caching, sliding aggregate, session count) over random
+ *   records with late ones beyond the grace period, run through TopologyTestDriver on Kafka's
+ *   stores and on kstate's (RocksDB and memory engines): output records (key, value, timestamp,
+ *   order), changelog records and final store contents identical.</li>
+ *   <li>The same after a restart mid-stream (the driver closed, a new one on the same state
+ *   directory).</li>
+ *   <li>Store level: random puts and deletes (late ones and expired segments included), and
+ *   interleaved {@code fetchAll}, {@code all}, key and key-range fetches and
+ *   {@code findSessions(earliestEnd, latestEnd)}, through the wrapping Kafka builds (metered,
+ *   change-logging, caching on and off): identical answers, order included.</li>
+ * </ul>
+ */
+public class TimeOrderedStoresTest {
+    private static final int RECORDS = 4_000;
+    private final List<File> dirs = new ArrayList<>();
+
+    @Before
+    public void setUp() {
+        dirs.clear();
+    }
+
+    @After
+    public void tearDown() {
+        for (File d : dirs) {
+            TestSupport.deleteTree(d);
+        }
+    }
+
+    private File tempDir(String prefix) throws Exception {
+        File d = TestSupport.tempDir(prefix);
+        dirs.add(d);
+        return d;
+    }
+
+    private enum Stores3 { KAFKA, KSTATE_ROCKSDB, KSTATE_MEMORY }
+
+    private static Properties props(Stores3 stores, File stateDir) {
+        Properties props = TestSupport.props("to", stateDir);
+        // emit on every record (the default throttles emits to one a second of wall-clock time)
+        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
+        if (stores != Stores3.KAFKA) {
+            props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class.getName());
+            props.put(KstateStoreOptions.ENGINE_CONFIG, stores == Stores3.KSTATE_MEMORY ? "memory" : "rocksdb");
+        }
+        return props;
+    }
+
+    /** Random records: stream time moves on, one in six late by up to 100 s (beyond every grace). */
+    private static List<KeyValue<String, KeyValue<String, Long>>> records(long seed) {
+        Random rnd = new Random(seed);
+        List<KeyValue<String, KeyValue<String, Long>>> out = new ArrayList<>();
+        long base = 1_000_000;
+        for (int i = 0; i < RECORDS; i++) {
+            base += rnd.nextInt(2_000);
+            long ts = rnd.nextInt(6) == 0 ? Math.max(0, base - rnd.nextInt(100_000)) : base;
+            out.add(KeyValue.pair("k" + rnd.nextInt(30), KeyValue.pair("v" + rnd.nextInt(1000), ts)));
+        }
+        return out;
+    }
+
+    /** What one run produced. */
+    private static final class Run {
+        final List<String> output = new ArrayList<>();
+        final List<String> changelog = new ArrayList<>();
+        final List<String> contents = new ArrayList<>();
+        String store;
+        /** The classes of Kafka's layers above the store. */
+        String layers;
+    }
+
+    /**
+     * Runs {@code topology} on {@code stores} over the records; with {@code restartAt} >= 0, closes the
+     * driver after that many records and goes on with a new one on the same state directory. (The
+     * driver deletes its state directory when it closes, so the directory is copied aside before and
+     * put back after: the driver commits after every record, and the copy is taken while it is idle.)
+     */
+    private Run run(Stores3 stores, Consumer<StreamsBuilder> topology, List<KeyValue<String, KeyValue<String, Long>>> input,
+                    String storeName, boolean session, int restartAt) throws Exception {
+        File stateDir = tempDir("to-" + stores);
+        File saved = tempDir("to-saved-" + stores);
+        Run run = new Run();
+        int from = 0;
+        for (int part = 0; part < (restartAt >= 0 ? 2 : 1); part++) {
+            int to = restartAt >= 0 && part == 0 ? restartAt : input.size();
+            StreamsBuilder builder = new StreamsBuilder();
+            topology.accept(builder);
+            try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(stores, stateDir))) {
+                TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+                for (KeyValue<String, KeyValue<String, Long>> r : input.subList(from, to)) {
+                    in.pipeInput(r.key, r.value.key, r.value.value);
+                }
+                TestOutputTopic<String, String> out = driver.createOutputTopic("out", new StringDeserializer(),
+                    new StringDeserializer());
+                for (TestRecord<String, String> r : out.readRecordsToList()) {
+                    run.output.add(r.key() + "=" + r.value() + "@" + r.timestamp());
+                }
+                TestOutputTopic<byte[], byte[]> c = driver.createOutputTopic("to-" + storeName + "-changelog",
+                    Serdes.ByteArray().deserializer(), Serdes.ByteArray().deserializer());
+                for (TestRecord<byte[], byte[]> r : c.readRecordsToList()) {
+                    run.changelog.add(Bytes.wrap(r.key()) + "=" + (r.value() == null ? "null" : Bytes.wrap(r.value()))
+                        + "@" + r.timestamp());
+                }
+                run.contents.add("--- part " + part);
+                StateStore outer;
+                if (session) {
+                    SessionStore<String, Object> s = driver.getSessionStore(storeName);
+                    try (KeyValueIterator<Windowed<String>, Object> it = s.findSessions(null, null, 0, Long.MAX_VALUE)) {
+                        it.forEachRemaining(kv -> run.contents.add(kv.key + "=" + kv.value));
+                    }
+                    outer = (StateStore) s;
+                } else {
+                    WindowStore<String, ValueAndTimestamp<Object>> w = driver.getTimestampedWindowStore(storeName);
+                    try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<Object>> it = w.all()) {
+                        it.forEachRemaining(kv -> run.contents.add(kv.key + "=" + kv.value));
+                    }
+                    outer = (StateStore) w;
+                }
+                run.store = innermost(outer);
+                run.layers = layers(outer);
+                if (stores == Stores3.KSTATE_ROCKSDB) {
+                    // a kstate RocksDB store (CURRENT at <taskDir>/<name>/), not Kafka's segment directories
+                    File[] found = new File(stateDir, "to").listFiles((d, n) ->
+                        new File(new File(d, n), storeName + "/CURRENT").exists());
+                    assertTrue(storeName + " is a kstate RocksDB store", found != null && found.length == 1);
+                }
+                if (part == 0 && restartAt >= 0) {
+                    if (stores == Stores3.KAFKA) {
+                        flushKafkaSegments(outer);
+                    }
+                    copyTree(stateDir.toPath(), saved.toPath());
+                }
+            }
+            if (part == 0 && restartAt >= 0) {
+                TestSupport.deleteTree(stateDir);
+                copyTree(saved.toPath(), stateDir.toPath());
+            }
+            from = to;
+        }
+        return run;
+    }
+
+    /**
+     * Kafka's segment databases write without a WAL and keep the last writes in memtables until
+     * they close (a restart then restores them from the changelog, which the driver cannot do):
+     * they are flushed to their table files before the copy, through the fields Kafka keeps them in.
+     */
+    private static void flushKafkaSegments(StateStore outer) throws Exception {
+        StateStore s = outer;
+        while (s instanceof WrappedStateStore) {
+            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+        java.lang.reflect.Field segmentsField = field(s.getClass(), "segments");
+        Object segments = segmentsField.get(s);
+        List<?> all = (List<?>) segments.getClass().getMethod("allSegments", boolean.class).invoke(segments, true);
+        assertTrue("Kafka's store has segments", !all.isEmpty());
+        for (Object segment : all) {
+            org.rocksdb.RocksDB db = (org.rocksdb.RocksDB) field(segment.getClass(), "db").get(segment);
+            try (org.rocksdb.FlushOptions options = new org.rocksdb.FlushOptions().setWaitForFlush(true)) {
+                db.flush(options);
+            }
+        }
+    }
+
+    private static java.lang.reflect.Field field(Class<?> type, String name) throws NoSuchFieldException {
+        for (Class<?> c = type; c != null; c = c.getSuperclass()) {
+            try {
+                java.lang.reflect.Field f = c.getDeclaredField(name);
+                f.setAccessible(true);
+                return f;
+            } catch (NoSuchFieldException next) {
+                // a superclass declares it
+            }
+        }
+        throw new NoSuchFieldException(type + "." + name);
+    }
+
+    private static void copyTree(java.nio.file.Path from, java.nio.file.Path to) throws java.io.IOException {
+        try (java.util.stream.Stream<java.nio.file.Path> paths = java.nio.file.Files.walk(from)) {
+            for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) paths::iterator) {
+                java.nio.file.Path target = to.resolve(from.relativize(p).toString());
+                if (java.nio.file.Files.isDirectory(p)) {
+                    java.nio.file.Files.createDirectories(target);
+                } else if (!p.getFileName().toString().endsWith(".lock") && !p.getFileName().toString().equals("LOCK")) {
+                    java.nio.file.Files.copy(p, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                }
+            }
+        }
+    }
+
+    private static String layers(StateStore store) {
+        StringBuilder sb = new StringBuilder();
+        StateStore s = store;
+        // Kafka's metered, caching and change-logging layers (its RocksDB stores are wrappers too)
+        while (s instanceof WrappedStateStore && !(s instanceof KstateTimeOrderedWindowStore)
+            && !s.getClass().getSimpleName().startsWith("RocksDB")) {
+            sb.append(s.getClass().getSimpleName()).append(' ');
+            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+        return sb.toString();
+    }
+
+    /** The class of the store doing the work, under Kafka's wrappers. */
+    private static String innermost(StateStore store) {
+        StateStore s = store;
+        while (s instanceof WrappedStateStore && !(s instanceof KstateTimeOrderedWindowStore)) {
+            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+        return s.getClass().getSimpleName();
+    }
+
+    /** @return the last kstate run */
+    private Run assertSame(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
+                           String kstateClass, long seed, int restartAt) throws Exception {
+        // a restart keeps the stores on disk: the memory engine's are gone, Kafka's are not
+        Stores3[] kstateRuns = restartAt >= 0 ? new Stores3[] {Stores3.KSTATE_ROCKSDB}
+            : new Stores3[] {Stores3.KSTATE_ROCKSDB, Stores3.KSTATE_MEMORY};
+        List<KeyValue<String, KeyValue<String, Long>>> input = records(seed);
+        if (restartAt >= 0) {
+            // Kafka's segmented stores reopen with no observed stream time (until a write, or a
+            // restore from the changelog, moves it), kstate's with the committed one: the first
+            // record after the restart is at the stream time, so that both stores have the same one
+            // when the first windows are emitted.
+            long streamTime = input.subList(0, restartAt).stream().mapToLong(r -> r.value.value).max().orElse(0);
+            input.add(restartAt, KeyValue.pair("k0", KeyValue.pair("restart", streamTime)));
+        }
+        Run kafka = run(Stores3.KAFKA, topology, input, storeName, session, restartAt);
+        assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
+        assertTrue(what + ": on Kafka's time-ordered store (" + kafka.store + ")", kafka.store.contains("TimeOrdered"));
+        Run last = null;
+        for (Stores3 s : kstateRuns) {
+            Run kstate = run(s, topology, input, storeName, session, restartAt);
+            last = kstate;
+            assertEquals(what + " on " + s + ": a kstate store", kstateClass, kstate.store);
+            assertEquals(what + " on " + s + ": Kafka's layers above the store", kafka.layers, kstate.layers);
+            assertSameList(what + " on " + s + ": output", kafka.output, kstate.output);
+            assertSameList(what + " on " + s + ": changelog", kafka.changelog, kstate.changelog);
+            assertSameList(what + " on " + s + ": final store contents", kafka.contents, kstate.contents);
+        }
+        return last;
+    }
+
+    /** Equal lists, or a message naming the first difference. */
+    private static void assertSameList(String what, List<String> expected, List<String> actual) {
+        for (int i = 0; i < Math.min(expected.size(), actual.size()); i++) {
+            assertEquals(what + ": record " + i + " of " + expected.size(), expected.get(i), actual.get(i));
+        }
+        assertEquals(what + ": records", expected.size(), actual.size());
+    }
+
+    private static String window(Windowed<String> w) {
+        return w.key() + "@" + w.window().start() + "/" + w.window().end();
+    }
+
+    private static Consumer<StreamsBuilder> tumblingCount(boolean caching) {
+        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(60), Duration.ofSeconds(30)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count(caching ? Materialized.as("counts")
+                : Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("counts").withCachingDisabled())
+            .toStream((w, v) -> window(w)).mapValues(String::valueOf)
+            .to("out", Produced.with(Serdes.String(), Serdes.String()));
+    }
+
+    private static Consumer<StreamsBuilder> sessionCount() {
+        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(15)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count(Materialized.as("sessions"))
+            .toStream((w, v) -> window(w)).mapValues(v -> v == null ? "<removed>" : String.valueOf(v))
+            .to("out", Produced.with(Serdes.String(), Serdes.String()));
+    }
+
+    /** Kafka's time-ordered cache over the kstate store, as over its own. */
+    @Test
+    public void tumblingCountWithCaching() throws Exception {
+        Run kstate = assertSame("tumbling count", tumblingCount(true), "counts", false, "KstateTimeOrderedWindowStore",
+            11, -1);
+        assertTrue(kstate.layers, kstate.layers.contains("TimeOrderedCachingWindowStore"));
+    }
+
+    @Test
+    public void hoppingAggregateWithoutCachingAndLongerRetention() throws Exception {
+        assertSame("hopping aggregate", b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(60), Duration.ofSeconds(20))
+                    .advanceBy(Duration.ofSeconds(15)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .aggregate(() -> "", (k, v, agg) -> agg.length() > 40 ? v : agg + "," + v,
+                    Materialized.<String, String, WindowStore<Bytes, byte[]>>as("hops")
+                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
+                        .withCachingDisabled().withRetention(Duration.ofMinutes(5)))
+                .toStream((w, v) -> window(w))
+                .to("out", Produced.with(Serdes.String(), Serdes.String())),
+            "hops", false, "KstateTimeOrderedWindowStore", 12, -1);
+    }
+
+    @Test
+    public void slidingAggregate() throws Exception {
+        assertSame("sliding aggregate", b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(30)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
+                    Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slides")
+                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                .toStream((w, v) -> window(w)).mapValues(String::valueOf)
+                .to("out", Produced.with(Serdes.String(), Serdes.String())),
+            "slides", false, "KstateTimeOrderedWindowStore", 13, -1);
+    }
+
+    @Test
+    public void sessionCountByEnd() throws Exception {
+        assertSame("session count", sessionCount(), "sessions", true, "KstateSessionStore", 14, -1);
+    }
+
+    /**
+     * Without caching: with it, the first emit after a restart reads the store before the cache
+     * has written the record's window to it, while Kafka's reopened segments have no stream time
+     * yet (they then also return windows older than the retention still on disk), kstate's its
+     * committed one.
+     */
+    @Test
+    public void restartMidStream() throws Exception {
+        assertSame("tumbling count, restarted", tumblingCount(false), "counts", false, "KstateTimeOrderedWindowStore", 15,
+            RECORDS / 2);
+        assertSame("session count, restarted", sessionCount(), "sessions", true, "KstateSessionStore", 16, RECORDS / 2);
+    }
+
+    // ----- store level ------------------------------------------------------------------------------
+
+    /** Applies op records ({@code kind|a|b|value}) to "w" and "s" and runs the queries of "q" records. */
+    private static final class Applier implements Processor<String, String, Void, Void> {
+        private final List<String> answers;
+        private TimestampedWindowStore<String, String> w;
+        private SessionStore<String, String> s;
+
+        Applier(List<String> answers) {
+            this.answers = answers;
+        }
+
+        @Override
+        public void init(ProcessorContext<Void, Void> context) {
+            w = context.getStateStore("w");
+            s = context.getStateStore("s");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            String[] f = record.value().split("\\|", -1);
+            long a = Long.parseLong(f[1]);
+            long b = Long.parseLong(f[2]);
+            switch (f[0]) {
+                case "w":
+                    w.put(record.key(), ValueAndTimestamp.make(f[3], record.timestamp()), a);
+                    break;
+                case "wd":
+                    w.put(record.key(), null, a);
+                    break;
+                case "s":
+                    s.put(new Windowed<>(record.key(), new SessionWindow(a, b)), f[3]);
+                    break;
+                case "sr":
+                    s.remove(new Windowed<>(record.key(), new SessionWindow(a, b)));
+                    break;
+                case "q":
+                    query(record.key(), a, b);
+                    break;
+                default:
+                    throw new IllegalArgumentException(record.value());
+            }
+        }
+
+        private void query(String key, long a, long b) {
+            String q = key + "|" + a + "|" + b + " ";
+            answers.add(q + "fetchAll " + windows(w.fetchAll(a, b)));
+            answers.add(q + "backwardFetchAll " + windows(w.backwardFetchAll(a, b)));
+            answers.add(q + "fetch key " + times(w.fetch(key, a, b)));
+            answers.add(q + "fetch range " + windows(w.fetch("k1", "k6", a, b)));
+            answers.add(q + "fetch point " + w.fetch(key, a / 60_000 * 60_000));
+            answers.add(q + "findSessions by end " + windows(s.findSessions(a, b)));
+            answers.add(q + "findSessions key " + windows(s.findSessions(key, a, b)));
+            answers.add(q + "all " + windows(w.all()));
+        }
+
+        private static <V> String windows(KeyValueIterator<Windowed<String>, V> it) {
+            StringBuilder sb = new StringBuilder();
+            try (KeyValueIterator<Windowed<String>, V> i = it) {
+                i.forEachRemaining(kv -> sb.append(window(kv.key)).append('=').append(kv.value).append(' '));
+            }
+            return sb.toString();
+        }
+
+        private static <V> String times(KeyValueIterator<Long, V> it) {
+            StringBuilder sb = new StringBuilder();
+            try (KeyValueIterator<Long, V> i = it) {
+                i.forEachRemaining(kv -> sb.append(kv.key).append('=').append(kv.value).append(' '));
+            }
+            return sb.toString();
+        }
+    }
+
+    /** Ops over an hour of stream time (many segments expire), one in six late, one in ten a query. */
+    private static List<KeyValue<String, KeyValue<String, Long>>> ops(long seed) {
+        Random rnd = new Random(seed);
+        List<KeyValue<String, KeyValue<String, Long>>> out = new ArrayList<>();
+        long base = 600_000;
+        for (int i = 0; i < 2_000; i++) {
+            base += rnd.nextInt(1_800);
+            long t = rnd.nextInt(6) == 0 ? Math.max(0, base - rnd.nextInt(400_000)) : base;
+            String key = "k" + rnd.nextInt(10);
+            long start = t / 60_000 * 60_000;
+            String op;
+            int kind = rnd.nextInt(10);
+            if (kind < 4) {
+                op = "w|" + start + "|0|v" + i;
+            } else if (kind == 4) {
+                op = "wd|" + start + "|0|";
+            } else if (kind < 7) {
+                op = "s|" + t + "|" + (t + rnd.nextInt(90_000)) + "|a" + i;
+            } else if (kind == 7) {
+                long st = t / 10_000 * 10_000;
+                op = "sr|" + st + "|" + (st + 10_000) + "|";
+            } else {
+                long from = Math.max(0, base - rnd.nextInt(500_000));
+                op = "q|" + from + "|" + (from + rnd.nextInt(300_000)) + "|";
+            }
+            out.add(KeyValue.pair(key, KeyValue.pair(op, t)));
+        }
+        return out;
+    }
+
+    private List<String> storeLevel(WindowBytesStoreSupplier w, SessionBytesStoreSupplier s, boolean caching)
+        throws Exception {
+        List<String> answers = new ArrayList<>();
+        Topology t = new Topology();
+        t.addSource("src", Serdes.String().deserializer(), Serdes.String().deserializer(), "ops");
+        t.addProcessor("apply", () -> new Applier(answers), "src");
+        org.apache.kafka.streams.state.StoreBuilder<TimestampedWindowStore<String, String>> wb =
+            Stores.timestampedWindowStoreBuilder(w, Serdes.String(), Serdes.String());
+        t.addStateStore(caching ? wb.withCachingEnabled() : wb.withCachingDisabled(), "apply");
+        t.addStateStore(Stores.sessionStoreBuilder(s, Serdes.String(), Serdes.String()), "apply");
+        File stateDir = tempDir("to-store");
+        try (TopologyTestDriver driver = new TopologyTestDriver(t, props(Stores3.KAFKA, stateDir))) {
+            TestInputTopic<String, String> in = driver.createInputTopic("ops", new StringSerializer(), new StringSerializer());
+            for (KeyValue<String, KeyValue<String, Long>> op : ops(21)) {
+                in.pipeInput(op.key, op.value.key, op.value.value);
+            }
+        }
+        return answers;
+    }
+
+    @Test
+    public void storeLevelAnswersEqualKafkasTimeOrderedStores() throws Exception {
+        Duration retention = Duration.ofMinutes(5);
+        Duration size = Duration.ofMinutes(1);
+        for (boolean keyIndex : new boolean[] {false, true}) {
+            for (boolean caching : new boolean[] {false, true}) {
+                List<String> kafka = storeLevel(
+                    RocksDbIndexedTimeOrderedWindowBytesStoreSupplier.create("w", retention, size, false, keyIndex),
+                    new RocksDbTimeOrderedSessionBytesStoreSupplier("s", retention.toMillis(), true), caching);
+                assertTrue("queries answered", kafka.size() > 800);
+                assertTrue("fetchAll finds windows", kafka.stream().anyMatch(a -> a.contains("fetchAll k")));
+                assertTrue("findSessions finds sessions", kafka.stream().anyMatch(a -> a.contains("findSessions by end k")));
+                for (KstateStoreOptions.Engine engine : KstateStoreOptions.Engine.values()) {
+                    KstateStoreOptions options = KstateStores.builder("w").engine(engine).timestamped(true).options();
+                    List<String> kstate = storeLevel(
+                        new KstateWindowBytesStoreSupplier(options, retention.toMillis(), size.toMillis(), false, true,
+                            keyIndex),
+                        new KstateSessionBytesStoreSupplier(KstateStores.builder("s").engine(engine).options(),
+                            retention.toMillis(), true), caching);
+                    String what = "keyIndex=" + keyIndex + " caching=" + caching + " " + engine;
+                    assertEquals(what + ": as many answers", kafka.size(), kstate.size());
+                    for (int i = 0; i < kafka.size(); i++) {
+                        assertEquals(what + ": answer " + i, kafka.get(i), kstate.get(i));
+                    }
+                }
+            }
+        }
+    }
+}
