@@ -320,7 +320,7 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
         )));
     }
     let imported = {
-        let ro = RocksEngine::open_read_only(path, &options.rocksdb)?;
+        let ro = RocksEngine::open_read_only_foreign(path, &options.rocksdb)?;
         let registry = ro.registry();
         // Values of an older format are upgraded lazily (as Kafka's RocksDBTimestampedStore
         // and RocksDBTimestampedStoreWithHeaders do); values of a later format cannot be
@@ -357,7 +357,7 @@ fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()>
         )));
     }
     refuse_if_in_use(path)?;
-    let engine = RocksEngine::open(
+    let engine = RocksEngine::open_foreign(
         path,
         &[names::META, names::SPILL, data_family_name(format)],
         &options.rocksdb,
