@@ -625,6 +625,40 @@ fn a_session_store_is_adopted_with_its_offsets_and_position() {
     assert_replaced(&path);
 }
 
+/// Kafka's newest segment was being created by RocksDB when Kafka Streams was SIGKILLed: it
+/// holds `CURRENT` and a manifest but no WAL file (Kafka writes without the WAL, so nothing
+/// is lost). Kafka's RocksDB opens such a segment; kstate adopts the store with it (found by
+/// `RealBrokerRoundTripTest`, where the open failed with "Opening an existing DB with no WAL
+/// files" and Kafka Streams could not start).
+#[test]
+fn a_segment_without_a_wal_file_is_adopted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let f = Fixture::new(Kind::Session, 400, 5);
+    f.write(&path, Some(0), '.');
+    let newest = path.join(segment_dir_name(
+        "s",
+        '.',
+        (BASE / INTERVAL + SEGMENTS) * INTERVAL,
+    ));
+    {
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        drop(rocksdb::DB::open(&opts, &newest).unwrap());
+    }
+    let mut wals = 0;
+    for e in std::fs::read_dir(&newest).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "log") {
+            std::fs::remove_file(p).unwrap();
+            wals += 1;
+        }
+    }
+    assert!(wals > 0, "RocksDB left a WAL file to remove");
+    check_session(&path, &f, true, true);
+    assert_replaced(&path);
+}
+
 #[test]
 fn the_older_runtimes_layout_is_adopted_without_offsets() {
     for (kind, sep) in [

@@ -155,6 +155,62 @@ fn kafka_streams_plain_store_is_adopted_in_upgrade_mode_with_its_offsets() {
     assert_eq!(got[&b"b".to_vec()], value::encode(b"22", 5));
 }
 
+/// Deletes the WAL files of the RocksDB database at `path`, as a SIGKILL leaves a database
+/// that RocksDB was still creating (`CURRENT` and a manifest, no WAL yet); a store that
+/// Kafka Streams writes without the WAL loses nothing by it.
+fn drop_wal_files(path: &std::path::Path) {
+    let mut dropped = 0;
+    for e in std::fs::read_dir(path).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "log") {
+            std::fs::remove_file(p).unwrap();
+            dropped += 1;
+        }
+    }
+    assert!(
+        dropped > 0,
+        "RocksDB leaves a WAL file in {}",
+        path.display()
+    );
+}
+
+/// A Kafka Streams 4.4 store without a WAL file (Kafka writes without the WAL, and a kill
+/// while RocksDB creates a store leaves none): Kafka's RocksDB opens it, and kstate adopts
+/// it with its data and offsets instead of refusing it as `CORRUPTION` (found by
+/// `RealBrokerRoundTripTest`, on a window segment).
+#[test]
+fn kafka_streams_store_without_a_wal_file_is_adopted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kafka");
+    {
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        o.create_missing_column_families(true);
+        let db = rocksdb::DB::open_cf(&o, &path, ["default", "keyValueWithTimestamp", "offsets"])
+            .unwrap();
+        let ts = db.cf_handle("keyValueWithTimestamp").unwrap();
+        db.put_cf(ts, b"a", value::encode(b"1", 3)).unwrap();
+        let off = db.cf_handle("offsets").unwrap();
+        db.put_cf(off, b"upgrade-changelog-0", 12i64.to_be_bytes())
+            .unwrap();
+        db.put_cf(off, b"status", 0i64.to_be_bytes()).unwrap();
+        db.flush_cfs_opt(&[ts, off], &rocksdb::FlushOptions::default())
+            .unwrap();
+    }
+    drop_wal_files(&path);
+    let s = KvStore::open(&path, &StoreOptions::default()).unwrap();
+    assert_eq!(s.committed_offset(&tp()).unwrap(), Some(12));
+    assert_eq!(s.get(b"a").unwrap().unwrap().value, b"1");
+    s.put(b"b", b"2", 5).unwrap();
+    s.commit(&[(tp(), Some(13))], None).unwrap();
+    s.close().unwrap();
+    // kstate's own store again: it has its WAL, and reopens with its commit
+    let s = KvStore::open(&path, &StoreOptions::default()).unwrap();
+    assert_eq!(s.committed_offset(&tp()).unwrap(), Some(13));
+    assert_eq!(s.get(b"b").unwrap().unwrap().value, b"2");
+    s.close().unwrap();
+}
+
 /// Random puts, deletes, put_if_absent, put_all, commits, rollbacks, spills and reopens in
 /// upgrade mode, against a model.
 #[test]

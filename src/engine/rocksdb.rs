@@ -345,7 +345,28 @@ impl RocksEngine {
         memtables: &[(&str, usize)],
     ) -> Result<RocksEngine> {
         std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
-        Self::open_with(path, wanted, opts, memtables, false)
+        Self::open_with(
+            path,
+            wanted,
+            opts,
+            memtables,
+            Access::ReadWrite(Wals::Verify),
+        )
+    }
+
+    /// [`RocksEngine::open`] of an existing Kafka Streams store that kstate adopts in place:
+    /// without RocksDB's `track_and_verify_wals`, which refuses an existing database without
+    /// a WAL file. Kafka's stores write without the WAL, so a missing WAL file loses nothing
+    /// of theirs, and Kafka's RocksDB (which does not set the option) opens such a store: a
+    /// store SIGKILLed while RocksDB was creating it has `CURRENT` and a manifest but no
+    /// WAL yet (`RealBrokerRoundTripTest` met a segment in that state). The store is kstate's
+    /// once adopted, and every later open verifies its WALs again.
+    pub(crate) fn open_foreign(
+        path: &Path,
+        wanted: &[&str],
+        opts: &RocksOptions,
+    ) -> Result<RocksEngine> {
+        Self::open_with(path, wanted, opts, &[], Access::ReadWrite(Wals::Foreign))
     }
 
     /// Opens an existing database read-only, with all its column families. Takes no lock,
@@ -354,6 +375,16 @@ impl RocksEngine {
     /// (a read-only RocksDB creates no info log of its own; `tests/cli_foreign.rs` checks
     /// every byte of Kafka's stores). The one open to use on a directory kstate does not own.
     pub(crate) fn open_read_only(path: &Path, opts: &RocksOptions) -> Result<RocksEngine> {
+        Self::open_read_only_with(path, opts, Wals::Verify)
+    }
+
+    /// [`RocksEngine::open_read_only`] of a Kafka Streams store or segment, which may have no
+    /// WAL file (see [`RocksEngine::open_foreign`]).
+    pub(crate) fn open_read_only_foreign(path: &Path, opts: &RocksOptions) -> Result<RocksEngine> {
+        Self::open_read_only_with(path, opts, Wals::Foreign)
+    }
+
+    fn open_read_only_with(path: &Path, opts: &RocksOptions, wals: Wals) -> Result<RocksEngine> {
         if probe(path)? == Probe::Vacant {
             return Err(Error::NotAStore {
                 path: path.to_path_buf(),
@@ -365,7 +396,7 @@ impl RocksEngine {
         // it apart from a store that is really damaged (which fails every time).
         let mut attempt = 0;
         loop {
-            match Self::open_with(path, &[], opts, &[], true) {
+            match Self::open_with(path, &[], opts, &[], Access::ReadOnly(wals)) {
                 Err(Error::Storage(_) | Error::Corruption(_) | Error::Io { .. }) if attempt < 4 => {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(25 * attempt));
@@ -380,8 +411,12 @@ impl RocksEngine {
         wanted: &[&str],
         opts: &RocksOptions,
         memtables: &[(&str, usize)],
-        read_only: bool,
+        access: Access,
     ) -> Result<RocksEngine> {
+        let (read_only, wals) = match access {
+            Access::ReadOnly(w) => (true, w),
+            Access::ReadWrite(w) => (false, w),
+        };
         let existing = match probe(path)? {
             Probe::Vacant => Vec::new(),
             Probe::Database(f) => f,
@@ -433,7 +468,8 @@ impl RocksEngine {
         if opts.statistics {
             db_opts.enable_statistics();
         }
-        let open_opts = recovery_keeps_memtables(&mut db_opts).map_err(|e| map_err(path, e))?;
+        let open_opts =
+            recovery_keeps_memtables(&mut db_opts, wals).map_err(|e| map_err(path, e))?;
         let db = if read_only {
             DB::open_cf_descriptors_read_only(&open_opts, path, descriptors, false)
         } else {
@@ -565,8 +601,33 @@ fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> O
 /// them to a copy of `opts`. The copy shares what `opts` holds by reference (block cache, table
 /// factory, write buffer manager, statistics); kstate sets no callback (comparator, merge
 /// operator, filter) whose Rust side the copy could outlive, and the engine keeps `opts`.
-fn recovery_keeps_memtables(opts: &mut Options) -> std::result::Result<Options, rocksdb::Error> {
-    opts.get_options_from_string("avoid_flush_during_recovery=true;track_and_verify_wals=true")
+///
+/// A Kafka Streams store being adopted ([`Wals::Foreign`]) gets `avoid_flush_during_recovery`
+/// only: see [`RocksEngine::open_foreign`].
+fn recovery_keeps_memtables(
+    opts: &mut Options,
+    wals: Wals,
+) -> std::result::Result<Options, rocksdb::Error> {
+    opts.get_options_from_string(match wals {
+        Wals::Verify => "avoid_flush_during_recovery=true;track_and_verify_wals=true",
+        Wals::Foreign => "avoid_flush_during_recovery=true",
+    })
+}
+
+/// Whether an open verifies the database's WALs (kstate's stores) or not (Kafka's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wals {
+    /// `track_and_verify_wals`: an existing database without a WAL file is `CORRUPTION`.
+    Verify,
+    /// A Kafka Streams database, written without the WAL: no WAL file is no loss.
+    Foreign,
+}
+
+/// How [`RocksEngine::open_with`] opens a database.
+#[derive(Clone, Copy, Debug)]
+enum Access {
+    ReadOnly(Wals),
+    ReadWrite(Wals),
 }
 
 /// Bytes before the end of the data blocks that [`RocksEngine::stage_file`] reads ahead

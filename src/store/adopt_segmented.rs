@@ -256,7 +256,7 @@ fn visit(
     for segment in segments.iter().rev() {
         let id = segment_id(segment.start, interval);
         let live = stream_time.map_or(true, |t| id >= retention.min_live_segment(t));
-        let ro = RocksEngine::open_read_only(&segment.dir, &RocksOptions::default())?;
+        let ro = RocksEngine::open_read_only_foreign(&segment.dir, &RocksOptions::default())?;
         read_offsets(&ro, segment, &mut committed)?;
         let sources = data_sources(&ro, segment, format, target)?;
         if !live {

@@ -252,13 +252,12 @@ pub fn describe(dir: &KafkaSegmentedDir) -> SegmentedReport {
             }
             Ok(())
         };
-        let read = RocksEngine::open_read_only(&segment.path, &RocksOptions::default()).and_then(
-            |engine| {
+        let read = RocksEngine::open_read_only_foreign(&segment.path, &RocksOptions::default())
+            .and_then(|engine| {
                 let families = count_families(&engine)?;
                 scan(&engine)?;
                 Ok(families)
-            },
-        );
+            });
         segments.push(match read {
             Ok(families) => SegmentReport {
                 segment: segment.clone(),

@@ -372,7 +372,7 @@ pub(crate) fn check_kafka_store(
         )));
     }
     let imported = {
-        let ro = RocksEngine::open_read_only(path, &options.rocksdb)?;
+        let ro = RocksEngine::open_read_only_foreign(path, &options.rocksdb)?;
         let registry = ro.registry();
         // Values of an older format are upgraded lazily (as Kafka's RocksDBTimestampedStore
         // and RocksDBTimestampedStoreWithHeaders do); values of a later format cannot be
@@ -427,7 +427,7 @@ pub(crate) fn check_kafka_store(
 fn adopt(path: &Path, existing: &[String], options: &StoreOptions) -> Result<()> {
     let format = options.value_format;
     let imported = check_kafka_store(path, existing, options)?;
-    let engine = RocksEngine::open(
+    let engine = RocksEngine::open_foreign(
         path,
         &[names::META, names::SPILL, data_family_name(format)],
         &options.rocksdb,
