@@ -83,8 +83,9 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     /** @return what this store adopts a directory of Kafka's segments as */
     final TaskAdoption.Plan adoptionPlan() {
         boolean session = "session".equals(kind());
-        return new TaskAdoption.Plan(name(), session ? TaskAdoption.SESSION : TaskAdoption.WINDOW,
-            !session && options.timestamped ? KstateNative.FORMAT_TIMESTAMPED : KstateNative.FORMAT_PLAIN,
+        int format = options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS ? KstateNative.FORMAT_HEADERS
+            : !session && options.timestamped ? KstateNative.FORMAT_TIMESTAMPED : KstateNative.FORMAT_PLAIN;
+        return new TaskAdoption.Plan(name(), session ? TaskAdoption.SESSION : TaskAdoption.WINDOW, format,
             retentionPeriod, segmentInterval);
     }
 
