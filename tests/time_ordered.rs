@@ -362,6 +362,9 @@ fn time_order_is_fixed_when_a_store_is_created() {
     w.close().unwrap();
 }
 
+/// A key and value of a Kafka segment.
+type Record = (Vec<u8>, Vec<u8>);
+
 /// Writes Kafka's time-ordered store (`RocksDBTimeOrderedWindowSegmentedBytesStore` /
 /// `...SessionSegmentedBytesStore`) holding `m` at `path`: `<store>/<store>.<segment start>/`,
 /// one RocksDB per segment, records in `default` under prefix 0 (window `[0][start][key][seqnum]`
@@ -370,7 +373,7 @@ fn time_order_is_fixed_when_a_store_is_created() {
 /// offset (the newest segment's is 77) and status 0. Plus an expired segment, which Kafka has
 /// not deleted yet and the adoption leaves out.
 fn write_kafka_time_ordered(path: &Path, m: &Model, session: bool, index: bool) {
-    let mut by_segment: BTreeMap<i64, Vec<(Vec<u8>, Vec<u8>)>> = BTreeMap::new();
+    let mut by_segment: BTreeMap<i64, Vec<Record>> = BTreeMap::new();
     let mut put = |segment: i64, key: Vec<u8>, value: Vec<u8>| {
         by_segment.entry(segment).or_default().push((key, value));
     };
