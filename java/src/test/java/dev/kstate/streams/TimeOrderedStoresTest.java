@@ -1,6 +1,7 @@
 package dev.kstate.streams;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 
 import java.io.File;
@@ -151,6 +152,9 @@ public class TimeOrderedStoresTest {
         File saved = tempDir("to-saved-" + stores);
         Run run = new Run();
         int from = 0;
+        org.apache.kafka.common.TopicPartition changelog =
+            new org.apache.kafka.common.TopicPartition("to-" + storeName + "-changelog", 0);
+        Long closedAt = null;
         for (int part = 0; part < (restartAt >= 0 ? 2 : 1); part++) {
             int to = restartAt >= 0 && part == 0 ? restartAt : input.size();
             StreamsBuilder builder = new StreamsBuilder();
@@ -158,6 +162,16 @@ public class TimeOrderedStoresTest {
             Stores3 now = part == 0 ? stores : after;
             try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(now, stateDir))) {
                 TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+                if (closedAt != null) {
+                    // reopened after a task close: the store's committed offset is the one its task closed
+                    // with, and Kafka's state manager restores nothing before it
+                    StateStore reopened = session ? (StateStore) driver.getSessionStore(storeName)
+                        : (StateStore) driver.getTimestampedWindowStore(storeName);
+                    assertEquals(storeName + ": committed offset after the restart on " + now, closedAt,
+                        reopened.committedOffset(changelog));
+                    assertEquals(storeName + ": the changelog is read from right after it", Long.valueOf(closedAt + 1),
+                        SegmentAdoptionTest.changelogStarts(driver).get(changelog));
+                }
                 for (KeyValue<String, KeyValue<String, Long>> r : input.subList(from, to)) {
                     in.pipeInput(r.key, r.value.key, r.value.value);
                 }
@@ -197,6 +211,8 @@ public class TimeOrderedStoresTest {
                 }
                 if (part == 0 && restartAt >= 0) {
                     if (closeTask) {
+                        closedAt = outer.committedOffset(changelog);
+                        assertNotNull(storeName + ": the task committed an offset", closedAt);
                         MigrationTest.closeTaskKeepingState(driver);
                     } else if (stores == Stores3.KAFKA) {
                         flushKafkaSegments(outer);
