@@ -362,6 +362,32 @@ fn time_order_is_fixed_when_a_store_is_created() {
     w.close().unwrap();
 }
 
+/// Kafka's serialized `Position` of one topic partition (`PositionSerde`: version 0, topics,
+/// partitions, padded as Kafka's serde pads its buffer).
+fn kafka_position(topic: &str, partition: i32, offset: i64) -> Vec<u8> {
+    let mut raw = vec![0u8];
+    raw.extend_from_slice(&1i32.to_be_bytes());
+    raw.extend_from_slice(&(topic.len() as i32).to_be_bytes());
+    raw.extend_from_slice(topic.as_bytes());
+    raw.extend_from_slice(&1i32.to_be_bytes());
+    raw.extend_from_slice(&partition.to_be_bytes());
+    raw.extend_from_slice(&offset.to_be_bytes());
+    raw.extend_from_slice(&[0; 16]);
+    raw
+}
+
+/// The position kstate keeps for [`kafka_position`]`("in", p, o)` (the adapter layout).
+fn adapter_position(partition: i32, offset: i64) -> Vec<u8> {
+    let mut out = vec![1u8];
+    out.extend_from_slice(&1i32.to_be_bytes());
+    out.extend_from_slice(&2u16.to_be_bytes());
+    out.extend_from_slice(b"in");
+    out.extend_from_slice(&1i32.to_be_bytes());
+    out.extend_from_slice(&partition.to_be_bytes());
+    out.extend_from_slice(&offset.to_be_bytes());
+    out
+}
+
 /// A key and value of a Kafka segment.
 type Record = (Vec<u8>, Vec<u8>);
 
@@ -370,7 +396,8 @@ type Record = (Vec<u8>, Vec<u8>);
 /// one RocksDB per segment, records in `default` under prefix 0 (window `[0][start][key][seqnum]`
 /// with the timestamped value, session `[0][end][start][key]` with the aggregate) and, with
 /// `index`, key-first keys under prefix 1 with empty values; `offsets` with the changelog
-/// offset (the newest segment's is 77) and status 0. Plus an expired segment, which Kafka has
+/// offset (the newest segment's is 77), the position (input offset 999 in the newest) and
+/// status 0. Plus an expired segment, which Kafka has
 /// not deleted yet and the adoption leaves out.
 fn write_kafka_time_ordered(path: &Path, m: &Model, session: bool, index: bool) {
     let mut by_segment: BTreeMap<i64, Vec<Record>> = BTreeMap::new();
@@ -432,6 +459,8 @@ fn write_kafka_time_ordered(path: &Path, m: &Model, session: bool, index: bool) 
         db.put_cf(offsets, b"status", be(0)).unwrap();
         let offset: i64 = if segment == newest { 77 } else { 70 };
         db.put_cf(offsets, b"to-changelog-0", be(offset)).unwrap();
+        db.put_cf(offsets, b"position", kafka_position("in", 0, offset + 922))
+            .unwrap();
         db.flush().unwrap();
         db.flush_cf(offsets).unwrap();
     }
@@ -439,18 +468,18 @@ fn write_kafka_time_ordered(path: &Path, m: &Model, session: bool, index: bool) 
 
 /// Random writes to the model of a Kafka store: window (key, start, seqnum 0) with
 /// timestamped values, session (key, end, start) with aggregates.
-fn random_model(session: bool, seed: u64) -> Model {
+fn random_model(session: bool, seed: u64, records: usize) -> Model {
     let mut m = Model::default();
     let mut rng = Rng(seed);
     let mut base = 1_000i64;
-    for i in 0..600 {
+    for i in 0..records {
         base += rng.next(4) as i64;
         let t = if rng.next(6) == 0 {
             (base - rng.next(700) as i64).max(0)
         } else {
             base
         };
-        let key = format!("k{}", rng.next(8)).into_bytes();
+        let key = format!("k{}", rng.next(8 + records as u64 / 100)).into_bytes();
         let tombstone = rng.next(8) == 0;
         if session {
             let end = t + rng.next(60) as i64;
@@ -471,7 +500,7 @@ fn random_model(session: bool, seed: u64) -> Model {
 
 /// Kafka's time-ordered window and session stores (with and without Kafka's key index) are
 /// adopted in place by the time-ordered kstate stores: every query equal to the model's
-/// (which exercises the time family too), Kafka's offsets carried, the stream time carried
+/// (which exercises the time family too), Kafka's offsets and position carried, the stream time carried
 /// (a write expired at Kafka's stream time stays expired). A regular kstate store refuses
 /// them, and a time-ordered one refuses Kafka's regular layout: both untouched.
 #[test]
@@ -482,7 +511,7 @@ fn kafkas_time_ordered_segments_are_adopted_in_place() {
         let dir = tempfile::tempdir().unwrap();
         // window
         let path = dir.path().join("counts");
-        let mut m = random_model(false, 0x5EED_0001 + index as u64);
+        let mut m = random_model(false, 0x5EED_0001 + index as u64, 600);
         write_kafka_time_ordered(&path, &m, false, index);
         let before = snapshot(&path);
         let regular = WindowOptions::new(RETENTION, WINDOW, false).with_segment_interval(INTERVAL);
@@ -508,6 +537,10 @@ fn kafkas_time_ordered_segments_are_adopted_in_place() {
         let w = WindowStore::open(&path, &options).unwrap();
         assert!(path.join("CURRENT").is_file(), "adopted in place");
         assert_eq!(w.committed_offset(&tp()).unwrap(), Some(77));
+        assert_eq!(
+            w.committed_metadata().unwrap(),
+            Some(adapter_position(0, 999))
+        );
         let mut rng = Rng(7);
         for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
             check_window_queries(
@@ -539,7 +572,7 @@ fn kafkas_time_ordered_segments_are_adopted_in_place() {
 
         // session
         let path = dir.path().join("sessions");
-        let mut m = random_model(true, 0x5EED_0003 + index as u64);
+        let mut m = random_model(true, 0x5EED_0003 + index as u64, 600);
         write_kafka_time_ordered(&path, &m, true, index);
         let before = snapshot(&path);
         let regular = SessionOptions::new(RETENTION).with_segment_interval(INTERVAL);
@@ -550,6 +583,10 @@ fn kafkas_time_ordered_segments_are_adopted_in_place() {
         let s = SessionStore::open(&path, &options).unwrap();
         assert!(path.join("CURRENT").is_file(), "adopted in place");
         assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77));
+        assert_eq!(
+            s.committed_metadata().unwrap(),
+            Some(adapter_position(0, 999))
+        );
         for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
             check_session_queries(&s, &m, iso, &mut rng, &format!("adopted, index {index}"));
         }
@@ -677,5 +714,149 @@ fn restored_records_reach_the_time_index() {
             "{engine:?}"
         );
         s.close().unwrap();
+    }
+}
+
+/// SIGKILLs `kstate adopt-worker` adopting Kafka's time-ordered window (with index) and
+/// session stores at random moments, through the exchange and the marker-file fallback, with
+/// crash points armed in some rounds under `--features failpoints`: the directory is Kafka's,
+/// byte-identical, or kstate's complete store, and the next open always gives the complete
+/// adopted store (every query equal to the model, Kafka's offset). `KSTATE_ADOPT_KILLS` sets
+/// the number of kills (default 20).
+#[test]
+fn kills_during_a_time_ordered_adoption_leave_kafkas_directory_or_the_whole_store() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let kills: usize = std::env::var("KSTATE_ADOPT_KILLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures: Vec<(bool, Model, PathBuf)> = [false, true]
+        .into_iter()
+        .map(|session| {
+            let m = random_model(session, 0xC0FFEE + session as u64, 20_000);
+            let template = dir.path().join(format!("template-{session}")).join("store");
+            write_kafka_time_ordered(&template, &m, session, true);
+            (session, m, template)
+        })
+        .collect();
+    // by path inside the store directory: the templates and the live copy compare
+    let relative = |d: &Path| -> BTreeMap<PathBuf, Vec<u8>> {
+        snapshot(d)
+            .into_iter()
+            .map(|(p, v)| (p.strip_prefix(d).unwrap().to_path_buf(), v))
+            .collect()
+    };
+    let snapshots: Vec<_> = fixtures.iter().map(|(_, _, t)| relative(t)).collect();
+    let path = dir.path().join("live").join("store");
+    let fresh = |t: &Path| {
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+        copy_tree(t, &path);
+    };
+    let worker = |session: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        let kind = if session {
+            "time-ordered-session"
+        } else {
+            "time-ordered-window"
+        };
+        cmd.arg("adopt-worker")
+            .arg("--dir")
+            .arg(&path)
+            .args(["--kind", kind, "--retention", &RETENTION.to_string()])
+            .args(["--segment-interval", &INTERVAL.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .env_remove("KSTATE_FAILPOINT_ODDS")
+            .env_remove("KSTATE_SWAP_NO_EXCHANGE");
+        cmd
+    };
+    fresh(&fixtures[0].2);
+    let started = Instant::now();
+    let out = worker(false).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let whole_ms = u64::try_from(started.elapsed().as_millis())
+        .unwrap()
+        .max(20);
+    println!("a time-ordered adoption without kills took {whole_ms} ms");
+    let mut rng = Rng(0xAD0 ^ u64::from(std::process::id()));
+    let (mut untouched, mut adopted, mut between, mut killed) = (0, 0, 0, 0);
+    let mut round = 0;
+    while killed < kills {
+        assert!(round < 4 * kills, "only {killed} kills in {round} rounds");
+        let i = round % fixtures.len();
+        let (session, m, template) = &fixtures[i];
+        fresh(template);
+        let mut cmd = worker(*session);
+        if round % 4 == 1 {
+            cmd.env("KSTATE_SWAP_NO_EXCHANGE", "1");
+        }
+        if round % 3 == 2 {
+            cmd.env("KSTATE_FAILPOINT_ODDS", "8");
+        }
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(rng.next(whole_ms * 5 / 4)));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        killed += usize::from(out.status.code().is_none());
+        assert!(
+            out.status.success() || out.status.code().is_none(),
+            "round {round}: the worker failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if path.join("CURRENT").is_file() {
+            adopted += 1;
+        } else if path.is_dir() {
+            assert!(
+                relative(&path) == snapshots[i],
+                "round {round}: Kafka's directory changed"
+            );
+            untouched += 1;
+        } else {
+            between += 1;
+        }
+        let what = format!("round {round}");
+        if *session {
+            let s = SessionStore::open(&path, &session_options(EngineKind::RocksDb)).unwrap();
+            assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77), "{what}");
+            check_session_queries(&s, m, Isolation::ReadCommitted, &mut rng, &what);
+            s.close().unwrap();
+        } else {
+            let options = window_options(EngineKind::RocksDb).time_ordered(true);
+            let w = WindowStore::open(&path, &options).unwrap();
+            assert_eq!(w.committed_offset(&tp()).unwrap(), Some(77), "{what}");
+            check_window_queries(&w, m, Isolation::ReadCommitted, &mut rng, &what, true);
+            w.close().unwrap();
+        }
+        round += 1;
+    }
+    println!(
+        "{round} rounds, {killed} kills: then Kafka's directory {untouched}, kstate's store \
+         {adopted}, between renames {between}"
+    );
+    assert!(
+        untouched > 0 && adopted > 0,
+        "both outcomes: {untouched} untouched, {adopted} adopted"
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
     }
 }
