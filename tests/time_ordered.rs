@@ -3,9 +3,10 @@
 //! `RocksDBTimeOrderedSessionStore`: random puts, deletes and removes (late ones, expired
 //! segments), commits, rollbacks and reopens on both engines; every time-ordered query
 //! (`fetchAll`, `all`, key-range fetches without a key index, `findSessions` by end) at both
-//! isolation levels, in Kafka's order (the bytes of the time-first key). Plus the refusals:
-//! a store opened with the other time order, Kafka's own time-ordered segment directories,
-//! and the export of a time-ordered store to Kafka's regular layout.
+//! isolation levels, in Kafka's order (the bytes of the time-first key). Kafka's own
+//! time-ordered segment directories adopted in place. Plus the refusals: a store opened with
+//! the other time order, each of Kafka's two segment layouts by the other kind of store, and
+//! the export of a time-ordered store to Kafka's regular layout.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -150,7 +151,16 @@ fn windows(it: kstate::store::WindowIter) -> Vec<(Vec<u8>, i64, Vec<u8>)> {
     .collect()
 }
 
-fn check_window_queries(store: &WindowStore, m: &Model, iso: Isolation, rng: &mut Rng, what: &str) {
+/// With `key_index` (Kafka's `hasIndex`), key-range fetches keep the key-first order, so
+/// they are compared as sets.
+fn check_window_queries(
+    store: &WindowStore,
+    m: &Model,
+    iso: Isolation,
+    rng: &mut Rng,
+    what: &str,
+    key_index: bool,
+) {
     let st = m.stream_time.unwrap_or(0);
     for _ in 0..4 {
         let from = st - rng.next(900) as i64;
@@ -176,11 +186,15 @@ fn check_window_queries(store: &WindowStore, m: &Model, iso: Isolation, rng: &mu
             from,
             to,
         };
-        assert_eq!(
+        let (mut got, mut want) = (
             windows(store.query(iso, &q, false).unwrap()),
             model_windows(m, Some(&kf), Some(&kt), from, to),
-            "{what}: fetch(k2, k5, {from}, {to})"
         );
+        if key_index {
+            got.sort();
+            want.sort();
+        }
+        assert_eq!(got, want, "{what}: fetch(k2, k5, {from}, {to})");
     }
     assert_eq!(
         windows(store.query(iso, &WindowQuery::All, false).unwrap()),
@@ -289,8 +303,8 @@ fn time_ordered_stores_answer_as_kafkas() {
             }
             if i % 97 == 0 {
                 let what = format!("{engine:?} op {i}");
-                check_window_queries(&w, &wm, Isolation::ReadUncommitted, &mut rng, &what);
-                check_window_queries(&w, &wc, Isolation::ReadCommitted, &mut rng, &what);
+                check_window_queries(&w, &wm, Isolation::ReadUncommitted, &mut rng, &what, false);
+                check_window_queries(&w, &wc, Isolation::ReadCommitted, &mut rng, &what, false);
                 check_session_queries(&s, &sm, Isolation::ReadUncommitted, &mut rng, &what);
                 check_session_queries(&s, &sc, Isolation::ReadCommitted, &mut rng, &what);
             }
@@ -348,39 +362,272 @@ fn time_order_is_fixed_when_a_store_is_created() {
     w.close().unwrap();
 }
 
-/// Kafka's time-ordered segments: `<store>/<store>.<segment start>/`, one RocksDB each, with
-/// time-first keys under prefix 0 (`[0][start][key][seqnum]`) and, with an index, key-first
-/// keys under prefix 1 with empty values. kstate does not adopt them: refused untouched.
-#[test]
-fn kafkas_time_ordered_segments_are_refused_untouched() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("counts");
-    for start in [0i64, 100] {
-        let seg = path.join(format!("counts.{start}"));
+/// Kafka's serialized `Position` of one topic partition (`PositionSerde`: version 0, topics,
+/// partitions, padded as Kafka's serde pads its buffer).
+fn kafka_position(topic: &str, partition: i32, offset: i64) -> Vec<u8> {
+    let mut raw = vec![0u8];
+    raw.extend_from_slice(&1i32.to_be_bytes());
+    raw.extend_from_slice(&(topic.len() as i32).to_be_bytes());
+    raw.extend_from_slice(topic.as_bytes());
+    raw.extend_from_slice(&1i32.to_be_bytes());
+    raw.extend_from_slice(&partition.to_be_bytes());
+    raw.extend_from_slice(&offset.to_be_bytes());
+    raw.extend_from_slice(&[0; 16]);
+    raw
+}
+
+/// The position kstate keeps for [`kafka_position`]`("in", p, o)` (the adapter layout).
+fn adapter_position(partition: i32, offset: i64) -> Vec<u8> {
+    let mut out = vec![1u8];
+    out.extend_from_slice(&1i32.to_be_bytes());
+    out.extend_from_slice(&2u16.to_be_bytes());
+    out.extend_from_slice(b"in");
+    out.extend_from_slice(&1i32.to_be_bytes());
+    out.extend_from_slice(&partition.to_be_bytes());
+    out.extend_from_slice(&offset.to_be_bytes());
+    out
+}
+
+/// A key and value of a Kafka segment.
+type Record = (Vec<u8>, Vec<u8>);
+
+/// Writes Kafka's time-ordered store (`RocksDBTimeOrderedWindowSegmentedBytesStore` /
+/// `...SessionSegmentedBytesStore`) holding `m` at `path`: `<store>/<store>.<segment start>/`,
+/// one RocksDB per segment, records in `default` under prefix 0 (window `[0][start][key][seqnum]`
+/// with the timestamped value, session `[0][end][start][key]` with the aggregate) and, with
+/// `index`, key-first keys under prefix 1 with empty values; `offsets` with the changelog
+/// offset (the newest segment's is 77), the position (input offset 999 in the newest) and
+/// status 0. Plus an expired segment, which Kafka has
+/// not deleted yet and the adoption leaves out.
+fn write_kafka_time_ordered(path: &Path, m: &Model, session: bool, index: bool) {
+    let mut by_segment: BTreeMap<i64, Vec<Record>> = BTreeMap::new();
+    let mut put = |segment: i64, key: Vec<u8>, value: Vec<u8>| {
+        by_segment.entry(segment).or_default().push((key, value));
+    };
+    for ((key, time, other), v) in &m.entries {
+        let segment = time / INTERVAL;
+        let mut base = vec![0u8];
+        base.extend_from_slice(&be(*time));
+        let mut idx = vec![1u8];
+        idx.extend_from_slice(key);
+        if session {
+            // time = end, other = start
+            base.extend_from_slice(&be(*other));
+            base.extend_from_slice(key);
+            idx.extend_from_slice(&be(*time));
+            idx.extend_from_slice(&be(*other));
+        } else {
+            base.extend_from_slice(key);
+            base.extend_from_slice(&(*other as i32).to_be_bytes());
+            idx.extend_from_slice(&be(*time));
+            idx.extend_from_slice(&(*other as i32).to_be_bytes());
+        }
+        put(segment, base, v.clone());
+        if index {
+            put(segment, idx, Vec::new());
+        }
+    }
+    // an expired segment (below the lowest live one): left out
+    assert!(m.min_live() > 0);
+    let mut old = vec![0u8];
+    old.extend_from_slice(&be(5));
+    if session {
+        old.extend_from_slice(&be(0));
+        old.extend_from_slice(b"gone");
+        put(0, old, b"gone".to_vec());
+    } else {
+        old.extend_from_slice(b"gone");
+        old.extend_from_slice(&0i32.to_be_bytes());
+        put(0, old, b"00000000gone".to_vec());
+    }
+    let name = path.file_name().unwrap().to_str().unwrap().to_string();
+    let newest = *by_segment.keys().last().unwrap();
+    for (segment, records) in by_segment {
         let mut opts = rocksdb::Options::default();
         opts.create_if_missing(true);
-        let db = rocksdb::DB::open(&opts, &seg).unwrap();
-        let mut base = vec![0u8];
-        base.extend_from_slice(&be(start));
-        base.extend_from_slice(b"key");
-        base.extend_from_slice(&0i32.to_be_bytes());
-        let mut value = be(start).to_vec();
-        value.extend_from_slice(b"1");
-        db.put(&base, &value).unwrap();
-        let mut index = vec![1u8];
-        index.extend_from_slice(b"key");
-        index.extend_from_slice(&be(start));
-        index.extend_from_slice(&0i32.to_be_bytes());
-        db.put(&index, b"").unwrap();
+        opts.create_missing_column_families(true);
+        let db = rocksdb::DB::open_cf(
+            &opts,
+            path.join(format!("{name}.{}", segment * INTERVAL)),
+            ["default", "offsets"],
+        )
+        .unwrap();
+        for (k, v) in records {
+            db.put(&k, &v).unwrap();
+        }
+        let offsets = db.cf_handle("offsets").unwrap();
+        db.put_cf(offsets, b"status", be(0)).unwrap();
+        let offset: i64 = if segment == newest { 77 } else { 70 };
+        db.put_cf(offsets, b"to-changelog-0", be(offset)).unwrap();
+        db.put_cf(offsets, b"position", kafka_position("in", 0, offset + 922))
+            .unwrap();
         db.flush().unwrap();
+        db.flush_cf(offsets).unwrap();
     }
-    let before = snapshot(&path);
-    let err = WindowStore::open(&path, &window_options(EngineKind::RocksDb)).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
-    assert!(err.to_string().contains("time-ordered"), "{err}");
-    let err = SessionStore::open(&path, &session_options(EngineKind::RocksDb)).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
-    assert!(snapshot(&path) == before, "Kafka's directory changed");
+}
+
+/// Random writes to the model of a Kafka store: window (key, start, seqnum 0) with
+/// timestamped values, session (key, end, start) with aggregates.
+fn random_model(session: bool, seed: u64, records: usize) -> Model {
+    let mut m = Model::default();
+    let mut rng = Rng(seed);
+    let mut base = 1_000i64;
+    for i in 0..records {
+        base += rng.next(4) as i64;
+        let t = if rng.next(6) == 0 {
+            (base - rng.next(700) as i64).max(0)
+        } else {
+            base
+        };
+        let key = format!("k{}", rng.next(8 + records as u64 / 100)).into_bytes();
+        let tombstone = rng.next(8) == 0;
+        if session {
+            let end = t + rng.next(60) as i64;
+            m.write(
+                &key,
+                end,
+                t,
+                (!tombstone).then(|| format!("a{i}").into_bytes()),
+            );
+        } else {
+            let start = t / WINDOW * WINDOW;
+            let v = format!("{:08}v{i}", 0).into_bytes();
+            m.write(&key, start, 0, (!tombstone).then_some(v));
+        }
+    }
+    m
+}
+
+/// Kafka's time-ordered window and session stores (with and without Kafka's key index) are
+/// adopted in place by the time-ordered kstate stores: every query equal to the model's
+/// (which exercises the time family too), Kafka's offsets and position carried, the stream time carried
+/// (a write expired at Kafka's stream time stays expired). A regular kstate store refuses
+/// them, and a time-ordered one refuses Kafka's regular layout: both untouched.
+#[test]
+fn kafkas_time_ordered_segments_are_adopted_in_place() {
+    use kstate::store::{check_adoption, PlannedStore};
+    let expired = |m: &Model| m.stream_time.unwrap() - RETENTION - INTERVAL;
+    for index in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        // window
+        let path = dir.path().join("counts");
+        let mut m = random_model(false, 0x5EED_0001 + index as u64, 600);
+        write_kafka_time_ordered(&path, &m, false, index);
+        let before = snapshot(&path);
+        let regular = WindowOptions::new(RETENTION, WINDOW, false).with_segment_interval(INTERVAL);
+        let err = WindowStore::open(&path, &regular).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+        let err = SessionStore::open(&path, &session_options(EngineKind::RocksDb)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+        let planned = |options: WindowOptions| PlannedStore::Window {
+            path: path.clone(),
+            options,
+        };
+        assert!(check_adoption(&[planned(regular.clone())]).is_err());
+        assert!(snapshot(&path) == before, "Kafka's directory changed");
+        let options = window_options(EngineKind::RocksDb).time_ordered(index);
+        assert_eq!(
+            check_adoption(&[planned(options.clone())]).unwrap(),
+            vec![path.clone()]
+        );
+        assert!(
+            snapshot(&path) == before,
+            "the check changed Kafka's directory"
+        );
+        let w = WindowStore::open(&path, &options).unwrap();
+        assert!(path.join("CURRENT").is_file(), "adopted in place");
+        assert_eq!(w.committed_offset(&tp()).unwrap(), Some(77));
+        assert_eq!(
+            w.committed_metadata().unwrap(),
+            Some(adapter_position(0, 999))
+        );
+        let mut rng = Rng(7);
+        for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
+            check_window_queries(
+                &w,
+                &m,
+                iso,
+                &mut rng,
+                &format!("adopted, index {index}"),
+                index,
+            );
+        }
+        let late = expired(&m) / WINDOW * WINDOW;
+        w.put_raw(b"late", Some(b"00000000x"), late).unwrap();
+        m.write(b"late", late, 0, Some(b"00000000x".to_vec()));
+        w.put_raw(b"k9", Some(b"00000000y"), 5_000).unwrap();
+        m.write(b"k9", 5_000, 0, Some(b"00000000y".to_vec()));
+        w.commit(&[(tp(), Some(78))], None).unwrap();
+        w.close().unwrap();
+        let w = WindowStore::open(&path, &options).unwrap();
+        check_window_queries(
+            &w,
+            &m,
+            Isolation::ReadCommitted,
+            &mut rng,
+            "after writes",
+            index,
+        );
+        w.close().unwrap();
+
+        // session
+        let path = dir.path().join("sessions");
+        let mut m = random_model(true, 0x5EED_0003 + index as u64, 600);
+        write_kafka_time_ordered(&path, &m, true, index);
+        let before = snapshot(&path);
+        let regular = SessionOptions::new(RETENTION).with_segment_interval(INTERVAL);
+        let err = SessionStore::open(&path, &regular).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+        assert!(snapshot(&path) == before, "Kafka's directory changed");
+        let options = session_options(EngineKind::RocksDb);
+        let s = SessionStore::open(&path, &options).unwrap();
+        assert!(path.join("CURRENT").is_file(), "adopted in place");
+        assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77));
+        assert_eq!(
+            s.committed_metadata().unwrap(),
+            Some(adapter_position(0, 999))
+        );
+        for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
+            check_session_queries(&s, &m, iso, &mut rng, &format!("adopted, index {index}"));
+        }
+        let late = expired(&m);
+        s.put(b"late", late, late, Some(b"x")).unwrap();
+        m.write(b"late", late, late, Some(b"x".to_vec()));
+        s.put(b"k9", 5_000, 5_010, Some(b"y")).unwrap();
+        m.write(b"k9", 5_010, 5_000, Some(b"y".to_vec()));
+        check_session_queries(&s, &m, Isolation::ReadUncommitted, &mut rng, "after writes");
+        s.close().unwrap();
+    }
+}
+
+/// Kafka's regular segments (key-first keys) are refused untouched by a time-ordered store.
+#[test]
+fn kafkas_regular_segments_are_refused_by_a_time_ordered_store() {
+    use kstate::format::segmented::{session_key, window_key};
+    let dir = tempfile::tempdir().unwrap();
+    for (name, session) in [("w", false), ("s", true)] {
+        let path = dir.path().join(name);
+        for start in [0i64, 100] {
+            let db = rocksdb::DB::open_default(path.join(format!("{name}.{start}"))).unwrap();
+            for key in [&b"key"[..], b"\x00\x00", b"\x01k"] {
+                if session {
+                    db.put(session_key(key, start, start + 10), b"agg").unwrap();
+                } else {
+                    db.put(window_key(key, start, 0), b"00000000v").unwrap();
+                }
+            }
+            db.flush().unwrap();
+        }
+        let before = snapshot(&path);
+        let err = if session {
+            SessionStore::open(&path, &session_options(EngineKind::RocksDb)).unwrap_err()
+        } else {
+            WindowStore::open(&path, &window_options(EngineKind::RocksDb)).unwrap_err()
+        };
+        assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+        assert!(err.to_string().contains("time-ordered"), "{err}");
+        assert!(snapshot(&path) == before, "Kafka's directory changed");
+    }
 }
 
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -467,5 +714,149 @@ fn restored_records_reach_the_time_index() {
             "{engine:?}"
         );
         s.close().unwrap();
+    }
+}
+
+/// SIGKILLs `kstate adopt-worker` adopting Kafka's time-ordered window (with index) and
+/// session stores at random moments, through the exchange and the marker-file fallback, with
+/// crash points armed in some rounds under `--features failpoints`: the directory is Kafka's,
+/// byte-identical, or kstate's complete store, and the next open always gives the complete
+/// adopted store (every query equal to the model, Kafka's offset). `KSTATE_ADOPT_KILLS` sets
+/// the number of kills (default 20).
+#[test]
+fn kills_during_a_time_ordered_adoption_leave_kafkas_directory_or_the_whole_store() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let kills: usize = std::env::var("KSTATE_ADOPT_KILLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures: Vec<(bool, Model, PathBuf)> = [false, true]
+        .into_iter()
+        .map(|session| {
+            let m = random_model(session, 0xC0FFEE + session as u64, 20_000);
+            let template = dir.path().join(format!("template-{session}")).join("store");
+            write_kafka_time_ordered(&template, &m, session, true);
+            (session, m, template)
+        })
+        .collect();
+    // by path inside the store directory: the templates and the live copy compare
+    let relative = |d: &Path| -> BTreeMap<PathBuf, Vec<u8>> {
+        snapshot(d)
+            .into_iter()
+            .map(|(p, v)| (p.strip_prefix(d).unwrap().to_path_buf(), v))
+            .collect()
+    };
+    let snapshots: Vec<_> = fixtures.iter().map(|(_, _, t)| relative(t)).collect();
+    let path = dir.path().join("live").join("store");
+    let fresh = |t: &Path| {
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+        copy_tree(t, &path);
+    };
+    let worker = |session: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        let kind = if session {
+            "time-ordered-session"
+        } else {
+            "time-ordered-window"
+        };
+        cmd.arg("adopt-worker")
+            .arg("--dir")
+            .arg(&path)
+            .args(["--kind", kind, "--retention", &RETENTION.to_string()])
+            .args(["--segment-interval", &INTERVAL.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .env_remove("KSTATE_FAILPOINT_ODDS")
+            .env_remove("KSTATE_SWAP_NO_EXCHANGE");
+        cmd
+    };
+    fresh(&fixtures[0].2);
+    let started = Instant::now();
+    let out = worker(false).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let whole_ms = u64::try_from(started.elapsed().as_millis())
+        .unwrap()
+        .max(20);
+    println!("a time-ordered adoption without kills took {whole_ms} ms");
+    let mut rng = Rng(0xAD0 ^ u64::from(std::process::id()));
+    let (mut untouched, mut adopted, mut between, mut killed) = (0, 0, 0, 0);
+    let mut round = 0;
+    while killed < kills {
+        assert!(round < 4 * kills, "only {killed} kills in {round} rounds");
+        let i = round % fixtures.len();
+        let (session, m, template) = &fixtures[i];
+        fresh(template);
+        let mut cmd = worker(*session);
+        if round % 4 == 1 {
+            cmd.env("KSTATE_SWAP_NO_EXCHANGE", "1");
+        }
+        if round % 3 == 2 {
+            cmd.env("KSTATE_FAILPOINT_ODDS", "8");
+        }
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(rng.next(whole_ms * 5 / 4)));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        killed += usize::from(out.status.code().is_none());
+        assert!(
+            out.status.success() || out.status.code().is_none(),
+            "round {round}: the worker failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if path.join("CURRENT").is_file() {
+            adopted += 1;
+        } else if path.is_dir() {
+            assert!(
+                relative(&path) == snapshots[i],
+                "round {round}: Kafka's directory changed"
+            );
+            untouched += 1;
+        } else {
+            between += 1;
+        }
+        let what = format!("round {round}");
+        if *session {
+            let s = SessionStore::open(&path, &session_options(EngineKind::RocksDb)).unwrap();
+            assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77), "{what}");
+            check_session_queries(&s, m, Isolation::ReadCommitted, &mut rng, &what);
+            s.close().unwrap();
+        } else {
+            let options = window_options(EngineKind::RocksDb).time_ordered(true);
+            let w = WindowStore::open(&path, &options).unwrap();
+            assert_eq!(w.committed_offset(&tp()).unwrap(), Some(77), "{what}");
+            check_window_queries(&w, m, Isolation::ReadCommitted, &mut rng, &what, true);
+            w.close().unwrap();
+        }
+        round += 1;
+    }
+    println!(
+        "{round} rounds, {killed} kills: then Kafka's directory {untouched}, kstate's store \
+         {adopted}, between renames {between}"
+    );
+    assert!(
+        untouched > 0 && adopted > 0,
+        "both outcomes: {untouched} untouched, {adopted} adopted"
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
     }
 }

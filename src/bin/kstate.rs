@@ -148,12 +148,16 @@ pub enum Cmd {
         /// Store directory.
         #[arg(long)]
         dir: PathBuf,
-        /// `window` (timestamped), `plain-window` or `session`.
+        /// `window` (timestamped), `plain-window`, `session`, `time-ordered-window` or
+        /// `time-ordered-session`.
         #[arg(long)]
         kind: String,
         /// Retention period (ms).
         #[arg(long)]
         retention: i64,
+        /// Segment interval (ms); Kafka's default when absent.
+        #[arg(long)]
+        segment_interval: Option<i64>,
     },
 }
 
@@ -218,7 +222,8 @@ pub fn dispatch(command: Cmd) -> ExitCode {
             dir,
             kind,
             retention,
-        } => adopt_worker(&dir, &kind, retention),
+            segment_interval,
+        } => adopt_worker(&dir, &kind, retention, segment_interval),
     };
     match result {
         Ok(code) => code,
@@ -578,9 +583,15 @@ fn swap_worker(dir: &Path, writes: u64) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn adopt_worker(dir: &Path, kind: &str, retention: i64) -> CmdResult {
+fn adopt_worker(dir: &Path, kind: &str, retention: i64, interval: Option<i64>) -> CmdResult {
     use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
-    let window = |store: StoreOptions| WindowOptions::new(retention, 0, false).with_store(store);
+    let window = |store: StoreOptions| {
+        let mut options = WindowOptions::new(retention, 0, false).with_store(store);
+        options.segment_interval = interval;
+        options
+    };
+    let mut session = SessionOptions::new(retention);
+    session.segment_interval = interval;
     match kind {
         "window" => WindowStore::open(dir, &window(StoreOptions::default()))?.close()?,
         "plain-window" => WindowStore::open(
@@ -588,7 +599,11 @@ fn adopt_worker(dir: &Path, kind: &str, retention: i64) -> CmdResult {
             &window(StoreOptions::plain(kstate::EngineKind::RocksDb)),
         )?
         .close()?,
-        "session" => SessionStore::open(dir, &SessionOptions::new(retention))?.close()?,
+        "session" => SessionStore::open(dir, &session)?.close()?,
+        "time-ordered-window" => {
+            WindowStore::open(dir, &window(StoreOptions::default()).time_ordered(true))?.close()?
+        }
+        "time-ordered-session" => SessionStore::open(dir, &session.time_ordered())?.close()?,
         other => return Err(format!("unknown store kind {other}").into()),
     }
     Ok(ExitCode::SUCCESS)

@@ -13,9 +13,10 @@ use crate::store::{PlannedStore, SessionOptions, WindowOptions};
 use crate::{bridge, Error, StoreOptions};
 
 /// `boolean adoptionCheck(String path, int kind, int valueFormat, long retentionMs,
-/// long segmentIntervalMs)`: kind 0 key-value, 1 window, 2 session; value format as C's
-/// `KSTATE_FORMAT_*` (0 timestamped, 1 plain, 2 headers); retention and segment interval
-/// (0 = Kafka's default) for window and session stores. True when opening the store will
+/// long segmentIntervalMs)`: kind 0 key-value, 1 window, 2 session, 3 time-ordered window,
+/// 4 time-ordered session; value format as C's `KSTATE_FORMAT_*` (0 timestamped, 1 plain,
+/// 2 headers); retention and segment interval (0 = Kafka's default) for window and session
+/// stores. True when opening the store will
 /// adopt a Kafka Streams store at `path`, false when there is nothing of Kafka's there;
 /// throws (nothing changed) when the adoption would refuse it.
 #[no_mangle]
@@ -48,14 +49,23 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_adoptionCheck<'l>(
                 path,
                 options: store,
             },
-            1 => {
+            // 3 and 4: the time-ordered stores of `EmitStrategy.onWindowClose()`, which
+            // adopt Kafka's time-ordered segments (whether Kafka kept a key index does not
+            // change what is adopted).
+            1 | 3 => {
                 let mut options = WindowOptions::new(retention, 0, false).with_store(store);
                 options.segment_interval = bridge::segment_interval(segment_interval);
+                if kind == 3 {
+                    options = options.time_ordered(false);
+                }
                 PlannedStore::Window { path, options }
             }
-            2 => {
+            2 | 4 => {
                 let mut options = SessionOptions::new(retention).with_store(store);
                 options.segment_interval = bridge::segment_interval(segment_interval);
+                if kind == 4 {
+                    options = options.time_ordered();
+                }
                 PlannedStore::Session { path, options }
             }
             other => {

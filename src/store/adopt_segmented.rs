@@ -30,10 +30,21 @@
 //!    directory (the next open removes the side directory and converts again) or kstate's
 //!    complete store.
 //!
+//! Kafka's time-ordered stores (`EmitStrategy.onWindowClose()`:
+//! `RocksDBTimeOrderedWindowSegmentedBytesStore`, `RocksDBTimeOrderedSessionSegmentedBytesStore`)
+//! use the same segment directories and `offsets` family, with every record in `default`
+//! under a one-byte prefix (`PrefixedWindowKeySchemas`, `PrefixedSessionKeySchemas`): `0`
+//! for the base records, time first (window `start ‖ key ‖ seqnum` with a timestamped
+//! value, session `end ‖ start ‖ key` with the aggregate), and, with `hasIndex`, `1` for
+//! index records (the regular key-first key, empty value). A time-ordered kstate store adopts
+//! them: base records become its records (data family and time family), index records are
+//! checked and skipped (kstate keeps its own order). Each layout is accepted only by the
+//! store of its kind: a store whose records also all read in the other layout is refused as
+//! ambiguous rather than guessed.
+//!
 //! Anything unexpected (another file in the directory, a column family of another kind or
-//! a later value format, a record outside its segment's time range, which is what another
-//! segment interval or Kafka's time-ordered key layout gives, a segment left open) is
-//! refused before anything changes.
+//! a later value format, a record outside its segment's time range or of the other key
+//! layout, a segment left open) is refused before anything changes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,7 +55,10 @@ use super::swap;
 use crate::engine::rocksdb::{RocksEngine, RocksOptions};
 use crate::engine::{names, BatchOp, Engine, Family, KeyRange};
 use crate::format::meta::{CommittedState, StoreHeader, StoreKind, ValueFormat};
-use crate::format::segmented::{parse_session_key, parse_window_key, segment_id, stored_key};
+use crate::format::segmented::{
+    parse_session_key, parse_window_key, segment_id, session_key_of_time_first, stored_key,
+    time_first_session_key, time_first_window_key, window_key_of_time_first,
+};
 use crate::format::{value, TopicPartition};
 use crate::store::segmented::SegmentBudget;
 use crate::{Error, Result};
@@ -70,6 +84,19 @@ pub(crate) struct Target<'a> {
     pub retention: i64,
     /// The data family of the kstate store.
     pub data: &'a str,
+    /// The time family of a time-ordered store (`EmitStrategy.onWindowClose()`), which
+    /// adopts Kafka's time-ordered segments; `None` for a regular store, which adopts the
+    /// regular ones.
+    pub by_time: Option<&'a str>,
+}
+
+/// One record of a Kafka segment read in one key layout.
+enum Decoded {
+    /// A record of the store: its regular Kafka key and its time (window start, session
+    /// end).
+    Base(Vec<u8>, i64),
+    /// An index record of a time-ordered store (key-first, empty value), at this time.
+    Index(i64),
 }
 
 impl Target<'_> {
@@ -84,12 +111,63 @@ impl Target<'_> {
         }
     }
 
-    /// The Kafka time of a record: window start or session end.
+    fn session(&self) -> bool {
+        matches!(self.kind, StoreKind::Session { .. })
+    }
+
+    /// The Kafka time of a regular key: window start or session end (a session ends at or
+    /// after its start).
     fn time_of(&self, kafka_key: &[u8]) -> Result<i64> {
-        match self.kind {
-            StoreKind::Session { .. } => Ok(parse_session_key(kafka_key)?.2),
-            _ => Ok(parse_window_key(kafka_key)?.1),
+        if self.session() {
+            let (_, start, end) = parse_session_key(kafka_key)?;
+            if start > end {
+                return Err(Error::FormatMismatch(
+                    "a session key ends before it starts".into(),
+                ));
+            }
+            Ok(end)
+        } else {
+            Ok(parse_window_key(kafka_key)?.1)
         }
+    }
+
+    /// Kafka's time-first key (without its prefix) of a regular key.
+    fn time_first(&self, kafka_key: &[u8]) -> Result<Vec<u8>> {
+        if self.session() {
+            time_first_session_key(kafka_key)
+        } else {
+            time_first_window_key(kafka_key)
+        }
+    }
+
+    /// Reads a record of a segment in the time-first layout (`time_first`) or the regular
+    /// one. `None` when it is no record of that layout.
+    fn decode(&self, time_first: bool, key: &[u8], value: &[u8]) -> Option<Decoded> {
+        if !time_first {
+            return Some(Decoded::Base(key.to_vec(), self.time_of(key).ok()?));
+        }
+        match key.split_first()? {
+            (&0, tf) => {
+                let regular = if self.session() {
+                    session_key_of_time_first(tf)
+                } else {
+                    window_key_of_time_first(tf)
+                }
+                .ok()?;
+                let time = self.time_of(&regular).ok()?;
+                Some(Decoded::Base(regular, time))
+            }
+            (&1, regular) if value.is_empty() => Some(Decoded::Index(self.time_of(regular).ok()?)),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a decoded record lies in segment `id`.
+fn in_segment(decoded: &Option<Decoded>, id: i64, interval: i64) -> bool {
+    match decoded {
+        Some(Decoded::Base(_, t)) | Some(Decoded::Index(t)) => segment_id(*t, interval) == id,
+        None => false,
     }
 }
 
@@ -246,9 +324,20 @@ fn visit(
     let retention = Retention {
         period: target.retention,
         segment_interval: interval,
-        // Kafka's time-ordered stores are refused before adoption.
+        // Only which segments are live matters here, which the floor does not change.
         time_first_floor: false,
     };
+    let time_first = target.by_time.is_some();
+    let layout = |t: bool| {
+        if t {
+            "Kafka's time-ordered layout (EmitStrategy.onWindowClose())"
+        } else {
+            "Kafka's regular layout"
+        }
+    };
+    // Whether every record read so far also reads in the time-ordered layout.
+    let mut records = 0u64;
+    let mut other_fits = true;
     let mut committed = Committed::default();
     let mut stream_time: Option<i64> = None;
     // Newest first: the newest segment holding data gives the stream time (every record
@@ -265,21 +354,44 @@ fn visit(
         for (family, convert) in sources {
             let mut it = ro.iter(family, &KeyRange::all(), false)?;
             while let Some((key, v)) = it.next_entry()? {
-                let time = target.time_of(&key)?;
-                if segment_id(time, interval) != id {
+                let decoded = target.decode(time_first, &key, &v);
+                if !in_segment(&decoded, id, interval) {
                     return Err(Error::FormatMismatch(format!(
-                        "{}: a record at time {time} lies outside this segment (segment interval \
-                         {interval} ms): the store was written with another segment interval or \
-                         key layout (Kafka's time-ordered stores are not adopted); kstate has \
-                         changed nothing",
-                        segment.dir.display()
+                        "{}: a record does not read as a record of this segment (segment \
+                         interval {interval} ms) in {} of a {} store: the store was written with \
+                         another segment interval or key layout; kstate has changed nothing",
+                        segment.dir.display(),
+                        layout(time_first),
+                        target.kind.name()
                     )));
                 }
+                records += 1;
+                // Only a regular store checks that the records do not all read time-ordered
+                // too: a time-first key always starts with 0 or 1, which a regular store's
+                // keys may also all do (integer keys), while a regular key read time-first
+                // gives a time inside its segment only by chance.
+                other_fits = other_fits
+                    && !time_first
+                    && in_segment(&target.decode(true, &key, &v), id, interval);
+                let Some(Decoded::Base(kafka_key, time)) = decoded else {
+                    // kstate keeps its own order of a time-ordered store.
+                    continue;
+                };
                 stream_time = Some(stream_time.map_or(time, |t| t.max(time)));
-                sink(Visited::Record(id, &key, convert.apply(v)))?;
+                sink(Visited::Record(id, &kafka_key, convert.apply(v)))?;
             }
         }
         sink(Visited::SegmentDone)?;
+    }
+    if records > 0 && other_fits {
+        return Err(Error::FormatMismatch(format!(
+            "every record of the Kafka Streams store of segments {:?} reads both in {} and in {}: \
+             kstate cannot tell which one Kafka wrote and has changed nothing (delete the \
+             directory to restore the store from its changelog)",
+            segments.first().map(|s| s.dir.display().to_string()),
+            layout(false),
+            layout(true)
+        )));
     }
     Ok((committed, stream_time))
 }
@@ -292,24 +404,30 @@ fn build(
     side: &Path,
 ) -> Result<()> {
     let format = budget.store.value_format;
-    let engine = RocksEngine::open_sized(
-        side,
-        &[names::META, names::SPILL, target.data],
-        &budget.store.rocksdb,
-        &[(target.data, budget.data_write_buffer)],
-    )?;
+    let mut families = vec![names::META, names::SPILL, target.data];
+    let mut memtables = vec![(target.data, budget.data_write_buffer)];
+    families.extend(target.by_time);
+    memtables.extend(target.by_time.map(|f| (f, budget.data_write_buffer)));
+    let engine = RocksEngine::open_sized(side, &families, &budget.store.rocksdb, &memtables)?;
     let data = engine.registry().require(target.data)?;
+    let by_time = match target.by_time {
+        Some(f) => Some(engine.registry().require(f)?),
+        None => None,
+    };
     let mut batch = Batch::default();
     let (committed, stream_time) = visit(segments, target, format, &mut |visited| match visited {
         Visited::Record(id, key, v) => {
-            batch.push(stored_key(id, key), v);
+            if let Some(by_time) = by_time {
+                batch.push(by_time, stored_key(id, &target.time_first(key)?), v.clone());
+            }
+            batch.push(data, stored_key(id, key), v);
             if batch.bytes >= BATCH_BYTES {
-                batch.write(&engine, data)?;
+                batch.write(&engine)?;
             }
             Ok(())
         }
         Visited::SegmentDone => {
-            batch.write(&engine, data)?;
+            batch.write(&engine)?;
             crate::failpoint::hit("adopt-segment-copied");
             Ok(())
         }
@@ -333,26 +451,26 @@ fn build(
 /// Converted records waiting to be written.
 #[derive(Default)]
 struct Batch {
-    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    entries: Vec<(Family, Vec<u8>, Vec<u8>)>,
     bytes: usize,
 }
 
 impl Batch {
-    fn push(&mut self, key: Vec<u8>, value: Vec<u8>) {
+    fn push(&mut self, family: Family, key: Vec<u8>, value: Vec<u8>) {
         self.bytes += key.len() + value.len();
-        self.entries.push((key, value));
+        self.entries.push((family, key, value));
     }
 
     /// Writes the records without the write-ahead log: the engine flushes them before the
     /// final, synced batch that makes the store complete.
-    fn write(&mut self, engine: &RocksEngine, data: Family) -> Result<()> {
+    fn write(&mut self, engine: &RocksEngine) -> Result<()> {
         if self.entries.is_empty() {
             return Ok(());
         }
         let ops: Vec<BatchOp<'_>> = self
             .entries
             .iter()
-            .map(|(k, v)| BatchOp::Put(data, k, v))
+            .map(|(f, k, v)| BatchOp::Put(*f, k, v))
             .collect();
         engine.write_unlogged(&ops)?;
         self.entries.clear();
@@ -440,14 +558,25 @@ fn data_sources(
             segment.dir.display()
         ))
     };
-    let session = matches!(target.kind, StoreKind::Session { .. });
+    let session = target.session();
+    let time_ordered = target.by_time.is_some();
     // (rank of the family's format, family, conversion)
     let mut out: Vec<(u8, Family, Convert)> = Vec::new();
     for (index, name) in ro.registry().names().iter().enumerate() {
         let family = Family::at(index)?;
         let held = match name.as_str() {
             names::KAFKA_OFFSETS => continue,
+            // Kafka's time-ordered window store is a `TimestampedBytesStore` over plain
+            // segments; its session store keeps the aggregates.
+            names::PLAIN if time_ordered && !session => ValueFormat::Timestamped,
             names::PLAIN => ValueFormat::Plain,
+            other if time_ordered => {
+                return Err(refuse(format!(
+                    "has column family '{other}', which Kafka's time-ordered {} segments do not \
+                     have (the headers format of onWindowClose() stays on Kafka's stores)",
+                    target.kind.name()
+                )))
+            }
             names::TIMESTAMPED if !session => ValueFormat::Timestamped,
             names::HEADERS if !session => ValueFormat::Headers,
             names::SESSION_HEADERS if session => ValueFormat::Headers,

@@ -92,6 +92,7 @@ impl PlannedStore {
                     options.kind(),
                     options.retention_period,
                     WINDOW_FAMILY,
+                    options.by_time(),
                 )
             }
             PlannedStore::Session { path, options } => {
@@ -102,6 +103,7 @@ impl PlannedStore {
                     options.kind(),
                     options.retention_period,
                     SESSION_FAMILY,
+                    options.by_time(),
                 )
             }
         }
@@ -114,6 +116,7 @@ fn segmented(
     kind: crate::format::meta::StoreKind,
     retention: i64,
     data: &str,
+    by_time: Option<&str>,
 ) -> Result<bool> {
     if store.engine == EngineKind::Memory {
         return Ok(false);
@@ -125,6 +128,7 @@ fn segmented(
         kind,
         retention,
         data,
+        by_time,
     };
     adopt_segmented::check(&segments, &target, store.value_format)?;
     Ok(true)

@@ -487,23 +487,8 @@ pub(crate) fn open_rocksdb_kind(
         return Err(Error::InvalidArgument("the store path is empty".into()));
     }
     // Kafka's segmented store is a directory of databases, which `probe` would call no store.
-    match adopt_segmented::kafka_segments(path)? {
-        None => {
-            probe(path)?;
-        }
-        // Kafka's time-ordered stores (emit on window close) hold time-first keys and a
-        // key-first index under one-byte prefixes in each segment: adopting them as window
-        // or session keys would misread every entry.
-        Some(_) if by_time.is_some() => {
-            return Err(Error::FormatMismatch(format!(
-                "{} holds Kafka Streams' segment databases, and kstate does not adopt Kafka's \
-                 time-ordered {} stores (EmitStrategy.onWindowClose()); nothing was changed: \
-                 delete the directory to restore the store from its changelog",
-                path.display(),
-                kind.name()
-            )));
-        }
-        Some(_) => {}
+    if adopt_segmented::kafka_segments(path)?.is_none() {
+        probe(path)?;
     }
     let lock = StoreLock::acquire(path)?;
     let staging = sibling(path, "kstate-new")?;
@@ -518,6 +503,7 @@ pub(crate) fn open_rocksdb_kind(
             kind,
             retention,
             data,
+            by_time,
         };
         adopt_segmented::adopt(path, &segments, &target, budget)?;
     }

@@ -65,7 +65,7 @@ impl SessionOptions {
         self
     }
 
-    fn by_time(&self) -> Option<&'static str> {
+    pub(crate) fn by_time(&self) -> Option<&'static str> {
         self.time_ordered.then_some(SESSION_BY_TIME_FAMILY)
     }
 

@@ -80,7 +80,7 @@ impl WindowOptions {
         self
     }
 
-    fn by_time(&self) -> Option<&'static str> {
+    pub(crate) fn by_time(&self) -> Option<&'static str> {
         self.time_ordered.then_some(WINDOW_BY_TIME_FAMILY)
     }
 

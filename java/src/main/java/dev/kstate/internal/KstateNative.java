@@ -48,7 +48,7 @@ public final class KstateNative {
      * store there ({@code kstate::store::PlannedStore::check}).
      *
      * @param path the store directory
-     * @param kind 0 key-value, 1 window, 2 session
+     * @param kind 0 key-value, 1 window, 2 session, 3 time-ordered window, 4 time-ordered session
      * @param valueFormat {@link #FORMAT_TIMESTAMPED}, {@link #FORMAT_PLAIN} or {@link #FORMAT_HEADERS}
      * @param retentionMs retention of a window or session store
      * @param segmentIntervalMs segment interval of a window or session store, 0 = Kafka's default

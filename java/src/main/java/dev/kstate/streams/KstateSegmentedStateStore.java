@@ -49,6 +49,8 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     final KstateStoreOptions options;
     final long retentionPeriod;
     final long segmentInterval;
+    /** Whether this store adopts Kafka's time-ordered segments rather than the regular ones. */
+    private final boolean adoptsTimeOrdered;
     volatile S store;
     volatile StateStoreContext context;
     volatile Position position = Position.emptyPosition();
@@ -72,9 +74,19 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     private volatile boolean reportsUncommittedBytes = true;
 
     KstateSegmentedStateStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval) {
+        this(options, retentionPeriod, segmentInterval, false);
+    }
+
+    /**
+     * @param timeOrdered a time-ordered store ({@code EmitStrategy.onWindowClose()}), which adopts Kafka's
+     *     time-ordered segments (known here, before the subclass is constructed, for the adoption plan)
+     */
+    KstateSegmentedStateStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval,
+                              boolean timeOrdered) {
         this.options = options;
         this.retentionPeriod = retentionPeriod;
         this.segmentInterval = segmentInterval;
+        this.adoptsTimeOrdered = timeOrdered;
         if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
             TaskAdoption.record(adoptionPlan());
         }
@@ -83,9 +95,13 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
     /** @return what this store adopts a directory of Kafka's segments as */
     final TaskAdoption.Plan adoptionPlan() {
         boolean session = "session".equals(kind());
+        int kind = session ? TaskAdoption.SESSION : TaskAdoption.WINDOW;
+        if (adoptsTimeOrdered) {
+            kind = session ? TaskAdoption.TIME_ORDERED_SESSION : TaskAdoption.TIME_ORDERED_WINDOW;
+        }
         int format = options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS ? KstateNative.FORMAT_HEADERS
             : !session && options.timestamped ? KstateNative.FORMAT_TIMESTAMPED : KstateNative.FORMAT_PLAIN;
-        return new TaskAdoption.Plan(name(), session ? TaskAdoption.SESSION : TaskAdoption.WINDOW, format,
+        return new TaskAdoption.Plan(name(), kind, format,
             retentionPeriod, segmentInterval);
     }
 

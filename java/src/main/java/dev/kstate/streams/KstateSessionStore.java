@@ -40,7 +40,7 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     }
 
     KstateSessionStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval, boolean timeOrdered) {
-        super(options, retentionPeriod, segmentInterval);
+        super(options, retentionPeriod, segmentInterval, timeOrdered);
         this.timeOrdered = timeOrdered;
     }
 

@@ -50,7 +50,7 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
 
     KstateWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize, boolean retainDuplicates,
                       long segmentInterval, boolean timeOrdered, boolean keyIndex) {
-        super(options, retentionPeriod, segmentInterval);
+        super(options, retentionPeriod, segmentInterval, timeOrdered);
         this.windowSize = windowSize;
         this.retainDuplicates = retainDuplicates;
         this.timeOrdered = timeOrdered;

@@ -29,6 +29,9 @@ final class TaskAdoption {
     static final int KEY_VALUE = 0;
     static final int WINDOW = 1;
     static final int SESSION = 2;
+    /** The time-ordered stores of {@code EmitStrategy.onWindowClose()}: they adopt Kafka's time-ordered segments. */
+    static final int TIME_ORDERED_WINDOW = 3;
+    static final int TIME_ORDERED_SESSION = 4;
     /** As {@code KstateSegmentedStateStore}'s: Kafka's segment directory names. */
     private static final Pattern KAFKA_SEGMENT = Pattern.compile(".+[.:-]\\d+");
     /** Store name to the options of the kstate RocksDB stores of that name built in this JVM. */

@@ -1,6 +1,7 @@
 package dev.kstate.streams;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 
 import java.io.File;
@@ -136,16 +137,41 @@ public class TimeOrderedStoresTest {
      */
     private Run run(Stores3 stores, Consumer<StreamsBuilder> topology, List<KeyValue<String, KeyValue<String, Long>>> input,
                     String storeName, boolean session, int restartAt) throws Exception {
-        File stateDir = tempDir("to-" + stores);
+        return run(stores, stores, false, topology, input, storeName, session, restartAt);
+    }
+
+    /**
+     * As above, with the restart going on with {@code after}'s stores; with {@code closeTask}, the
+     * first driver's task is closed as Kafka closes it (commit, stores closed: Kafka's segments flushed
+     * with their offsets) before the copy, instead of flushing Kafka's segments only.
+     */
+    private Run run(Stores3 stores, Stores3 after, boolean closeTask, Consumer<StreamsBuilder> topology,
+                    List<KeyValue<String, KeyValue<String, Long>>> input, String storeName, boolean session,
+                    int restartAt) throws Exception {
+        File stateDir = tempDir("to-" + stores + "-" + after);
         File saved = tempDir("to-saved-" + stores);
         Run run = new Run();
         int from = 0;
+        org.apache.kafka.common.TopicPartition changelog =
+            new org.apache.kafka.common.TopicPartition("to-" + storeName + "-changelog", 0);
+        Long closedAt = null;
         for (int part = 0; part < (restartAt >= 0 ? 2 : 1); part++) {
             int to = restartAt >= 0 && part == 0 ? restartAt : input.size();
             StreamsBuilder builder = new StreamsBuilder();
             topology.accept(builder);
-            try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(stores, stateDir))) {
+            Stores3 now = part == 0 ? stores : after;
+            try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(now, stateDir))) {
                 TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+                if (closedAt != null) {
+                    // reopened after a task close: the store's committed offset is the one its task closed
+                    // with, and Kafka's state manager restores nothing before it
+                    StateStore reopened = session ? (StateStore) driver.getSessionStore(storeName)
+                        : (StateStore) driver.getTimestampedWindowStore(storeName);
+                    assertEquals(storeName + ": committed offset after the restart on " + now, closedAt,
+                        reopened.committedOffset(changelog));
+                    assertEquals(storeName + ": the changelog is read from right after it", Long.valueOf(closedAt + 1),
+                        SegmentAdoptionTest.changelogStarts(driver).get(changelog));
+                }
                 for (KeyValue<String, KeyValue<String, Long>> r : input.subList(from, to)) {
                     in.pipeInput(r.key, r.value.key, r.value.value);
                 }
@@ -177,14 +203,18 @@ public class TimeOrderedStoresTest {
                 }
                 run.store = innermost(outer);
                 run.layers = layers(outer);
-                if (stores == Stores3.KSTATE_ROCKSDB) {
+                if (now == Stores3.KSTATE_ROCKSDB) {
                     // a kstate RocksDB store (CURRENT at <taskDir>/<name>/), not Kafka's segment directories
                     File[] found = new File(stateDir, "to").listFiles((d, n) ->
                         new File(new File(d, n), storeName + "/CURRENT").exists());
                     assertTrue(storeName + " is a kstate RocksDB store", found != null && found.length == 1);
                 }
                 if (part == 0 && restartAt >= 0) {
-                    if (stores == Stores3.KAFKA) {
+                    if (closeTask) {
+                        closedAt = outer.committedOffset(changelog);
+                        assertNotNull(storeName + ": the task committed an offset", closedAt);
+                        MigrationTest.closeTaskKeepingState(driver);
+                    } else if (stores == Stores3.KAFKA) {
                         flushKafkaSegments(outer);
                     }
                     copyTree(stateDir.toPath(), saved.toPath());
@@ -386,6 +416,54 @@ public class TimeOrderedStoresTest {
         assertSame("tumbling count, restarted", tumblingCount(false), "counts", false, "KstateTimeOrderedWindowStore", 15,
             RECORDS / 2);
         assertSame("session count, restarted", sessionCount(), "sessions", true, "KstateSessionStore", 16, RECORDS / 2);
+    }
+
+    /**
+     * An onWindowClose() application switching to kstate mid-stream: its task closed on Kafka's
+     * time-ordered stores (time windows without and sliding windows with Kafka's key index, session
+     * windows), then reopened with {@code KstateDslStoreSuppliers}: kstate adopts Kafka's segment
+     * directories in place (a kstate RocksDB store at the store's directory afterwards; the driver
+     * restores nothing) and the rest of the input gives the same output, changelog and final store
+     * contents as a run that stayed on Kafka's stores. The sliding aggregate is compared with a run
+     * that was on kstate's stores all along instead: its right windows start after the latest record,
+     * so kstate's reopened store (stream time: the latest window start held, as after a restore from the
+     * changelog) and Kafka's reopened segments (no stream time until the first write, which is the
+     * restart record's left window) see different retention floors at the first emit after the restart.
+     */
+    @Test
+    public void kafkasTimeOrderedStoresAreAdoptedMidStream() throws Exception {
+        assertAdoptedMidStream("tumbling count", tumblingCount(false), "counts", false, "KstateTimeOrderedWindowStore", 17,
+            Stores3.KAFKA);
+        assertAdoptedMidStream("sliding aggregate", b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(30)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
+                    Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slides")
+                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()).withCachingDisabled())
+                .toStream((w, v) -> window(w)).mapValues(String::valueOf)
+                .to("out", Produced.with(Serdes.String(), Serdes.String())),
+            "slides", false, "KstateTimeOrderedWindowStore", 18, Stores3.KSTATE_ROCKSDB);
+        assertAdoptedMidStream("session count", sessionCount(), "sessions", true, "KstateSessionStore", 19, Stores3.KAFKA);
+    }
+
+    private void assertAdoptedMidStream(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
+                                        String kstateClass, long seed, Stores3 reference) throws Exception {
+        List<KeyValue<String, KeyValue<String, Long>>> input = records(seed);
+        int restartAt = RECORDS / 2;
+        // as in assertSame: the first record after the restart is at the stream time
+        long streamTime = input.subList(0, restartAt).stream().mapToLong(r -> r.value.value).max().orElse(0);
+        input.add(restartAt, KeyValue.pair("k0", KeyValue.pair("restart", streamTime)));
+        Run kafka = run(reference, reference, true, topology, input, storeName, session, restartAt);
+        assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
+        if (reference == Stores3.KAFKA) {
+            assertTrue(what + ": on Kafka's time-ordered store (" + kafka.store + ")", kafka.store.contains("TimeOrdered"));
+        }
+        Run adopted = run(Stores3.KAFKA, Stores3.KSTATE_ROCKSDB, true, topology, input, storeName, session, restartAt);
+        assertEquals(what + ": a kstate store after the switch", kstateClass, adopted.store);
+        assertSameList(what + ": output", kafka.output, adopted.output);
+        assertSameList(what + ": changelog", kafka.changelog, adopted.changelog);
+        assertSameList(what + ": final store contents", kafka.contents, adopted.contents);
     }
 
     // ----- store level ------------------------------------------------------------------------------
