@@ -36,6 +36,8 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.processor.StandbyUpdateListener;
 import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.processor.TaskId;
@@ -48,8 +50,10 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * The Kafka Streams application of the real-broker tests, the restart race and the demo, run in
@@ -72,7 +76,10 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * ({@code kstate.startup.park.ms}), {@code open.ahead} ({@code kstate.startup.open.ahead}),
  * {@code defer.open} ({@code kstate.startup.defer.open}), {@code txn.stores} ({@code false} runs the
  * kstate and rocksdb-txn variants without {@code enable.transactional.statestores}),
- * {@code uncommitted.max} ({@code statestore.uncommitted.max.bytes}).
+ * {@code uncommitted.max} ({@code statestore.uncommitted.max.bytes}), {@code windowed} ({@code true} adds a
+ * tumbling-window count {@code wcounts} of {@code window.ms} and a session count {@code scounts} of
+ * inactivity gap {@code session.gap.ms}, on kstate's window and session stores in the kstate variant,
+ * written to {@code wcounts-out} and {@code scounts-out}; the soak's topology).
  *
  * <p>It reports on standard output, one event a line: {@code STATE new old ms}, {@code RUNNING ms}
  * (ms since the JVM started), {@code RESTORE_START store topic partition start end},
@@ -88,6 +95,14 @@ public final class EosApp {
     public static final String INPUT = "input";
     public static final String COUNTS_OUT = "counts-out";
     public static final String SUMS_OUT = "sums-out";
+    /** With {@code windowed=true}: each update of the tumbling-window count, keyed {@code key@windowStart}. */
+    public static final String WCOUNTS_OUT = "wcounts-out";
+    /** With {@code windowed=true}: each update of the session count, keyed {@code key@start@end} (null: merged away). */
+    public static final String SCOUNTS_OUT = "scounts-out";
+    /** How long the window and session stores keep their windows (the soak outlives it, so segments expire). */
+    static final Duration WINDOWED_RETENTION = Duration.ofMinutes(30);
+    /** Grace of the windowed aggregations: input timestamps rise per partition, so no record is ever late. */
+    static final Duration WINDOWED_GRACE = Duration.ofMinutes(1);
 
     /** The topic {@code name} of the run with topic prefix {@code prefix}. */
     public static String topic(String prefix, String name) {
@@ -198,6 +213,10 @@ public final class EosApp {
                 Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("sums")
                     .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
                 .toStream().to(topic(t, SUMS_OUT), Produced.with(Serdes.String(), Serdes.Long()));
+            if (Boolean.parseBoolean(a.getOrDefault("windowed", "false"))) {
+                addWindowed(grouped, t, variant.equals("kstate"), Duration.ofMillis(Long.parseLong(a.getOrDefault("window.ms",
+                    "10000"))), Duration.ofMillis(Long.parseLong(a.getOrDefault("session.gap.ms", "10000"))));
+            }
         }
 
         org.apache.kafka.streams.Topology topology = builder.build();
@@ -284,6 +303,29 @@ public final class EosApp {
         streams.close(Duration.ofSeconds(60));
         out("CLOSED " + sinceStart());
         System.exit(0);
+    }
+
+    /**
+     * The window and session counts of the soak: on kstate's stores ({@code kstate}) or on the
+     * DSL's default ones. Their outputs carry the window in the key, so that the parent can
+     * compare every update with the one its model of the input predicts.
+     */
+    static void addWindowed(KGroupedStream<String, String> grouped, String t, boolean kstate, Duration size, Duration gap) {
+        Materialized<String, Long, WindowStore<Bytes, byte[]>> wm = kstate
+            ? Materialized.<String, Long>as(KstateStores.persistentTimestampedWindowStore("wcounts", WINDOWED_RETENTION, size,
+                false))
+            : Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("wcounts");
+        grouped.windowedBy(TimeWindows.ofSizeAndGrace(size, WINDOWED_GRACE))
+            .count(wm.withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+            .toStream((wk, v) -> wk.key() + "@" + wk.window().start())
+            .to(topic(t, WCOUNTS_OUT), Produced.with(Serdes.String(), Serdes.Long()));
+        Materialized<String, Long, SessionStore<Bytes, byte[]>> sm = kstate
+            ? Materialized.<String, Long>as(KstateStores.persistentSessionStore("scounts", WINDOWED_RETENTION))
+            : Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("scounts");
+        grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(gap, WINDOWED_GRACE))
+            .count(sm.withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+            .toStream((wk, v) -> wk.key() + "@" + wk.window().start() + "@" + wk.window().end())
+            .to(topic(t, SCOUNTS_OUT), Produced.with(Serdes.String(), Serdes.Long()));
     }
 
     /** IQv1 and IQv2 over both stores at both isolation levels. */

@@ -274,6 +274,7 @@ public final class EosRig {
         private final Random rnd;
         private final int keys;
         private Map<String, List<Long>> values;
+        private Map<String, List<Long>> timestamps;
         /** Records in the input topic. */
         public long produced;
         /** Input transactions aborted and sent again. */
@@ -354,12 +355,21 @@ public final class EosRig {
         public Map<String, List<Long>> values() {
             if (values == null) {
                 Map<String, List<Long>> m = new TreeMap<>();
+                Map<String, List<Long>> ts = new TreeMap<>();
                 for (ConsumerRecord<byte[], byte[]> r : readCommitted(broker, topics + EosApp.INPUT)) {
                     m.computeIfAbsent(str(r.key()), k -> new ArrayList<>()).add(Long.parseLong(str(r.value())));
+                    ts.computeIfAbsent(str(r.key()), k -> new ArrayList<>()).add(r.timestamp());
                 }
                 values = m;
+                timestamps = ts;
             }
             return values;
+        }
+
+        /** The timestamps of each key's input records, in offset order (the windowed aggregations' model). */
+        public Map<String, List<Long>> timestamps() {
+            values();
+            return timestamps;
         }
 
         public Map<String, Long> counts() {
@@ -386,6 +396,15 @@ public final class EosRig {
         t.put(prefix + EosApp.INPUT, partitions);
         t.put(prefix + EosApp.COUNTS_OUT, partitions);
         t.put(prefix + EosApp.SUMS_OUT, partitions);
+        broker.createTopics(t);
+    }
+
+    /** As {@link #createTopics(KafkaBroker, String, int)}, plus the outputs of {@code windowed=true}. */
+    public static void createWindowedTopics(KafkaBroker broker, String prefix, int partitions) throws Exception {
+        createTopics(broker, prefix, partitions);
+        Map<String, Integer> t = new HashMap<>();
+        t.put(prefix + EosApp.WCOUNTS_OUT, partitions);
+        t.put(prefix + EosApp.SCOUNTS_OUT, partitions);
         broker.createTopics(t);
     }
 
@@ -543,6 +562,86 @@ public final class EosRig {
             check(expSums.equals(sums.get(e.getKey())), "sums of " + e.getKey() + ": expected " + expSums + ", got "
                 + sums.get(e.getKey()));
         }
+    }
+
+    /** Every committed update of an output topic, by key, in order; a tombstone is {@code null}. */
+    static Map<String, List<Long>> updatesByKey(KafkaBroker broker, String topic) {
+        Map<String, List<Long>> m = new HashMap<>();
+        for (ConsumerRecord<byte[], byte[]> r : readCommitted(broker, topic)) {
+            m.computeIfAbsent(str(r.key()), k -> new ArrayList<>()).add(r.value() == null ? null : longOf(r.value()));
+        }
+        return m;
+    }
+
+    /** Compares the updates of each output key with the model's, naming a few differences. */
+    static void checkUpdates(Map<String, List<Long>> expected, Map<String, List<Long>> got, String what) {
+        if (expected.equals(got)) {
+            return;
+        }
+        List<String> diff = new ArrayList<>();
+        Set<String> keys = new java.util.TreeSet<>(expected.keySet());
+        keys.addAll(got.keySet());
+        int n = 0;
+        for (String k : keys) {
+            if (!java.util.Objects.equals(expected.get(k), got.get(k))) {
+                n++;
+                if (diff.size() < 10) {
+                    diff.add(k + ": expected " + expected.get(k) + ", got " + got.get(k));
+                }
+            }
+        }
+        throw new AssertionError(what + ": " + n + " of " + keys.size() + " output keys differ from the model: " + diff);
+    }
+
+    /**
+     * Checks the {@code read_committed} output of the tumbling-window count ({@code windowed=true}):
+     * for every key and window, exactly the counts 1..n of the key's input records in that window,
+     * in order. Each update reads the window's count from the window store, so a lost, doubled or
+     * stale store write shows here.
+     */
+    public static void checkWindowOutputs(KafkaBroker broker, Input input, long windowMs) {
+        Map<String, List<Long>> expected = new HashMap<>();
+        input.timestamps().forEach((k, ts) -> {
+            for (long t : ts) {
+                List<Long> l = expected.computeIfAbsent(k + "@" + (t - t % windowMs), x -> new ArrayList<>());
+                l.add((long) l.size() + 1);
+            }
+        });
+        checkUpdates(expected, updatesByKey(broker, input.topics + EosApp.WCOUNTS_OUT), "window counts");
+    }
+
+    /**
+     * Checks the {@code read_committed} output of the session count ({@code windowed=true}): every
+     * update, as the session aggregation emits it with the record cache off. Input timestamps rise
+     * per key, so a record extends the key's last session when it comes within the inactivity gap
+     * of its end (a tombstone for the old session unless both are the one instant [t, t], then the
+     * merged one's count) and starts a new session of count 1 otherwise. Each update reads the
+     * session store.
+     */
+    public static void checkSessionOutputs(KafkaBroker broker, Input input, long gapMs) {
+        Map<String, List<Long>> expected = new HashMap<>();
+        input.timestamps().forEach((k, ts) -> {
+            long start = -1;
+            long end = -1;
+            long count = 0;
+            for (long t : ts) {
+                if (count > 0 && t - end <= gapMs) {
+                    // the old session is removed (a tombstone) unless the merged window is the record's own
+                    // [t, t]: Kafka's KStreamSessionWindowAggregate then just updates it in place
+                    if (start != t) {
+                        expected.computeIfAbsent(k + "@" + start + "@" + end, x -> new ArrayList<>()).add(null);
+                    }
+                    end = Math.max(end, t);
+                    count++;
+                } else {
+                    start = t;
+                    end = t;
+                    count = 1;
+                }
+                expected.computeIfAbsent(k + "@" + start + "@" + end, x -> new ArrayList<>()).add(count);
+            }
+        });
+        checkUpdates(expected, updatesByKey(broker, input.topics + EosApp.SCOUNTS_OUT), "session counts");
     }
 
     /** The committed changelog of a store, by partition. */
