@@ -1197,7 +1197,7 @@ fn deleted_wal_is_corruption_or_an_earlier_whole_commit(which: usize) {
 
 /// What deleting the newest WAL does (documented): the commits only it held are lost
 /// without an error, and the store opens at the last commit of the WAL before it, whole.
-/// The record of the WALs the last open found lived in that WAL too (see the README's
+/// The record of the WALs the last open found lived in that WAL too (see docs/transactions.md,
 /// *WAL integrity*).
 #[test]
 fn a_deleted_newest_wal_leaves_the_commit_before_it() {

@@ -1,4 +1,4 @@
-//! Bad input and misuse: every case of the README's error table returns its typed error
+//! Bad input and misuse: every case of the error table (docs/rust-api.md, Errors) returns its typed error
 //! with its stable code, and never harms the data already committed.
 
 use std::process::{Command, Stdio};

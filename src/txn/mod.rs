@@ -717,8 +717,8 @@ impl TxnCore {
     /// happens on the store: any read, write, commit or close first completes the restore
     /// ([`TxnCore::complete_restore`]), so every caller observes each batch as committed
     /// once this returns. A large gathering is written as one sorted file and ingested
-    /// (no memtable insert, no flush: about half the CPU of writing it, see the README's
-    /// benchmarks); a small one, or writes to several families (an upgrade in progress), go
+    /// (no memtable insert, no flush: about half the CPU of writing it, see
+    /// docs/performance.md); a small one, or writes to several families (an upgrade in progress), go
     /// in one engine batch without the write-ahead log, durable at the engine's next flush.
     /// Either way a crash leaves the store at an earlier commit or at a completed one, whose
     /// offset tells the caller where to restore from.

@@ -81,7 +81,7 @@ public final class BrokerDemo {
             System.out.println("exactly_once_v2 is wiped after a kill and rebuilt from its changelog (both stores: count and");
             System.out.println("sum): its restart time grows with the state. \"no state\" is the floor: the same input");
             System.out.println("mapped to an output, no stores, no changelogs.");
-            System.out.println("The restart race at larger sizes: gradle -p java restartRace -Pkeys=1000000 (see README).");
+            System.out.println("The restart race at larger sizes: gradle -p java restartRace -Pkeys=1000000 (see docs/exactly-once.md).");
         }
         System.out.println("broker stopped.");
         TestSupport.deleteTree(base);

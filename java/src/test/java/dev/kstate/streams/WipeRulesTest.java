@@ -26,7 +26,7 @@ import org.junit.Before;
 import org.junit.Test;
 
 /**
- * The wipe rules of the README's "Exactly-once, kills and dirty closes", one test per row, on
+ * The wipe rules of docs/exactly-once.md's "Exactly-once, kills and dirty closes", one test per row, on
  * Kafka Streams 4.4's own task code ({@code ProcessorStateManager#initializeStoreOffsets},
  * {@code StateManagerUtil#closeStateManager}) as TopologyTestDriver runs it.
  */
