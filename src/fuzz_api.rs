@@ -68,3 +68,9 @@ pub fn kafka_position_to_adapter(raw: &[u8]) -> Result<Vec<u8>> {
 pub fn java_string(bytes: &[u8]) -> Result<String> {
     crate::jni::decode_java(bytes, "string")
 }
+
+/// Whether one entry of a Kafka store's `default` family has the layout of a Kafka Streams
+/// versioned store's row (`kstate upgrade` leaves such stores alone, adoption refuses them).
+pub fn kafka_versioned_entry(key: &[u8], value: &[u8]) -> bool {
+    crate::store::kafka_versioned::is_versioned_entry(key, value)
+}

@@ -1,5 +1,6 @@
-//! Window and session key schemas (Kafka's `WindowKeySchema`, `SessionKeySchema`), kstate's
-//! segment prefix, and Kafka's range bounds over those keys.
+//! Window and session key schemas (Kafka's `WindowKeySchema`, `SessionKeySchema`, and the
+//! time-first keys of its time-ordered stores), kstate's segment prefix, Kafka's range bounds
+//! over those keys, and the check that tells a Kafka versioned store's rows from plain ones.
 //!
 //! Properties: parsing arbitrary bytes never panics and is canonical (parse, rebuild gives
 //! the input back); keys built from the input parse back to their parts; segment prefixes
@@ -9,8 +10,9 @@
 
 use kstate::format::segmented::{
     ordered_lower_range, parse_session_key, parse_window_key, segment_id, segment_prefix,
-    session_key, session_upper_range, split_stored, stored_key, window_key, window_upper_range,
-    SESSION_SUFFIX, WINDOW_SUFFIX,
+    session_key, session_key_of_time_first, session_upper_range, split_stored, stored_key,
+    time_first_session_key, time_first_window_key, window_key, window_key_of_time_first,
+    window_upper_range, SESSION_SUFFIX, WINDOW_SUFFIX,
 };
 use kstate_fuzz::arbitrary::{Result, Unstructured};
 use kstate_fuzz::bytes;
@@ -33,6 +35,22 @@ fn parse_arbitrary(raw: &[u8]) {
     match split_stored(raw) {
         Ok((segment, key)) => assert_eq!(stored_key(segment, key), raw),
         Err(_) => assert!(raw.len() < 8),
+    }
+    // Kafka's time-first keys (time-ordered stores, read when their segments are adopted):
+    // each converts to the key-first key and back to itself.
+    match window_key_of_time_first(raw) {
+        Ok(w) => assert_eq!(time_first_window_key(&w).unwrap(), raw),
+        Err(_) => assert!(raw.len() < WINDOW_SUFFIX),
+    }
+    match session_key_of_time_first(raw) {
+        Ok(s) => assert_eq!(time_first_session_key(&s).unwrap(), raw),
+        Err(_) => assert!(raw.len() < SESSION_SUFFIX),
+    }
+    // The versioned-store detector reads any entry without panicking; a key that is not
+    // 8 bytes of segment prefix or more is never versioned.
+    let (key, value) = raw.split_at(raw.len() / 2);
+    if kstate::fuzz_api::kafka_versioned_entry(key, value) {
+        assert!(key.len() >= 8);
     }
 }
 

@@ -43,7 +43,7 @@ pub(crate) fn looks_versioned(engine: &dyn Engine, family: Family) -> Result<boo
 }
 
 /// Whether one entry is a row of a versioned store.
-fn is_versioned_entry(key: &[u8], value: &[u8]) -> bool {
+pub(crate) fn is_versioned_entry(key: &[u8], value: &[u8]) -> bool {
     let Some(prefix) = key.get(..PREFIX) else {
         return false;
     };
