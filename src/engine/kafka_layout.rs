@@ -16,7 +16,7 @@ use rocksdb::{
 };
 
 use super::names;
-use super::rocksdb::map_err;
+use super::rocksdb::{map_err, table_files};
 use crate::{Error, Result};
 
 /// The newest block-based table `format_version` Kafka Streams 4.4's RocksDB (rocksdbjni
@@ -55,16 +55,11 @@ pub(crate) fn table_format_version(path: &Path) -> Result<u32> {
 /// counted: it is the remains of a flush or compaction killed midway, which no manifest
 /// names and RocksDB deletes on its next open.
 pub(crate) fn newer_tables(dir: &Path) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".sst")
-            && table_format_version(&entry.path()).is_ok_and(|v| v > KAFKA_TABLE_FORMAT_VERSION)
-        {
-            out.push(name);
-        }
-    }
+    let mut out: Vec<String> = table_files(dir)?
+        .into_iter()
+        .filter(|path| table_format_version(path).is_ok_and(|v| v > KAFKA_TABLE_FORMAT_VERSION))
+        .filter_map(|path| path.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
     out.sort();
     Ok(out)
 }

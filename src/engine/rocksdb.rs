@@ -181,6 +181,18 @@ pub(crate) enum Probe {
     Database(Vec<String>),
 }
 
+/// The table files (`*.sst`) directly in the database directory `dir`.
+pub(crate) fn table_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        if entry.file_name().to_string_lossy().ends_with(".sst") {
+            out.push(entry.path());
+        }
+    }
+    Ok(out)
+}
+
 /// Looks at `path` without changing anything.
 ///
 /// # Errors

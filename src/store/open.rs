@@ -24,7 +24,7 @@ use super::adopt_segmented;
 use super::kafka;
 use super::lock::{sibling, StoreLock};
 use crate::engine::memory::MemoryEngine;
-use crate::engine::rocksdb::{lock_holder, probe, Probe, RocksEngine};
+use crate::engine::rocksdb::{lock_holder, probe, table_files, Probe, RocksEngine};
 use crate::engine::{has_entries, names, BatchOp, Engine, Family};
 use crate::format::meta::{self, CommittedState, StoreHeader, StoreKind, ValueFormat};
 use crate::store::segmented::{SegmentBudget, SESSION_BY_TIME_FAMILY, WINDOW_BY_TIME_FAMILY};
@@ -304,18 +304,6 @@ fn refuse_if_in_use(path: &Path) -> Result<()> {
         }),
         None => Ok(()),
     }
-}
-
-/// The table files (`*.sst`) in the store directory at `path`.
-fn table_files(path: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(path).map_err(|e| Error::io(path, e))? {
-        let entry = entry.map_err(|e| Error::io(path, e))?;
-        if entry.file_name().to_string_lossy().ends_with(".sst") {
-            out.push(entry.path());
-        }
-    }
-    Ok(out)
 }
 
 /// An empty `kstate_meta` is what an adoption killed before its header leaves, and the next
