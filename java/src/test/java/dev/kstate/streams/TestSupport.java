@@ -2,6 +2,7 @@ package dev.kstate.streams;
 
 import java.io.File;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -62,14 +63,18 @@ public final class TestSupport {
         return Files.createTempDirectory(prefix).toFile();
     }
 
-    /** Deletes a directory tree, best effort. */
+    /**
+     * Deletes a directory tree, best effort: a file that vanishes during the walk (an open
+     * store's RocksDB background thread deleting an obsolete table file) ends this attempt
+     * quietly, and callers that need the tree gone call again until it is.
+     */
     public static void deleteTree(File dir) {
         if (dir == null || !dir.exists()) {
             return;
         }
         try (Stream<Path> paths = Files.walk(dir.toPath())) {
             paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException e) {
+        } catch (IOException | UncheckedIOException e) {
             // best effort
         }
     }
