@@ -110,14 +110,146 @@ fn static_cxx_runtime() {
 }
 
 fn generate(root: &Path) -> Result<Vec<u8>, String> {
+    let expanded = expand_templates(root)?;
     let config = cbindgen::Config::from_file(root.join("cbindgen.toml"))
         .map_err(|e| format!("reading cbindgen.toml: {e}"))?;
-    let bindings = cbindgen::Builder::new()
+    let mut builder = cbindgen::Builder::new()
         .with_config(config)
-        .with_src(root.join("src/capi/mod.rs"))
-        .generate()
-        .map_err(|e| format!("cbindgen: {e}"))?;
+        .with_src(root.join("src/capi/mod.rs"));
+    for file in &expanded {
+        builder = builder.with_src(file);
+    }
+    let bindings = builder.generate().map_err(|e| format!("cbindgen: {e}"))?;
     let mut header = Vec::new();
     bindings.write(&mut header);
     Ok(header)
+}
+
+/// Expands every `src/capi/<name>.rs.in` into `$OUT_DIR/capi_<name>.rs` (which the module
+/// `include!`s) and returns the expanded files, for cbindgen to read with the rest.
+fn expand_templates(root: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    let out_dir = std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?;
+    let dir = root.join("src/capi");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut templates: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".rs.in"))
+        .collect();
+    // A stable order keeps the build reproducible (cbindgen sorts items by name anyway).
+    templates.sort();
+    let mut expanded = Vec::new();
+    for template in templates {
+        let name = template
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".rs.in"))
+            .ok_or_else(|| format!("{}: not a template name", template.display()))?;
+        let text = std::fs::read_to_string(&template)
+            .map_err(|e| format!("reading {}: {e}", template.display()))?;
+        let target = Path::new(&out_dir).join(format!("capi_{name}.rs"));
+        let code = expand(&text).map_err(|e| format!("{name}.rs.in:{e}"))?;
+        std::fs::write(&target, code).map_err(|e| format!("writing {}: {e}", target.display()))?;
+        expanded.push(target);
+    }
+    Ok(expanded)
+}
+
+/// Expands the C functions written once for several store kinds or directions
+/// (a `src/capi/*.rs.in` template) into one function per instance.
+///
+/// A block starts with `@@ each` and instances separated by `|`, each a list of
+/// `name=value` words (a bare word is a flag set to `1`), and ends with `@@ end`. Inside a
+/// block, `$name` (or `${name}`, followed by identifier characters) is replaced by the
+/// instance's value (an unknown name is an error, so a
+/// typo cannot reach the header); a line starting `///=` is kept, as a doc line, only for
+/// the instance with the flag `full` (the one documented in full) and a line starting
+/// `///-` only for the others (which refer to it); a line starting `///?name=value ` only for
+/// the instances where `name` is `value`. Text outside blocks is copied as is.
+fn expand(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
+        let Some(spec) = line.strip_prefix("@@ each") else {
+            if line.starts_with("@@") {
+                return Err(format!("{}: stray `{line}`", n + 1));
+            }
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let mut body = Vec::new();
+        loop {
+            match lines.next() {
+                Some((_, "@@ end")) => break,
+                Some((_, l)) => body.push(l),
+                None => return Err(format!("{}: block without `@@ end`", n + 1)),
+            }
+        }
+        for instance in spec.split('|') {
+            let vars: Vec<(&str, &str)> = instance
+                .split_whitespace()
+                .map(|w| w.split_once('=').unwrap_or((w, "1")))
+                .collect();
+            let full = vars.iter().any(|(k, _)| *k == "full");
+            for l in &body {
+                let l = match (l.strip_prefix("///="), l.strip_prefix("///-")) {
+                    (Some(rest), _) if full => format!("///{rest}"),
+                    (_, Some(rest)) if !full => format!("///{rest}"),
+                    (Some(_), _) | (_, Some(_)) => continue,
+                    _ => match only_for(l, &vars) {
+                        Some(Some(rest)) => format!("///{rest}"),
+                        Some(None) => continue,
+                        None => (*l).to_string(),
+                    },
+                };
+                out.push_str(&substitute(&l, &vars).map_err(|e| format!("{}: {e}", n + 1))?);
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// A line `///?name=value text` is a doc line for the instances whose `name` is `value`:
+/// `Some(Some(" text"))` for those, `Some(None)` for the others; `None` for any other line.
+fn only_for<'a>(line: &'a str, vars: &[(&str, &str)]) -> Option<Option<&'a str>> {
+    let rest = line.strip_prefix("///?")?;
+    let cond_len = rest.find(' ').unwrap_or(rest.len());
+    let cond = &rest[..cond_len];
+    let (name, value) = cond.split_once('=').unwrap_or((cond, "1"));
+    let matches = vars.iter().any(|(k, v)| *k == name && *v == value);
+    Some(matches.then_some(&rest[cond_len..]))
+}
+
+/// Replaces each `$name` in `line` by its value in `vars`.
+fn substitute(line: &str, vars: &[(&str, &str)]) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        // `${name}` where a name is followed by more identifier characters (`${kind}_t`).
+        let (name, len) = match after.strip_prefix('{') {
+            Some(braced) => {
+                let end = braced.find('}').ok_or("`${` without `}`")?;
+                (&braced[..end], end + 2)
+            }
+            None => {
+                let end = after
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(after.len());
+                (&after[..end], end)
+            }
+        };
+        let value = vars
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| format!("`${name}` is not set in every instance"))?;
+        out.push_str(value);
+        rest = &after[len..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }

@@ -156,6 +156,19 @@ pub(crate) unsafe fn cstr<'a>(ptr: *const c_char, what: &str) -> Result<&'a CStr
     Ok(unsafe { CStr::from_ptr(ptr) })
 }
 
+/// A store path: NULL (allowed for the memory engine, which then only names the store) or
+/// NUL-terminated bytes, which need not be UTF-8.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string that outlives the returned slice.
+pub(crate) unsafe fn opt_path<'a>(path: *const c_char) -> Result<Option<&'a [u8]>> {
+    if path.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL and NUL-terminated (caller's guarantee).
+    Ok(Some(unsafe { cstr(path, "path")? }.to_bytes()))
+}
+
 /// Sets an out-parameter to its "nothing" value on entry, if it can be written at all; the
 /// function validates it again (and fails) with [`out`] before doing anything.
 ///

@@ -87,9 +87,6 @@ pub unsafe extern "C" fn kstate_error_code(error: *const kstate_error_t) -> i32 
 /// # Safety
 /// `error` is NULL or a pointer returned by a kstate function and not yet freed. Do not
 /// free or modify the returned string, nor use it after freeing `error`.
-///
-/// # Thread safety
-/// Safe to call from any thread.
 #[no_mangle]
 pub unsafe extern "C" fn kstate_error_message(error: *const kstate_error_t) -> *const c_char {
     // SAFETY: the caller guarantees `error` is NULL or a live error from kstate.
@@ -141,9 +138,6 @@ pub unsafe extern "C" fn kstate_error_free(error: *mut kstate_error_t) {
 ///
 /// # Safety
 /// None required.
-///
-/// # Thread safety
-/// Safe to call from any thread.
 #[no_mangle]
 pub extern "C" fn kstate_error_code_name(code: i32) -> *const c_char {
     ffi_infallible(c"UNKNOWN".as_ptr(), || {

@@ -89,155 +89,6 @@ unsafe fn open_iter(
     Ok(())
 }
 
-/// Iterates over the keys between `from` and `to`, both inclusive, in the writer's view
-/// (Kafka's `range`). Empty when `from > to`.
-///
-/// # Arguments
-/// * `store` - the store.
-/// * `from`, `from_len` - lower bound; NULL with length 0 leaves it open (a non-NULL
-///   pointer with length 0 is the empty key).
-/// * `to`, `to_len` - upper bound; NULL with length 0 leaves it open.
-/// * `iter_out` - receives the iterator; NULL on entry and on failure.
-///
-/// # Returns
-/// NULL on success, else an error.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
-/// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL bound with non-zero length, `iter_out` NULL.
-/// * `KSTATE_ERR_STORAGE`.
-/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
-///   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
-///
-/// # Safety
-/// Bounds NULL or readable for their lengths (they are copied); `iter_out` NULL or
-/// writable.
-///
-/// # Thread safety
-/// Safe from any thread. The iterator sees the writer's view as of its creation.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_kv_range(
-    store: *mut kstate_kv_t,
-    from: *const u8,
-    from_len: usize,
-    to: *const u8,
-    to_len: usize,
-    iter_out: *mut *mut kstate_kv_iter_t,
-) -> *mut kstate_error_t {
-    // SAFETY: forwarded; same contract.
-    unsafe {
-        kstate_kv_scan(
-            store,
-            super::KSTATE_READ_UNCOMMITTED,
-            from,
-            from_len,
-            to,
-            to_len,
-            false,
-            iter_out,
-        )
-    }
-}
-
-/// `kstate_kv_range` in descending key order (Kafka's `reverseRange`).
-///
-/// # Arguments
-/// As `kstate_kv_range`.
-///
-/// # Returns
-/// NULL on success, else an error.
-///
-/// # Errors
-/// As `kstate_kv_range`.
-///
-/// # Safety
-/// As `kstate_kv_range`.
-///
-/// # Thread safety
-/// As `kstate_kv_range`.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_kv_reverse_range(
-    store: *mut kstate_kv_t,
-    from: *const u8,
-    from_len: usize,
-    to: *const u8,
-    to_len: usize,
-    iter_out: *mut *mut kstate_kv_iter_t,
-) -> *mut kstate_error_t {
-    // SAFETY: forwarded; same contract.
-    unsafe {
-        kstate_kv_scan(
-            store,
-            super::KSTATE_READ_UNCOMMITTED,
-            from,
-            from_len,
-            to,
-            to_len,
-            true,
-            iter_out,
-        )
-    }
-}
-
-/// Iterates over every entry in ascending key order, in the writer's view (Kafka's `all`).
-///
-/// # Arguments
-/// * `store` - the store.
-/// * `iter_out` - receives the iterator; NULL on entry and on failure.
-///
-/// # Returns
-/// NULL on success, else an error.
-///
-/// # Errors
-/// As `kstate_kv_range`.
-///
-/// # Safety
-/// `iter_out` NULL or writable.
-///
-/// # Thread safety
-/// As `kstate_kv_range`.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_kv_all(
-    store: *mut kstate_kv_t,
-    iter_out: *mut *mut kstate_kv_iter_t,
-) -> *mut kstate_error_t {
-    // SAFETY: NULL or writable (caller's guarantee).
-    unsafe { init(iter_out, std::ptr::null_mut()) };
-    // SAFETY: initialised above.
-    ffi_call(|| unsafe { open_iter(store, iter_out, |s| s.all()) })
-}
-
-/// Iterates over every entry in descending key order (Kafka's `reverseAll`).
-///
-/// # Arguments
-/// As `kstate_kv_all`.
-///
-/// # Returns
-/// NULL on success, else an error.
-///
-/// # Errors
-/// As `kstate_kv_range`.
-///
-/// # Safety
-/// As `kstate_kv_all`.
-///
-/// # Thread safety
-/// As `kstate_kv_range`.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_kv_reverse_all(
-    store: *mut kstate_kv_t,
-    iter_out: *mut *mut kstate_kv_iter_t,
-) -> *mut kstate_error_t {
-    // SAFETY: NULL or writable (caller's guarantee).
-    unsafe { init(iter_out, std::ptr::null_mut()) };
-    // SAFETY: initialised above.
-    ffi_call(|| unsafe { open_iter(store, iter_out, |s| s.reverse_all()) })
-}
-
 /// Iterates, ascending, over every entry whose key starts with `prefix` (Kafka's
 /// `prefixScan` on the serialized prefix).
 ///
@@ -246,17 +97,11 @@ pub unsafe extern "C" fn kstate_kv_reverse_all(
 /// * `prefix`, `prefix_len` - the prefix; NULL only when `prefix_len` is 0 (every key).
 /// * `iter_out` - receives the iterator; NULL on entry and on failure.
 ///
-/// # Returns
-/// NULL on success, else an error.
-///
 /// # Errors
 /// As `kstate_kv_range`.
 ///
 /// # Safety
 /// `prefix` NULL or readable for `prefix_len` bytes (copied); `iter_out` NULL or writable.
-///
-/// # Thread safety
-/// As `kstate_kv_range`.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_prefix_scan(
@@ -285,9 +130,6 @@ pub unsafe extern "C" fn kstate_kv_prefix_scan(
 /// * `from`, `from_len`, `to`, `to_len` - bounds, as `kstate_kv_range`.
 /// * `reverse` - false: ascending; true: descending.
 /// * `iter_out` - receives the iterator; NULL on entry and on failure.
-///
-/// # Returns
-/// NULL on success, else an error.
 ///
 /// # Errors
 /// As `kstate_kv_range`, plus `KSTATE_ERR_INVALID_ARGUMENT` for an unknown `isolation`.
@@ -343,9 +185,6 @@ pub unsafe extern "C" fn kstate_kv_scan(
 /// * `max_bytes` - soft bound on key and value bytes in the batch; 0 means no bound.
 /// * `batch_out` - receives the batch (release with `kstate_kv_batch_free`); set to an
 ///   empty batch on entry and on failure.
-///
-/// # Returns
-/// NULL on success, else an error.
 ///
 /// # Errors
 /// * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, not an iterator handle (a store handle,
@@ -453,27 +292,4 @@ pub unsafe extern "C" fn kstate_kv_batch_free(batch: *mut kstate_kv_batch_t) {
     *b = kstate_kv_batch_t::NONE;
 }
 
-/// Closes an iterator and releases its handle. Call it for every iterator, also after its
-/// store was closed.
-///
-/// # Arguments
-/// * `iter` - the iterator.
-///
-/// # Returns
-/// NULL on success, else an error.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, not an iterator handle (a store handle,
-///   say), or never issued.
-/// * `KSTATE_ERR_ITERATOR_CLOSED` - `iter` was already released (double close).
-///
-/// # Safety
-/// None required: the handle is never dereferenced.
-///
-/// # Thread safety
-/// Safe from any thread; a call running on the iterator in another thread finishes first.
-#[must_use]
-#[no_mangle]
-pub extern "C" fn kstate_kv_iter_close(iter: *mut kstate_kv_iter_t) -> *mut kstate_error_t {
-    ffi_call(|| bridge::close_iter(number(iter)))
-}
+include!(concat!(env!("OUT_DIR"), "/capi_iter_queries.rs"));

@@ -4,13 +4,12 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use super::bytes::{array, cstr, init, kstate_bytes_t, opt_span, out, span, utf8};
+use super::bytes::{array, init, kstate_bytes_t, opt_span, out, span, utf8};
 use super::error::{ffi_call, kstate_error_t};
-use super::options::kstate_kv_options_t;
+use super::number;
 use super::{isolation, kstate_isolation_t};
-use super::{number, pointer};
 use crate::bridge;
-use crate::{KvStore, Result, TopicPartition, ValueAndTimestamp};
+use crate::{KvStore, Result, ValueAndTimestamp};
 
 /// An open key-value store. Opaque: the pointer value is a handle number (the same kind
 /// of number the Java adapter uses) that kstate looks up on every call, never a memory
@@ -89,109 +88,6 @@ fn give_raw(found: Option<Vec<u8>>, value_out: &mut kstate_bytes_t, found_out: &
     }
 }
 
-/// Opens (creating it if absent) and recovers the store at `path`.
-///
-/// # Arguments
-/// * `path` - NUL-terminated directory path, not empty (any other bytes; it need not be
-///   UTF-8). For the memory engine it only names the store and may be NULL.
-/// * `options` - options set up by `kstate_kv_options_init`, possibly changed; NULL means
-///   the defaults.
-/// * `store_out` - receives the store handle; set to NULL on entry and on failure.
-///
-/// # Returns
-/// NULL on success, else an error (free it with `kstate_error_free`).
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB; `path`
-///   empty (`""`); `options->struct_size` not a `KSTATE_KV_OPTIONS_SIZE_*` (options not
-///   initialised with `kstate_kv_options_init`, or a header newer than the library); an
-///   option out of range (unknown engine or format, zero `max_uncommitted_bytes` or write
-///   buffer size, fewer than 1 write buffer, a bounded memory budget whose memtable part is
-///   not strictly between 0 and the budget).
-/// * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
-/// * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with a later value format
-///   (plain < timestamped < headers), or holds values of two older formats.
-/// * `KSTATE_ERR_NOT_A_STORE`, `KSTATE_ERR_UNSUPPORTED_FORMAT`, `KSTATE_ERR_CORRUPTION`,
-///   `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - what is at `path` cannot be opened.
-///
-/// # Safety
-/// `path` is NULL or a NUL-terminated string; `options` is NULL or points to a
-/// `kstate_kv_options_t` of at least `options->struct_size` readable bytes; `store_out` is
-/// NULL or valid for writing one pointer.
-///
-/// # Thread safety
-/// Safe to call from any thread. The handle it returns may be used from any number of
-/// threads at once (see `kstate_kv_t`).
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_kv_open(
-    path: *const c_char,
-    options: *const kstate_kv_options_t,
-    store_out: *mut *mut kstate_kv_t,
-) -> *mut kstate_error_t {
-    // SAFETY: `store_out` is NULL or writable (caller's guarantee).
-    unsafe { init(store_out, std::ptr::null_mut()) };
-    ffi_call(|| {
-        // SAFETY: as above; initialised just before.
-        let store_out = unsafe { out(store_out, "store_out")? };
-        let options = if options.is_null() {
-            kstate_kv_options_t::defaults()
-        } else {
-            // SAFETY: non-NULL, and points to options initialised by kstate_kv_options_init
-            // with the caller's struct size (caller's guarantee); read in that layout.
-            unsafe { kstate_kv_options_t::read(options)? }
-        };
-        let options = options.to_store_options()?;
-        let path = if path.is_null() {
-            None
-        } else {
-            // SAFETY: non-NULL and NUL-terminated (caller's guarantee).
-            Some(unsafe { cstr(path, "path")? }.to_bytes())
-        };
-        *store_out = pointer(bridge::open_store(path, &options)?);
-        Ok(())
-    })
-}
-
-/// Closes a store: uncommitted writes are discarded, every iterator of the store is closed
-/// (later calls on them fail with `KSTATE_ERR_ITERATOR_CLOSED`; still release them with
-/// `kstate_kv_iter_close`), files are released, and the handle becomes invalid.
-///
-/// # Arguments
-/// * `store` - the store handle.
-///
-/// # Returns
-/// NULL on success, else an error. The handle is invalid afterwards in both cases,
-/// unless the error is `KSTATE_ERR_INVALID_HANDLE` / `KSTATE_ERR_STORE_CLOSED`.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE` - `store` is NULL, not a store handle (an iterator handle,
-///   say), or never issued.
-/// * `KSTATE_ERR_STORE_CLOSED` - `store` was already closed (double close).
-/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - a commit left in doubt could still not be finished;
-///   the store is closed anyway, and the next open holds either the previous commit or
-///   that one.
-/// * `KSTATE_ERR_STORAGE` - the store was broken by an earlier failed restore; it is
-///   closed anyway, and the next open recovers the last durable commit.
-///
-/// Otherwise the close succeeds, even on a disk that refuses writes: every commit that
-/// returned success is durable (in RocksDB's write-ahead log). If recording the clean close
-/// or flushing failed, the next open replays the log and reports the close as unclean;
-/// restore batches not yet flushed may then be lost as in a kill (the store opens at an
-/// earlier whole commit, with its offset).
-///
-/// # Safety
-/// None required: the handle is never dereferenced, any value is accepted.
-///
-/// # Thread safety
-/// Safe to call from any thread, also while other threads use the store: calls already
-/// running finish first, later ones fail with `KSTATE_ERR_STORE_CLOSED`.
-#[must_use]
-#[no_mangle]
-pub extern "C" fn kstate_kv_close(store: *mut kstate_kv_t) -> *mut kstate_error_t {
-    ffi_call(|| bridge::close_store(number(store)))
-}
-
 /// Writes `value` with `timestamp` for `key` in the current transaction (visible to the
 /// writer's reads at once, to committed readers after `kstate_kv_commit`).
 ///
@@ -201,23 +97,14 @@ pub extern "C" fn kstate_kv_close(store: *mut kstate_kv_t) -> *mut kstate_error_
 /// * `value`, `value_len` - the value without timestamp; NULL only when `value_len` is 0.
 /// * `timestamp` - the record timestamp (milliseconds, as in Kafka).
 ///
-/// # Returns
-/// NULL on success, else an error.
-///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
 /// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE` - over the limits.
 /// * `KSTATE_ERR_FORMAT_MISMATCH` - the store is plain (use `kstate_kv_put_raw`).
 /// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction to disk failed.
-/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
-///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` / `value` are NULL or valid for reading `key_len` / `value_len` bytes.
-///
-/// # Thread safety
-/// Safe from any thread; writes and writer-view reads are serialised by the store.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_put(
@@ -310,7 +197,6 @@ pub unsafe extern "C" fn kstate_kv_put_if_absent(
 /// NULL on success (found or not), else an error.
 ///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length.
 /// * `KSTATE_ERR_KEY_TOO_LARGE`; `KSTATE_ERR_FORMAT_MISMATCH` (plain store: use
 ///   `kstate_kv_get_raw`); `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE`.
@@ -443,9 +329,6 @@ unsafe fn get_typed(
 ///
 /// # Safety
 /// As `kstate_kv_get`.
-///
-/// # Thread safety
-/// Safe from any thread; serialised with other writes.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_delete(
@@ -485,9 +368,6 @@ pub unsafe extern "C" fn kstate_kv_delete(
 /// * `store` - a timestamped store.
 /// * `entries`, `entries_len` - the entries (key, value without timestamp, timestamp);
 ///   `entries` may be NULL only when `entries_len` is 0.
-///
-/// # Returns
-/// NULL on success, else an error.
 ///
 /// # Errors
 /// As `kstate_kv_put`, for any entry; `KSTATE_ERR_INVALID_ARGUMENT` names the entry.
@@ -535,23 +415,14 @@ pub unsafe extern "C" fn kstate_kv_put_all(
 /// * `value`, `value_len` - the raw value; NULL with `value_len` 0 deletes `key` (Kafka's
 ///   `put(key, null)`). An empty value is a non-NULL pointer with `value_len` 0.
 ///
-/// # Returns
-/// NULL on success, else an error.
-///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
 /// * `KSTATE_ERR_INVALID_VALUE` - a timestamped store got fewer than 8 bytes, a
 ///   headers-format store a malformed value.
 /// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
-/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
-///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `key` / `value` are NULL or readable for `key_len` / `value_len` bytes.
-///
-/// # Thread safety
-/// Safe from any thread; serialised with other writes.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_put_raw(
@@ -582,9 +453,6 @@ pub unsafe extern "C" fn kstate_kv_put_raw(
 /// * `value`, `value_len` - the raw value; NULL only when `value_len` is 0 (empty value).
 /// * `existing_out` - receives the existing raw value; `{NULL, 0}` on entry.
 /// * `found_out` - true when a value existed (and nothing was written); false on entry.
-///
-/// # Returns
-/// NULL on success, else an error.
 ///
 /// # Errors
 /// As `kstate_kv_put_raw`, plus `KSTATE_ERR_INVALID_ARGUMENT` for a NULL out-parameter.
@@ -641,7 +509,6 @@ pub unsafe extern "C" fn kstate_kv_put_if_absent_raw(
 /// NULL on success (found or not), else an error.
 ///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - unknown `isolation`, NULL out-parameter, NULL key
 ///   with non-zero length.
 /// * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
@@ -700,9 +567,6 @@ pub unsafe extern "C" fn kstate_kv_get_raw(
 ///
 /// # Safety
 /// As `kstate_kv_get_raw`.
-///
-/// # Thread safety
-/// Safe from any thread; serialised with other writes.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_delete_raw(
@@ -776,65 +640,6 @@ pub unsafe extern "C" fn kstate_kv_put_all_raw(
     })
 }
 
-/// Commits the transaction: every uncommitted write, the changelog offsets and the
-/// metadata blob become durable in one atomic step. After a crash at any instant, the
-/// store reopens to exactly the state of some completed commit, with that commit's offsets.
-///
-/// Offsets follow Kafka's `StateStore.commit(Map<TopicPartition, Long>)`: an empty array
-/// removes all committed offsets; an entry with `has_offset` false removes that partition's
-/// offset; partitions not named keep theirs.
-///
-/// # Arguments
-/// * `store` - the store.
-/// * `offsets`, `offsets_len` - the offsets; `offsets` may be NULL only when
-///   `offsets_len` is 0.
-/// * `metadata`, `metadata_len` - an opaque blob (e.g. Kafka's serialized `Position`) that
-///   replaces the stored one; NULL with length 0 keeps the previous blob.
-///
-/// # Returns
-/// NULL on success, else an error.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
-/// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL array or blob with a non-zero length, a NULL
-///   topic, a topic that is not valid UTF-8 or longer than 65,535 bytes (nothing written).
-/// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - moving the rest of a large transaction to disk
-///   failed before the commit point: the transaction is still pending, unchanged; retry
-///   the commit or roll back.
-/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - the commit itself was written but not confirmed
-///   durable. It will complete: the next call on the store (this commit again, a rollback,
-///   any read or write) first retries it, and committed readers see the previous commit
-///   until then; a rollback cannot undo it. If the process ends first, the next open holds
-///   either the previous commit or this one (`kstate_kv_committed_offset` tells which).
-///
-/// # Safety
-/// `offsets` is NULL or readable for `offsets_len` elements whose `topic` is NULL or a
-/// NUL-terminated string; `metadata` is NULL or readable for `metadata_len` bytes.
-///
-/// # Thread safety
-/// Safe from any thread; committed readers see either all of the commit or none of it.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_kv_commit(
-    store: *mut kstate_kv_t,
-    offsets: *const kstate_offset_t,
-    offsets_len: usize,
-    metadata: *const u8,
-    metadata_len: usize,
-) -> *mut kstate_error_t {
-    ffi_call(|| {
-        let s = self::store(store)?;
-        // SAFETY: readable as given (caller's guarantee).
-        let (offsets, metadata) = unsafe {
-            (
-                super::txn::parse_offsets(offsets, offsets_len)?,
-                opt_span(metadata, metadata_len, "metadata")?,
-            )
-        };
-        s.commit(&offsets, metadata)
-    })
-}
-
 /// Restores a batch of changelog records that are committed upstream already (Kafka's
 /// restore after a rebalance or a lost disk) and commits them at once with `offsets` and
 /// `metadata`, as `kstate_kv_commit` would. The fast path for restores: the records go
@@ -861,11 +666,7 @@ pub unsafe extern "C" fn kstate_kv_commit(
 /// * `offsets`, `offsets_len` - the changelog offsets, as for `kstate_kv_commit`.
 /// * `metadata`, `metadata_len` - as for `kstate_kv_commit`.
 ///
-/// # Returns
-/// NULL on success, else an error.
-///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - the transaction has uncommitted writes (commit or roll
 ///   them back first; nothing was written); NULL arrays, blobs or topics as for
 ///   `kstate_kv_commit`.
@@ -875,8 +676,6 @@ pub unsafe extern "C" fn kstate_kv_commit(
 ///   every call until it is closed and reopened, which recovers the last durable commit.
 ///   Writing gathered batches can also fail on the store's next call, which then returns
 ///   this error and leaves the store in the same state.
-/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
-///   again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
 ///
 /// # Safety
 /// `entries` as for `kstate_kv_put_all_raw`; `offsets` and `metadata` as for
@@ -920,135 +719,6 @@ pub unsafe extern "C" fn kstate_kv_restore_batch(
     })
 }
 
-/// The changelog offset last committed for a topic partition.
-///
-/// # Arguments
-/// * `store` - the store.
-/// * `topic` - NUL-terminated UTF-8 topic name.
-/// * `partition` - partition number.
-/// * `offset_out` - receives the offset; 0 on entry and when none is committed.
-/// * `found_out` - true when an offset is committed for the partition; false on entry.
-///
-/// # Returns
-/// NULL on success (found or not), else an error.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
-/// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL or non-UTF-8 `topic`, NULL out-parameter.
-///
-/// # Safety
-/// `topic` is NULL or NUL-terminated; out-parameters NULL or writable.
-///
-/// # Thread safety
-/// Safe from any thread.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_kv_committed_offset(
-    store: *mut kstate_kv_t,
-    topic: *const c_char,
-    partition: i32,
-    offset_out: *mut i64,
-    found_out: *mut bool,
-) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
-    unsafe {
-        init(offset_out, 0);
-        init(found_out, false);
-    }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above; `topic` NULL or NUL-terminated.
-        let (offset_out, found_out, topic) = unsafe {
-            (
-                out(offset_out, "offset_out")?,
-                out(found_out, "found_out")?,
-                utf8(topic, "topic")?,
-            )
-        };
-        let tp = TopicPartition::new(topic, partition);
-        if let Some(offset) = self::store(store)?.committed_offset(&tp)? {
-            *offset_out = offset;
-            *found_out = true;
-        }
-        Ok(())
-    })
-}
-
-/// The metadata blob stored by the last commit that carried one.
-///
-/// # Arguments
-/// * `store` - the store.
-/// * `metadata_out` - receives the blob (free with `kstate_bytes_free`); `{NULL, 0}` on
-///   entry and when there is none.
-/// * `found_out` - true when a blob is stored; false on entry.
-///
-/// # Returns
-/// NULL on success, else an error.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
-/// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL out-parameter.
-///
-/// # Safety
-/// Out-parameters NULL or writable.
-///
-/// # Thread safety
-/// Safe from any thread.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_kv_committed_metadata(
-    store: *mut kstate_kv_t,
-    metadata_out: *mut kstate_bytes_t,
-    found_out: *mut bool,
-) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
-    unsafe {
-        init(metadata_out, kstate_bytes_t::NONE);
-        init(found_out, false);
-    }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above.
-        let (metadata_out, found_out) = unsafe {
-            (
-                out(metadata_out, "metadata_out")?,
-                out(found_out, "found_out")?,
-            )
-        };
-        let found = self::store(store)?.committed_metadata()?;
-        give_raw(found, metadata_out, found_out);
-        Ok(())
-    })
-}
-
-/// Discards every uncommitted write (the transaction restarts empty).
-///
-/// # Arguments
-/// * `store` - the store.
-///
-/// # Returns
-/// NULL on success, else an error.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
-/// * `KSTATE_ERR_COMMIT_IN_DOUBT` - an earlier commit is in doubt and finishing it failed
-///   again: nothing was rolled back (the writes of that commit are no longer the
-///   transaction's; retry).
-/// * `KSTATE_ERR_STORAGE` - the store is broken by an earlier failed restore; reopen it.
-///
-/// Any other outcome is success: the writes are discarded. Writes that had spilled to disk
-/// are left for the next commit (or open) to clear if the disk refuses that now; they can
-/// never be applied.
-///
-/// # Safety
-/// None required: the handle is never dereferenced.
-///
-/// # Thread safety
-/// Safe from any thread; serialised with writes.
-#[must_use]
-#[no_mangle]
-pub extern "C" fn kstate_kv_rollback(store: *mut kstate_kv_t) -> *mut kstate_error_t {
-    ffi_call(|| self::store(store)?.rollback())
-}
-
 /// Approximate number of entries in the writer's view: exact for committed data on the
 /// memory engine, RocksDB's estimate otherwise, adjusted by uncommitted puts and deletes.
 ///
@@ -1056,11 +726,7 @@ pub extern "C" fn kstate_kv_rollback(store: *mut kstate_kv_t) -> *mut kstate_err
 /// * `store` - the store.
 /// * `count_out` - receives the estimate; 0 on entry.
 ///
-/// # Returns
-/// NULL on success, else an error.
-///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - `count_out` NULL.
 /// * `KSTATE_ERR_STORAGE`.
 /// * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
@@ -1068,9 +734,6 @@ pub extern "C" fn kstate_kv_rollback(store: *mut kstate_kv_t) -> *mut kstate_err
 ///
 /// # Safety
 /// `count_out` NULL or writable.
-///
-/// # Thread safety
-/// Safe from any thread.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_approximate_num_entries(
@@ -1083,40 +746,6 @@ pub unsafe extern "C" fn kstate_kv_approximate_num_entries(
         // SAFETY: initialised above.
         let count_out = unsafe { out(count_out, "count_out")? };
         *count_out = self::store(store)?.approximate_num_entries()?;
-        Ok(())
-    })
-}
-
-/// Approximate bytes of uncommitted writes, in memory and spilled to disk.
-///
-/// # Arguments
-/// * `store` - the store.
-/// * `bytes_out` - receives the estimate; 0 on entry.
-///
-/// # Returns
-/// NULL on success, else an error.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
-/// * `KSTATE_ERR_INVALID_ARGUMENT` - `bytes_out` NULL.
-///
-/// # Safety
-/// `bytes_out` NULL or writable.
-///
-/// # Thread safety
-/// Safe from any thread.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_kv_approximate_num_uncommitted_bytes(
-    store: *mut kstate_kv_t,
-    bytes_out: *mut u64,
-) -> *mut kstate_error_t {
-    // SAFETY: NULL or writable (caller's guarantee).
-    unsafe { init(bytes_out, 0) };
-    ffi_call(|| {
-        // SAFETY: initialised above.
-        let bytes_out = unsafe { out(bytes_out, "bytes_out")? };
-        *bytes_out = self::store(store)?.approximate_num_uncommitted_bytes()?;
         Ok(())
     })
 }
@@ -1141,16 +770,12 @@ pub unsafe extern "C" fn kstate_kv_approximate_num_uncommitted_bytes(
 /// else an error.
 ///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - `name`, `value_out` or `found_out` NULL, or `name`
 ///   not UTF-8.
 /// * `KSTATE_ERR_STORAGE` - RocksDB failed to read it.
 ///
 /// # Safety
 /// `name` NULL or a NUL-terminated string; `value_out` and `found_out` NULL or writable.
-///
-/// # Thread safety
-/// Safe from any thread.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_property(
@@ -1260,18 +885,11 @@ pub unsafe extern "C" fn kstate_kv_upgrade_swap(
 /// * `store` - the store.
 /// * `upgrading_out` - receives the answer; false on entry.
 ///
-/// # Returns
-/// NULL on success, else an error.
-///
 /// # Errors
-/// * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`.
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - `upgrading_out` NULL.
 ///
 /// # Safety
 /// `upgrading_out` NULL or writable.
-///
-/// # Thread safety
-/// Safe from any thread.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_is_upgrading(

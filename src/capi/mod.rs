@@ -21,8 +21,10 @@ mod error;
 mod iter;
 mod kv;
 mod options;
+mod segmented;
 mod segmented_options;
 mod session;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod txn;
@@ -37,16 +39,14 @@ pub use error::{
 };
 pub use iter::{
     kstate_kv_all, kstate_kv_batch_free, kstate_kv_batch_t, kstate_kv_entry_t,
-    kstate_kv_iter_close, kstate_kv_iter_next_batch, kstate_kv_iter_t, kstate_kv_prefix_scan,
-    kstate_kv_range, kstate_kv_reverse_all, kstate_kv_reverse_range, kstate_kv_scan,
+    kstate_kv_iter_next_batch, kstate_kv_iter_t, kstate_kv_prefix_scan, kstate_kv_range,
+    kstate_kv_reverse_all, kstate_kv_reverse_range, kstate_kv_scan,
 };
 pub use kv::{
-    kstate_kv_approximate_num_entries, kstate_kv_approximate_num_uncommitted_bytes,
-    kstate_kv_close, kstate_kv_commit, kstate_kv_committed_metadata, kstate_kv_committed_offset,
-    kstate_kv_delete, kstate_kv_delete_raw, kstate_kv_get, kstate_kv_get_committed,
-    kstate_kv_get_raw, kstate_kv_is_upgrading, kstate_kv_open, kstate_kv_put, kstate_kv_put_all,
-    kstate_kv_put_all_raw, kstate_kv_put_if_absent, kstate_kv_put_if_absent_raw, kstate_kv_put_raw,
-    kstate_kv_restore_batch, kstate_kv_rollback, kstate_kv_t, kstate_kv_upgrade_swap,
+    kstate_kv_approximate_num_entries, kstate_kv_delete, kstate_kv_delete_raw, kstate_kv_get,
+    kstate_kv_get_committed, kstate_kv_get_raw, kstate_kv_is_upgrading, kstate_kv_put,
+    kstate_kv_put_all, kstate_kv_put_all_raw, kstate_kv_put_if_absent, kstate_kv_put_if_absent_raw,
+    kstate_kv_put_raw, kstate_kv_restore_batch, kstate_kv_t, kstate_kv_upgrade_swap,
     kstate_kv_write_t, kstate_offset_t, kstate_progress_fn,
 };
 pub use options::{
@@ -59,23 +59,28 @@ pub use segmented_options::{
     kstate_window_options_t, KSTATE_SESSION_OPTIONS_SIZE_V1, KSTATE_WINDOW_OPTIONS_SIZE_V1,
 };
 pub use session::{
-    kstate_session_approximate_num_uncommitted_bytes, kstate_session_backward_fetch,
-    kstate_session_backward_fetch_range, kstate_session_backward_find_sessions,
-    kstate_session_backward_find_sessions_range, kstate_session_close, kstate_session_commit,
-    kstate_session_committed_metadata, kstate_session_committed_offset, kstate_session_fetch,
-    kstate_session_fetch_range, kstate_session_fetch_session, kstate_session_find_sessions,
-    kstate_session_find_sessions_range, kstate_session_iter_close, kstate_session_iter_next,
-    kstate_session_iter_t, kstate_session_open, kstate_session_put, kstate_session_remove,
-    kstate_session_rollback, kstate_session_t,
+    kstate_session_backward_fetch, kstate_session_backward_fetch_range,
+    kstate_session_backward_find_sessions, kstate_session_backward_find_sessions_range,
+    kstate_session_fetch, kstate_session_fetch_range, kstate_session_fetch_session,
+    kstate_session_find_sessions, kstate_session_find_sessions_range, kstate_session_iter_next,
+    kstate_session_iter_t, kstate_session_put, kstate_session_remove, kstate_session_t,
+};
+pub use shared::{
+    kstate_kv_approximate_num_uncommitted_bytes, kstate_kv_close, kstate_kv_commit,
+    kstate_kv_committed_metadata, kstate_kv_committed_offset, kstate_kv_iter_close, kstate_kv_open,
+    kstate_kv_rollback, kstate_session_approximate_num_uncommitted_bytes, kstate_session_close,
+    kstate_session_commit, kstate_session_committed_metadata, kstate_session_committed_offset,
+    kstate_session_iter_close, kstate_session_open, kstate_session_rollback,
+    kstate_window_approximate_num_uncommitted_bytes, kstate_window_close, kstate_window_commit,
+    kstate_window_committed_metadata, kstate_window_committed_offset, kstate_window_iter_close,
+    kstate_window_open, kstate_window_rollback,
 };
 pub use window::{
-    kstate_window_all, kstate_window_approximate_num_uncommitted_bytes, kstate_window_backward_all,
-    kstate_window_backward_fetch_all, kstate_window_backward_fetch_key_range,
-    kstate_window_backward_fetch_range, kstate_window_close, kstate_window_commit,
-    kstate_window_committed_metadata, kstate_window_committed_offset, kstate_window_fetch,
-    kstate_window_fetch_all, kstate_window_fetch_key_range, kstate_window_fetch_range,
-    kstate_window_iter_close, kstate_window_iter_next, kstate_window_iter_t, kstate_window_open,
-    kstate_window_put, kstate_window_put_raw, kstate_window_rollback, kstate_window_t,
+    kstate_window_all, kstate_window_backward_all, kstate_window_backward_fetch_all,
+    kstate_window_backward_fetch_key_range, kstate_window_backward_fetch_range,
+    kstate_window_fetch, kstate_window_fetch_all, kstate_window_fetch_key_range,
+    kstate_window_fetch_range, kstate_window_iter_next, kstate_window_iter_t, kstate_window_put,
+    kstate_window_put_raw, kstate_window_t,
 };
 
 use std::ffi::c_char;
@@ -160,6 +165,49 @@ pub(crate) fn pointer<P>(h: u64) -> *mut P {
     h as usize as *mut P
 }
 
+/// An options struct of the C API (`kstate_kv_options_t`, `kstate_window_options_t`,
+/// `kstate_session_options_t`): what each kind's open reads from the caller's pointer.
+pub(crate) trait OptionsStruct {
+    /// The core's options it becomes.
+    type Options;
+    /// Reads the caller's options (NULL: the defaults) and checks them.
+    ///
+    /// # Safety
+    /// `options` is NULL or points to a struct set up by the kind's `_init` function, of at
+    /// least its `struct_size` readable bytes.
+    unsafe fn load(options: *const Self) -> Result<Self::Options>;
+}
+
+impl OptionsStruct for kstate_kv_options_t {
+    type Options = crate::StoreOptions;
+    unsafe fn load(options: *const Self) -> Result<Self::Options> {
+        let options = if options.is_null() {
+            kstate_kv_options_t::defaults()
+        } else {
+            // SAFETY: non-NULL and initialised with the caller's struct size (caller's
+            // guarantee); read in that layout.
+            unsafe { kstate_kv_options_t::read(options)? }
+        };
+        options.to_store_options()
+    }
+}
+
+impl OptionsStruct for kstate_window_options_t {
+    type Options = crate::store::WindowOptions;
+    unsafe fn load(options: *const Self) -> Result<Self::Options> {
+        // SAFETY: NULL or initialised (caller's guarantee); `read` handles NULL.
+        unsafe { kstate_window_options_t::read(options)? }.to_window_options()
+    }
+}
+
+impl OptionsStruct for kstate_session_options_t {
+    type Options = crate::store::SessionOptions;
+    unsafe fn load(options: *const Self) -> Result<Self::Options> {
+        // SAFETY: NULL or initialised (caller's guarantee); `read` handles NULL.
+        unsafe { kstate_session_options_t::read(options)? }.to_session_options()
+    }
+}
+
 pub(crate) fn isolation(value: kstate_isolation_t) -> Result<Isolation> {
     match value {
         KSTATE_READ_UNCOMMITTED => Ok(Isolation::ReadUncommitted),
@@ -184,9 +232,6 @@ pub(crate) fn isolation(value: kstate_isolation_t) -> Result<Isolation> {
 ///
 /// # Safety
 /// None required.
-///
-/// # Thread safety
-/// Safe to call from any thread.
 #[no_mangle]
 pub extern "C" fn kstate_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()

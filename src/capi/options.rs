@@ -305,9 +305,6 @@ fn unknown_size(size: usize) -> Error {
 ///
 /// # Safety
 /// `options` is NULL or valid for writing `struct_size` bytes.
-///
-/// # Thread safety
-/// Safe to call from any thread.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_kv_options_init(

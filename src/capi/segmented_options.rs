@@ -411,9 +411,6 @@ unsafe fn init_sized<T>(
 ///
 /// # Safety
 /// `options` is NULL or valid for writing `struct_size` bytes.
-///
-/// # Thread safety
-/// Safe to call from any thread.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_window_options_init(
@@ -451,9 +448,6 @@ pub unsafe extern "C" fn kstate_window_options_init(
 ///
 /// # Safety
 /// `options` is NULL or valid for writing `struct_size` bytes.
-///
-/// # Thread safety
-/// Safe to call from any thread.
 #[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn kstate_session_options_init(

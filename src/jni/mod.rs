@@ -22,6 +22,7 @@
 
 mod adoption_natives;
 pub mod codec;
+mod declare;
 mod guard;
 mod natives;
 mod ops;

@@ -6,12 +6,13 @@
 //! [`guard`], the one place where an error or a panic becomes a Java exception.
 
 use jni::objects::{JByteArray, JClass, JIntArray, JLongArray, JObjectArray, JString};
-use jni::sys::{jboolean, jbyteArray, jint, jlong, JNI_TRUE};
+use jni::sys::{jint, jlong};
 use jni::JNIEnv;
 
+use super::declare::{natives, transaction_natives};
 use super::guard::{guard, JniResult};
 use super::ops::{self, OpenArgs, NO_OFFSET};
-use crate::{Error, TopicPartition};
+use crate::{Error, KvStore, TopicPartition};
 
 pub(super) fn bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>, what: &str) -> JniResult<JavaBytes> {
     if array.is_null() {
@@ -98,233 +99,96 @@ pub(crate) fn decode_java(bytes: &[u8], what: &str) -> crate::Result<String> {
     }
 }
 
-pub(super) fn to_java(env: &JNIEnv<'_>, value: Option<Vec<u8>>) -> JniResult<jbyteArray> {
-    match value {
-        None => Ok(std::ptr::null_mut()),
-        Some(v) => Ok(env.byte_array_from_slice(&v)?.into_raw()),
-    }
-}
-
 // ----- life cycle ----------------------------------------------------------------------------
 
-/// `long open(String path, int engine, int valueFormat, long maxUncommittedBytes,
-/// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
-/// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-/// long boundedMemtableBytes)`; engine 0 = RocksDB, 1 = memory (path may then be null);
-/// value format 0 = timestamped, 1 = plain, 2 = headers (C's `KSTATE_FORMAT_*`).
-/// `0` for a size or count keeps kstate's default; `boundedMemoryBytes` 0 means no shared
-/// budget. An empty path is an invalid argument.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_open<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    path: JString<'l>,
-    engine: jint,
-    value_format: jint,
-    max_uncommitted_bytes: jlong,
-    sync_on_commit: jboolean,
-    block_cache_bytes: jlong,
-    write_buffer_bytes: jlong,
-    max_write_buffers: jint,
-    bloom_filter: jboolean,
-    statistics: jboolean,
-    bounded_memory_bytes: jlong,
-    bounded_memtable_bytes: jlong,
-) -> jlong {
-    guard(&mut env, 0, |env| {
+natives! {
+    /// `long open(String path, int engine, int valueFormat, long maxUncommittedBytes,
+    /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
+    /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
+    /// long boundedMemtableBytes)`; engine 0 = RocksDB, 1 = memory (path may then be null);
+    /// value format 0 = timestamped, 1 = plain, 2 = headers (C's `KSTATE_FORMAT_*`).
+    /// `0` for a size or count keeps kstate's default; `boundedMemoryBytes` 0 means no shared
+    /// budget. An empty path is an invalid argument.
+    fn Java_dev_kstate_internal_KstateNative_open(
+        path: Option<String>,
+        engine: jint,
+        value_format: jint,
+        max_uncommitted_bytes: jlong,
+        sync_on_commit: bool,
+        block_cache_bytes: jlong,
+        write_buffer_bytes: jlong,
+        max_write_buffers: jint,
+        bloom_filter: bool,
+        statistics: bool,
+        bounded_memory_bytes: jlong,
+        bounded_memtable_bytes: jlong,
+    ) -> jlong = {
         let args = OpenArgs {
             engine,
             value_format,
             max_uncommitted_bytes,
-            sync_on_commit: sync_on_commit == JNI_TRUE,
+            sync_on_commit,
             block_cache_bytes,
             write_buffer_bytes,
             max_write_buffers,
-            bloom_filter: bloom_filter == JNI_TRUE,
-            statistics: statistics == JNI_TRUE,
+            bloom_filter,
+            statistics,
             bounded_memory_bytes,
             bounded_memtable_bytes,
         };
-        let path = if path.is_null() {
-            None
-        } else {
-            Some(string(env, &path, "path")?)
-        };
-        Ok(ops::open(path.as_deref(), &args)?)
-    })
-}
+        ops::open(path.as_deref(), &args)
+    };
 
-/// `void close(long store)`: closes the store and its iterators; the handle dies.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_close<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-) {
-    guard(&mut env, (), |_| Ok(ops::close(h)?))
-}
+    /// `void close(long store)`: closes the store and its iterators; the handle dies.
+    fn Java_dev_kstate_internal_KstateNative_close(h: jlong) -> () = ops::close(h);
 
-// ----- point operations ----------------------------------------------------------------------
+    /// `byte[] get(long store, byte[] key, boolean committed)`: the raw value or null.
+    fn Java_dev_kstate_internal_KstateNative_get(h: jlong, key: JavaBytes, committed: bool)
+        -> Option<Vec<u8>> = ops::get(h, &key, committed);
 
-/// `byte[] get(long store, byte[] key, boolean committed)`: the raw value or null.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_get<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    key: JByteArray<'l>,
-    committed: jboolean,
-) -> jbyteArray {
-    guard(&mut env, std::ptr::null_mut(), |env| {
-        let key = bytes(env, &key, "key")?;
-        let value = ops::get(h, &key, committed == JNI_TRUE)?;
-        to_java(env, value)
-    })
-}
+    /// `void put(long store, byte[] key, byte[] rawValue)`: a null value deletes.
+    fn Java_dev_kstate_internal_KstateNative_put(h: jlong, key: JavaBytes, value: Option<JavaBytes>)
+        -> () = ops::put(h, &key, value.as_deref());
 
-/// `void put(long store, byte[] key, byte[] rawValue)`: a null value deletes.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_put<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    key: JByteArray<'l>,
-    value: JByteArray<'l>,
-) {
-    guard(&mut env, (), |env| {
-        let key = bytes(env, &key, "key")?;
-        let value = opt_bytes(env, &value)?;
-        Ok(ops::put(h, &key, value.as_deref())?)
-    })
-}
+    /// `byte[] putIfAbsent(long store, byte[] key, byte[] rawValue)`: the existing value or
+    /// null.
+    fn Java_dev_kstate_internal_KstateNative_putIfAbsent(h: jlong, key: JavaBytes, value: JavaBytes)
+        -> Option<Vec<u8>> = ops::put_if_absent(h, &key, &value);
 
-/// `byte[] putIfAbsent(long store, byte[] key, byte[] rawValue)`: the existing value or null.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_putIfAbsent<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    key: JByteArray<'l>,
-    value: JByteArray<'l>,
-) -> jbyteArray {
-    guard(&mut env, std::ptr::null_mut(), |env| {
-        let key = bytes(env, &key, "key")?;
-        let value = bytes(env, &value, "value")?;
-        let old = ops::put_if_absent(h, &key, &value)?;
-        to_java(env, old)
-    })
-}
+    /// `byte[] delete(long store, byte[] key)`: the deleted value or null.
+    fn Java_dev_kstate_internal_KstateNative_delete(h: jlong, key: JavaBytes) -> Option<Vec<u8>> =
+        ops::delete(h, &key);
 
-/// `byte[] delete(long store, byte[] key)`: the deleted value or null.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_delete<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    key: JByteArray<'l>,
-) -> jbyteArray {
-    guard(&mut env, std::ptr::null_mut(), |env| {
-        let key = bytes(env, &key, "key")?;
-        let old = ops::delete(h, &key)?;
-        to_java(env, old)
-    })
-}
+    /// `void putAll(long store, byte[] packed)`: writes a packed batch ([`super::codec`]) in
+    /// one call; used for `putAll` and for changelog restore batches. All or nothing.
+    fn Java_dev_kstate_internal_KstateNative_putAll(h: jlong, batch: JavaBytes) -> () =
+        ops::put_all(h, &batch);
 
-/// `void putAll(long store, byte[] packed)`: writes a packed batch ([`super::codec`]) in one
-/// call; used for `putAll` and for changelog restore batches. All or nothing.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_putAll<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    packed: JByteArray<'l>,
-) {
-    guard(&mut env, (), |env| {
-        let packed = bytes(env, &packed, "batch")?;
-        Ok(ops::put_all(h, &packed)?)
-    })
-}
+    /// `long scan(long store, byte[] from, byte[] to, boolean prefix, boolean reverse,
+    /// boolean committed)`: an iterator over `[from, to]` (null = open end), or over the keys
+    /// starting with `from` when `prefix` is set.
+    fn Java_dev_kstate_internal_KstateNative_scan(
+        h: jlong,
+        from: Option<JavaBytes>,
+        to: Option<JavaBytes>,
+        prefix: bool,
+        reverse: bool,
+        committed: bool,
+    ) -> jlong = ops::scan(h, from.as_deref(), to.as_deref(), prefix, reverse, committed);
 
-// ----- iteration -----------------------------------------------------------------------------
+    /// `byte[] next(long iterator, int maxEntries, int maxBytes)`: the next entries packed
+    /// ([`super::codec`]), at least one if any remains; null once exhausted. An error met
+    /// after entries were taken is thrown by the next call, so no entry is lost.
+    fn Java_dev_kstate_internal_KstateNative_next(it: jlong, max_entries: jint, max_bytes: jint)
+        -> Option<Vec<u8>> = ops::next(it, max_entries, max_bytes);
 
-/// `long scan(long store, byte[] from, byte[] to, boolean prefix, boolean reverse,
-/// boolean committed)`: an iterator over `[from, to]` (null = open end), or over the keys
-/// starting with `from` when `prefix` is set.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_scan<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    from: JByteArray<'l>,
-    to: JByteArray<'l>,
-    prefix: jboolean,
-    reverse: jboolean,
-    committed: jboolean,
-) -> jlong {
-    guard(&mut env, 0, |env| {
-        let from = opt_bytes(env, &from)?;
-        let to = opt_bytes(env, &to)?;
-        Ok(ops::scan(
-            h,
-            from.as_deref(),
-            to.as_deref(),
-            prefix == JNI_TRUE,
-            reverse == JNI_TRUE,
-            committed == JNI_TRUE,
-        )?)
-    })
-}
+    /// `void closeIterator(long iterator)`: releases the iterator; the handle dies.
+    fn Java_dev_kstate_internal_KstateNative_closeIterator(it: jlong) -> () =
+        ops::close_iterator(it);
 
-/// `byte[] next(long iterator, int maxEntries, int maxBytes)`: the next entries packed
-/// ([`super::codec`]), at least one if any remains; null once exhausted. An error met after
-/// entries were taken is thrown by the next call, so no entry is lost.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_next<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    it: jlong,
-    max_entries: jint,
-    max_bytes: jint,
-) -> jbyteArray {
-    guard(&mut env, std::ptr::null_mut(), |env| {
-        let packed = ops::next(it, max_entries, max_bytes)?;
-        to_java(env, packed)
-    })
-}
-
-/// `void closeIterator(long iterator)`: releases the iterator; the handle dies.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_closeIterator<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    it: jlong,
-) {
-    guard(&mut env, (), |_| Ok(ops::close_iterator(it)?))
-}
-
-// ----- transactions --------------------------------------------------------------------------
-
-/// `void commit(long store, String[] topics, int[] partitions, long[] offsets,
-/// byte[] metadata)`: commits the transaction with the changelog offsets (`Long.MIN_VALUE`
-/// removes a partition's offset; empty arrays remove all) and, when not null, the metadata
-/// blob, atomically.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_commit<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    topics: JObjectArray<'l>,
-    partitions: JIntArray<'l>,
-    offsets: JLongArray<'l>,
-    metadata: JByteArray<'l>,
-) {
-    guard(&mut env, (), |env| {
-        let entries = offsets_of(env, &topics, &partitions, &offsets)?;
-        let metadata = opt_bytes(env, &metadata)?;
-        Ok(ops::commit(h, &entries, metadata.as_deref())?)
-    })
+    /// `long approximateNumEntries(long store, boolean committed)`.
+    fn Java_dev_kstate_internal_KstateNative_approximateNumEntries(h: jlong, committed: bool)
+        -> jlong = ops::approximate_num_entries(h, committed);
 }
 
 /// `void restoreBatch(long store, byte[] packed, String[] topics, int[] partitions,
@@ -355,6 +219,16 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_restoreBatch<'l>(
             metadata.as_deref(),
         )?)
     })
+}
+
+transaction_natives! {
+    KvStore: commit = Java_dev_kstate_internal_KstateNative_commit,
+    committed_offset = Java_dev_kstate_internal_KstateNative_committedOffset,
+    committed_metadata = Java_dev_kstate_internal_KstateNative_committedMetadata,
+    rollback = Java_dev_kstate_internal_KstateNative_rollback,
+    flush = Java_dev_kstate_internal_KstateNative_flush,
+    uncommitted_bytes = Java_dev_kstate_internal_KstateNative_approximateNumUncommittedBytes,
+    property = Java_dev_kstate_internal_KstateNative_property
 }
 
 /// The offsets of a `commit` call as (partition, offset or removal) pairs.
@@ -390,105 +264,6 @@ pub(super) fn offsets_of(
     }
     Ok(entries)
 }
-
-/// `long committedOffset(long store, String topic, int partition)`: `Long.MIN_VALUE` when
-/// none is committed.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_committedOffset<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    topic: JString<'l>,
-    partition: jint,
-) -> jlong {
-    guard(&mut env, NO_OFFSET, |env| {
-        let topic = string(env, &topic, "topic")?;
-        Ok(ops::committed_offset(h, topic, partition)?)
-    })
-}
-
-/// `byte[] committedMetadata(long store)`: the metadata blob of the last commit carrying
-/// one, or null.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_committedMetadata<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-) -> jbyteArray {
-    guard(&mut env, std::ptr::null_mut(), |env| {
-        let metadata = ops::committed_metadata(h)?;
-        to_java(env, metadata)
-    })
-}
-
-/// `void rollback(long store)`: discards the uncommitted writes.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_rollback<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-) {
-    guard(&mut env, (), |_| Ok(ops::rollback(h)?))
-}
-
-/// `long approximateNumEntries(long store, boolean committed)`.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_approximateNumEntries<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    committed: jboolean,
-) -> jlong {
-    guard(&mut env, 0, |_| {
-        Ok(ops::approximate_num_entries(h, committed == JNI_TRUE)?)
-    })
-}
-
-/// `long property(long store, String name)`: an integer RocksDB property or statistics
-/// ticker by RocksDB name (`rocksdb.cur-size-all-mem-tables`, `rocksdb.bytes.written`);
-/// -1 when the store has none (memory engine, unknown name, statistics off).
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_property<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    name: JString<'l>,
-) -> jlong {
-    guard(&mut env, -1, |env| {
-        let name = string(env, &name, "property name")?;
-        Ok(ops::property(h, &name)?)
-    })
-}
-
-/// `long approximateNumUncommittedBytes(long store)`.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_approximateNumUncommittedBytes<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-) -> jlong {
-    guard(&mut env, 0, |_| {
-        Ok(ops::approximate_num_uncommitted_bytes(h)?)
-    })
-}
-
-/// `void flush(long store, byte[] metadata)`: commits the uncommitted writes keeping every
-/// committed offset as it is (for Kafka Streams 4.0-4.2 runtimes, which call `flush()`
-/// and keep offsets in their own checkpoint file).
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_flush<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    metadata: JByteArray<'l>,
-) {
-    guard(&mut env, (), |env| {
-        let metadata = opt_bytes(env, &metadata)?;
-        Ok(ops::flush(h, metadata.as_deref())?)
-    })
-}
-
-// ----- the library itself --------------------------------------------------------------------
 
 /// `String NativeLoader.nativeVersion()`: this library's version (the crate's, e.g. `0.1.0`).
 /// The loader compares it with the version its classes were built with and refuses a

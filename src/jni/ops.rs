@@ -10,7 +10,9 @@
 use jni::sys::{jint, jlong};
 
 use super::codec;
+use crate::bridge::Transactional;
 use crate::engine::rocksdb::{BoundedMemory, RocksOptions};
+use crate::handle::HANDLES;
 use crate::{bridge, handle};
 use crate::{
     EngineKind, Error, Isolation, KeyRange, Result, StoreOptions, TopicPartition, ValueFormat,
@@ -227,16 +229,6 @@ pub(crate) fn close_iterator(it: jlong) -> Result<()> {
     bridge::close_iter(number(it))
 }
 
-/// `commit`: the transaction, the offsets (`None` removes a partition's offset; no entry
-/// removes all) and, when given, the metadata blob, atomically.
-pub(crate) fn commit(
-    h: jlong,
-    offsets: &[(TopicPartition, Option<i64>)],
-    metadata: Option<&[u8]>,
-) -> Result<()> {
-    handle::store(number(h))?.commit(offsets, metadata)
-}
-
 /// `restoreBatch`: changelog records (packed, [`codec`]) written straight to the engine and
 /// committed with the offsets and metadata ([`crate::KvStore::restore_batch`]).
 pub(crate) fn restore_batch(
@@ -247,24 +239,6 @@ pub(crate) fn restore_batch(
 ) -> Result<()> {
     let store = handle::store(number(h))?;
     store.restore_batch(codec::decode_entries(packed)?, offsets, metadata)
-}
-
-/// `committedOffset`: [`NO_OFFSET`] when none is committed.
-pub(crate) fn committed_offset(h: jlong, topic: String, partition: jint) -> Result<jlong> {
-    let tp = TopicPartition::new(topic, partition);
-    Ok(handle::store(number(h))?
-        .committed_offset(&tp)?
-        .unwrap_or(NO_OFFSET))
-}
-
-/// `committedMetadata`: the blob of the last commit carrying one.
-pub(crate) fn committed_metadata(h: jlong) -> Result<Option<Vec<u8>>> {
-    handle::store(number(h))?.committed_metadata()
-}
-
-/// `rollback`: discards the uncommitted writes.
-pub(crate) fn rollback(h: jlong) -> Result<()> {
-    handle::store(number(h))?.rollback()
 }
 
 /// `isUpgrading`.
@@ -284,28 +258,56 @@ pub(crate) fn approximate_num_entries(h: jlong, committed: bool) -> Result<jlong
     Ok(saturating_jlong(n))
 }
 
-/// `property`: an integer RocksDB property or statistics ticker by RocksDB name
-/// ([`crate::KvStore::property`]), saturated to `jlong::MAX`; -1 when there is none.
-pub(crate) fn property(h: jlong, name: &str) -> Result<jlong> {
-    Ok(handle::store(number(h))?
+// ----- the transaction natives, once for every kind ---------------------------------------
+
+/// `*Commit`.
+pub(crate) fn commit<T: Transactional>(
+    h: jlong,
+    offsets: &[(TopicPartition, Option<i64>)],
+    metadata: Option<&[u8]>,
+) -> Result<()> {
+    HANDLES.get::<T>(number(h))?.commit(offsets, metadata)
+}
+
+/// `*CommittedOffset`: [`NO_OFFSET`] when none.
+pub(crate) fn committed_offset<T: Transactional>(
+    h: jlong,
+    topic: String,
+    partition: jint,
+) -> Result<jlong> {
+    let tp = TopicPartition::new(topic, partition);
+    Ok(HANDLES
+        .get::<T>(number(h))?
+        .committed_offset(&tp)?
+        .unwrap_or(NO_OFFSET))
+}
+
+/// `*CommittedMetadata`.
+pub(crate) fn committed_metadata<T: Transactional>(h: jlong) -> Result<Option<Vec<u8>>> {
+    HANDLES.get::<T>(number(h))?.committed_metadata()
+}
+
+/// `*Rollback`.
+pub(crate) fn rollback<T: Transactional>(h: jlong) -> Result<()> {
+    HANDLES.get::<T>(number(h))?.rollback()
+}
+
+/// `*Flush`: commit keeping the committed offsets.
+pub(crate) fn flush<T: Transactional>(h: jlong, metadata: Option<&[u8]>) -> Result<()> {
+    bridge::flush(HANDLES.get::<T>(number(h))?.as_ref(), metadata)
+}
+
+/// `*ApproximateNumUncommittedBytes`.
+pub(crate) fn uncommitted_bytes<T: Transactional>(h: jlong) -> Result<jlong> {
+    Ok(saturating_jlong(
+        HANDLES.get::<T>(number(h))?.uncommitted_bytes()?,
+    ))
+}
+
+/// `*Property`: -1 when there is none.
+pub(crate) fn property<T: Transactional>(h: jlong, name: &str) -> Result<jlong> {
+    Ok(HANDLES
+        .get::<T>(number(h))?
         .property(name)?
         .map_or(-1, saturating_jlong))
-}
-
-/// `approximateNumUncommittedBytes`.
-pub(crate) fn approximate_num_uncommitted_bytes(h: jlong) -> Result<jlong> {
-    let n = handle::store(number(h))?.approximate_num_uncommitted_bytes()?;
-    Ok(saturating_jlong(n))
-}
-
-/// `flush`: commits the uncommitted writes keeping every committed offset as it is (for
-/// Kafka Streams 4.0-4.2 runtimes, which keep offsets in their own checkpoint file).
-pub(crate) fn flush(h: jlong, metadata: Option<&[u8]>) -> Result<()> {
-    let store = handle::store(number(h))?;
-    let keep: Vec<(TopicPartition, Option<i64>)> = store
-        .committed_offsets()?
-        .into_iter()
-        .map(|(tp, offset)| (tp, Some(offset)))
-        .collect();
-    store.commit(&keep, metadata)
 }

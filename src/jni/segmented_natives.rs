@@ -7,126 +7,101 @@
 //! ([`super::codec`]), each key being Kafka's store key: `key ‖ BE i64 windowStart ‖
 //! BE i32 seqnum` for windows, `key ‖ BE i64 end ‖ BE i64 start` for sessions.
 
-use jni::objects::{JByteArray, JClass, JIntArray, JLongArray, JObjectArray, JString};
-use jni::sys::{jboolean, jbyteArray, jint, jlong, JNI_TRUE};
-use jni::JNIEnv;
+use jni::sys::{jint, jlong};
 
-use super::guard::guard;
-use super::natives::{bytes, offsets_of, opt_bytes, string, to_java};
-use super::ops::{OpenArgs, NO_OFFSET};
+use super::declare::{natives, transaction_natives};
+use super::natives::JavaBytes;
+use super::ops::OpenArgs;
 use super::segmented_ops::{self as ops, SegmentArgs};
 use crate::{SessionStore, WindowStore};
 
-fn flag(b: jboolean) -> bool {
-    b == JNI_TRUE
-}
-
-fn path_of(env: &mut JNIEnv<'_>, path: &JString<'_>) -> super::guard::JniResult<Option<String>> {
-    if path.is_null() {
-        Ok(None)
-    } else {
-        Ok(Some(string(env, path, "path")?))
-    }
-}
-
-/// `long windowOpen(String path, int engine, int valueFormat, long maxUncommittedBytes,
-/// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
-/// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-/// long boundedMemtableBytes, long retentionMs, long windowSizeMs, boolean retainDuplicates,
-/// long segmentIntervalMs, boolean timeOrdered, boolean keyIndex)`: tuning as `open`; segment
-/// interval 0 = Kafka's default; `timeOrdered` / `keyIndex` make Kafka's time-ordered store
-/// (with its `hasIndex`).
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    path: JString<'l>,
-    engine: jint,
-    value_format: jint,
-    max_uncommitted_bytes: jlong,
-    sync_on_commit: jboolean,
-    block_cache_bytes: jlong,
-    write_buffer_bytes: jlong,
-    max_write_buffers: jint,
-    bloom_filter: jboolean,
-    statistics: jboolean,
-    bounded_memory_bytes: jlong,
-    bounded_memtable_bytes: jlong,
-    retention: jlong,
-    window_size: jlong,
-    retain_duplicates: jboolean,
-    segment_interval: jlong,
-    time_ordered: jboolean,
-    key_index: jboolean,
-) -> jlong {
-    guard(&mut env, 0, |env| {
+natives! {
+    /// `long windowOpen(String path, int engine, int valueFormat, long maxUncommittedBytes,
+    /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
+    /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
+    /// long boundedMemtableBytes, long retentionMs, long windowSizeMs, boolean retainDuplicates,
+    /// long segmentIntervalMs, boolean timeOrdered, boolean keyIndex)`: tuning as `open`;
+    /// segment interval 0 = Kafka's default; `timeOrdered` / `keyIndex` make Kafka's
+    /// time-ordered store (with its `hasIndex`). Value formats numbered as C's
+    /// `KSTATE_FORMAT_*`: 0 timestamped, 1 plain, 2 headers.
+    fn Java_dev_kstate_internal_KstateNative_windowOpen(
+        path: Option<String>,
+        engine: jint,
+        value_format: jint,
+        max_uncommitted_bytes: jlong,
+        sync_on_commit: bool,
+        block_cache_bytes: jlong,
+        write_buffer_bytes: jlong,
+        max_write_buffers: jint,
+        bloom_filter: bool,
+        statistics: bool,
+        bounded_memory_bytes: jlong,
+        bounded_memtable_bytes: jlong,
+        retention: jlong,
+        window_size: jlong,
+        retain_duplicates: bool,
+        segment_interval: jlong,
+        time_ordered: bool,
+        key_index: bool,
+    ) -> jlong = {
         let args = OpenArgs {
             engine,
-            // numbered as C's KSTATE_FORMAT_*: 0 timestamped, 1 plain, 2 headers
             value_format,
             max_uncommitted_bytes,
-            sync_on_commit: flag(sync_on_commit),
+            sync_on_commit,
             block_cache_bytes,
             write_buffer_bytes,
             max_write_buffers,
-            bloom_filter: flag(bloom_filter),
-            statistics: flag(statistics),
+            bloom_filter,
+            statistics,
             bounded_memory_bytes,
             bounded_memtable_bytes,
         };
         let seg = SegmentArgs {
             retention,
             window_size,
-            retain_duplicates: flag(retain_duplicates),
+            retain_duplicates,
             segment_interval,
-            time_ordered: flag(time_ordered),
-            key_index: flag(key_index),
+            time_ordered,
+            key_index,
         };
-        let path = path_of(env, &path)?;
-        Ok(ops::window_open(path.as_deref(), &args, &seg)?)
-    })
-}
+        ops::window_open(path.as_deref(), &args, &seg)
+    };
 
-/// `long sessionOpen(String path, int engine, boolean headers, long maxUncommittedBytes,
-/// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
-/// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-/// long boundedMemtableBytes, long retentionMs, long segmentIntervalMs, boolean timeOrdered)`:
-/// aggregates are stored plain, or in Kafka's `AggregationWithHeaders` layout when `headers`;
-/// `timeOrdered` makes Kafka's time-ordered session store.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    path: JString<'l>,
-    engine: jint,
-    headers: jboolean,
-    max_uncommitted_bytes: jlong,
-    sync_on_commit: jboolean,
-    block_cache_bytes: jlong,
-    write_buffer_bytes: jlong,
-    max_write_buffers: jint,
-    bloom_filter: jboolean,
-    statistics: jboolean,
-    bounded_memory_bytes: jlong,
-    bounded_memtable_bytes: jlong,
-    retention: jlong,
-    segment_interval: jlong,
-    time_ordered: jboolean,
-) -> jlong {
-    guard(&mut env, 0, |env| {
+    /// `long sessionOpen(String path, int engine, boolean headers, long maxUncommittedBytes,
+    /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
+    /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
+    /// long boundedMemtableBytes, long retentionMs, long segmentIntervalMs,
+    /// boolean timeOrdered)`: aggregates are stored plain, or in Kafka's
+    /// `AggregationWithHeaders` layout when `headers`; `timeOrdered` makes Kafka's
+    /// time-ordered session store.
+    fn Java_dev_kstate_internal_KstateNative_sessionOpen(
+        path: Option<String>,
+        engine: jint,
+        headers: bool,
+        max_uncommitted_bytes: jlong,
+        sync_on_commit: bool,
+        block_cache_bytes: jlong,
+        write_buffer_bytes: jlong,
+        max_write_buffers: jint,
+        bloom_filter: bool,
+        statistics: bool,
+        bounded_memory_bytes: jlong,
+        bounded_memtable_bytes: jlong,
+        retention: jlong,
+        segment_interval: jlong,
+        time_ordered: bool,
+    ) -> jlong = {
         let args = OpenArgs {
             engine,
-            // numbered as C's KSTATE_FORMAT_*: 1 plain, 2 headers
-            value_format: if flag(headers) { 2 } else { 1 },
+            value_format: if headers { 2 } else { 1 },
             max_uncommitted_bytes,
-            sync_on_commit: flag(sync_on_commit),
+            sync_on_commit,
             block_cache_bytes,
             write_buffer_bytes,
             max_write_buffers,
-            bloom_filter: flag(bloom_filter),
-            statistics: flag(statistics),
+            bloom_filter,
+            statistics,
             bounded_memory_bytes,
             bounded_memtable_bytes,
         };
@@ -135,384 +110,133 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
             window_size: 0,
             retain_duplicates: false,
             segment_interval,
-            time_ordered: flag(time_ordered),
+            time_ordered,
             key_index: false,
         };
-        let path = path_of(env, &path)?;
-        Ok(ops::session_open(path.as_deref(), &args, &seg)?)
-    })
-}
-
-/// `void windowClose(long store)`.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowClose<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-) {
-    guard(&mut env, (), |_| Ok(ops::window_close(h)?))
-}
-
-/// `void sessionClose(long store)`.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionClose<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-) {
-    guard(&mut env, (), |_| Ok(ops::session_close(h)?))
-}
-
-/// `boolean windowPut(long store, byte[] key, byte[] rawValue, long windowStart)`: a null
-/// value deletes (ignored with duplicates); false when the write was dropped as expired.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowPut<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    key: JByteArray<'l>,
-    value: JByteArray<'l>,
-    start: jlong,
-) -> jboolean {
-    guard(&mut env, JNI_TRUE, |env| {
-        let key = bytes(env, &key, "key")?;
-        let value = opt_bytes(env, &value)?;
-        Ok(jboolean::from(ops::window_put(
-            h,
-            &key,
-            value.as_deref(),
-            start,
-        )?))
-    })
-}
-
-/// `void windowPutAll(long store, byte[] packed)`: entries keyed by Kafka window store keys
-/// (restore), all validated before any is written.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowPutAll<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    packed: JByteArray<'l>,
-) {
-    guard(&mut env, (), |env| {
-        let packed = bytes(env, &packed, "batch")?;
-        Ok(ops::window_put_all(h, &packed)?)
-    })
-}
-
-/// `byte[] windowFetch(long store, byte[] key, long windowStart, boolean committed)`.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowFetch<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    key: JByteArray<'l>,
-    start: jlong,
-    committed: jboolean,
-) -> jbyteArray {
-    guard(&mut env, std::ptr::null_mut(), |env| {
-        let key = bytes(env, &key, "key")?;
-        let v = ops::window_fetch(h, &key, start, flag(committed))?;
-        to_java(env, v)
-    })
-}
-
-/// `long windowQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long from, long to,
-/// boolean reverse, boolean committed)`: kind 0 = `fetch(key=keyFrom, from, to)`, 1 =
-/// `fetch(keyFrom, keyTo, from, to)` (null = open end), 2 = `fetchAll(from, to)`, 3 = `all()`.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowQuery<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    kind: jint,
-    key_from: JByteArray<'l>,
-    key_to: JByteArray<'l>,
-    from: jlong,
-    to: jlong,
-    reverse: jboolean,
-    committed: jboolean,
-) -> jlong {
-    guard(&mut env, 0, |env| {
-        let kf = opt_bytes(env, &key_from)?;
-        let kt = opt_bytes(env, &key_to)?;
-        Ok(ops::window_query(
-            h,
-            kind,
-            kf.as_deref(),
-            kt.as_deref(),
-            from,
-            to,
-            flag(reverse),
-            flag(committed),
-        )?)
-    })
-}
-
-/// `boolean sessionPut(long store, byte[] key, long start, long end, byte[] aggregate)`:
-/// a null aggregate removes the session; false when the write was dropped as expired.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionPut<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    key: JByteArray<'l>,
-    start: jlong,
-    end: jlong,
-    agg: JByteArray<'l>,
-) -> jboolean {
-    guard(&mut env, JNI_TRUE, |env| {
-        let key = bytes(env, &key, "key")?;
-        let agg = opt_bytes(env, &agg)?;
-        Ok(jboolean::from(ops::session_put(
-            h,
-            &key,
-            start,
-            end,
-            agg.as_deref(),
-        )?))
-    })
-}
-
-/// `void sessionPutAll(long store, byte[] packed)`: entries keyed by Kafka session store
-/// keys (restore).
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionPutAll<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    packed: JByteArray<'l>,
-) {
-    guard(&mut env, (), |env| {
-        let packed = bytes(env, &packed, "batch")?;
-        Ok(ops::session_put_all(h, &packed)?)
-    })
-}
-
-/// `byte[] sessionFetch(long store, byte[] key, long start, long end, boolean committed)`.
-#[no_mangle]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionFetch<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    key: JByteArray<'l>,
-    start: jlong,
-    end: jlong,
-    committed: jboolean,
-) -> jbyteArray {
-    guard(&mut env, std::ptr::null_mut(), |env| {
-        let key = bytes(env, &key, "key")?;
-        let v = ops::session_fetch(h, &key, start, end, flag(committed))?;
-        to_java(env, v)
-    })
-}
-
-/// `long sessionQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long earliestEnd,
-/// long latestStart, boolean reverse, boolean committed)`: kind 0 = `findSessions(key =
-/// keyFrom, ...)`, 1 = `findSessions(keyFrom, keyTo, ...)` (null = open end), 2 = every
-/// live session.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionQuery<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    h: jlong,
-    kind: jint,
-    key_from: JByteArray<'l>,
-    key_to: JByteArray<'l>,
-    earliest_end: jlong,
-    latest_start: jlong,
-    reverse: jboolean,
-    committed: jboolean,
-) -> jlong {
-    guard(&mut env, 0, |env| {
-        let kf = opt_bytes(env, &key_from)?;
-        let kt = opt_bytes(env, &key_to)?;
-        Ok(ops::session_query(
-            h,
-            kind,
-            kf.as_deref(),
-            kt.as_deref(),
-            earliest_end,
-            latest_start,
-            flag(reverse),
-            flag(committed),
-        )?)
-    })
-}
-
-macro_rules! iterator_natives {
-    ($next:ident, $close:ident, $time:ident, $next_op:path, $close_op:path, $time_op:path) => {
-        /// `byte[] *Next(long iterator, int maxEntries, int maxBytes)`: packed entries (see
-        /// the module docs), at least one if any remains; null once exhausted.
-        #[no_mangle]
-        pub extern "system" fn $next<'l>(
-            mut env: JNIEnv<'l>,
-            _class: JClass<'l>,
-            it: jlong,
-            max_entries: jint,
-            max_bytes: jint,
-        ) -> jbyteArray {
-            guard(&mut env, std::ptr::null_mut(), |env| {
-                let packed = $next_op(it, max_entries, max_bytes)?;
-                to_java(env, packed)
-            })
-        }
-
-        /// `void *CloseIterator(long iterator)`.
-        #[no_mangle]
-        pub extern "system" fn $close<'l>(mut env: JNIEnv<'l>, _class: JClass<'l>, it: jlong) {
-            guard(&mut env, (), |_| Ok($close_op(it)?))
-        }
-
-        /// `long *StreamTime(long store, boolean committed)`: Kafka's observed stream time
-        /// (-1 before any write).
-        #[no_mangle]
-        pub extern "system" fn $time<'l>(
-            mut env: JNIEnv<'l>,
-            _class: JClass<'l>,
-            h: jlong,
-            committed: jboolean,
-        ) -> jlong {
-            guard(&mut env, -1, |_| Ok($time_op(h, flag(committed))?))
-        }
+        ops::session_open(path.as_deref(), &args, &seg)
     };
+
+    /// `void windowClose(long store)`.
+    fn Java_dev_kstate_internal_KstateNative_windowClose(h: jlong) -> () = ops::window_close(h);
+    /// `void sessionClose(long store)`.
+    fn Java_dev_kstate_internal_KstateNative_sessionClose(h: jlong) -> () = ops::session_close(h);
+
+    /// `boolean windowPut(long store, byte[] key, byte[] rawValue, long windowStart)`: a null
+    /// value deletes; false when the write was dropped as expired.
+    fn Java_dev_kstate_internal_KstateNative_windowPut(
+        h: jlong,
+        key: JavaBytes,
+        value: Option<JavaBytes>,
+        start: jlong,
+    ) -> bool = ops::window_put(h, &key, value.as_deref(), start);
+    /// `boolean sessionPut(long store, byte[] key, long start, long end, byte[] aggregate)`: a
+    /// null aggregate removes the session; false when the write was dropped as expired.
+    fn Java_dev_kstate_internal_KstateNative_sessionPut(
+        h: jlong,
+        key: JavaBytes,
+        start: jlong,
+        end: jlong,
+        aggregate: Option<JavaBytes>,
+    ) -> bool = ops::session_put(h, &key, start, end, aggregate.as_deref());
+
+    /// `void windowPutAll(long store, byte[] packed)`: a packed batch keyed by Kafka's window
+    /// store keys (restore).
+    fn Java_dev_kstate_internal_KstateNative_windowPutAll(h: jlong, batch: JavaBytes) -> () =
+        ops::window_put_all(h, &batch);
+    /// `void sessionPutAll(long store, byte[] packed)`: as `windowPutAll`, Kafka's session keys.
+    fn Java_dev_kstate_internal_KstateNative_sessionPutAll(h: jlong, batch: JavaBytes) -> () =
+        ops::session_put_all(h, &batch);
+
+    /// `byte[] windowFetch(long store, byte[] key, long windowStart, boolean committed)`.
+    fn Java_dev_kstate_internal_KstateNative_windowFetch(
+        h: jlong,
+        key: JavaBytes,
+        start: jlong,
+        committed: bool,
+    ) -> Option<Vec<u8>> = ops::window_fetch(h, &key, start, committed);
+    /// `byte[] sessionFetch(long store, byte[] key, long start, long end, boolean committed)`.
+    fn Java_dev_kstate_internal_KstateNative_sessionFetch(
+        h: jlong,
+        key: JavaBytes,
+        start: jlong,
+        end: jlong,
+        committed: bool,
+    ) -> Option<Vec<u8>> = ops::session_fetch(h, &key, start, end, committed);
+
+    /// `long windowQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long from,
+    /// long to, boolean reverse, boolean committed)`: a new iterator (kinds in
+    /// [`super::segmented_ops`]).
+    fn Java_dev_kstate_internal_KstateNative_windowQuery(
+        h: jlong,
+        kind: jint,
+        key_from: Option<JavaBytes>,
+        key_to: Option<JavaBytes>,
+        from: jlong,
+        to: jlong,
+        reverse: bool,
+        committed: bool,
+    ) -> jlong = ops::window_query(
+        h, kind, key_from.as_deref(), key_to.as_deref(), from, to, reverse, committed,
+    );
+    /// `long sessionQuery(long store, int kind, byte[] keyFrom, byte[] keyTo,
+    /// long earliestEnd, long latestStart, boolean reverse, boolean committed)`.
+    fn Java_dev_kstate_internal_KstateNative_sessionQuery(
+        h: jlong,
+        kind: jint,
+        key_from: Option<JavaBytes>,
+        key_to: Option<JavaBytes>,
+        earliest_end: jlong,
+        latest_start: jlong,
+        reverse: bool,
+        committed: bool,
+    ) -> jlong = ops::session_query(
+        h,
+        kind,
+        key_from.as_deref(),
+        key_to.as_deref(),
+        earliest_end,
+        latest_start,
+        reverse,
+        committed,
+    );
+
+    /// `byte[] windowNext(long iterator, int maxEntries, int maxBytes)`: packed as the
+    /// key-value `next`, each key Kafka's window store key.
+    fn Java_dev_kstate_internal_KstateNative_windowNext(it: jlong, max_entries: jint, max_bytes: jint)
+        -> Option<Vec<u8>> = ops::window_next(it, max_entries, max_bytes);
+    /// `byte[] sessionNext(long iterator, int maxEntries, int maxBytes)`: Kafka's session keys.
+    fn Java_dev_kstate_internal_KstateNative_sessionNext(it: jlong, max_entries: jint, max_bytes: jint)
+        -> Option<Vec<u8>> = ops::session_next(it, max_entries, max_bytes);
+    /// `void windowCloseIterator(long iterator)`.
+    fn Java_dev_kstate_internal_KstateNative_windowCloseIterator(it: jlong) -> () =
+        ops::window_close_iterator(it);
+    /// `void sessionCloseIterator(long iterator)`.
+    fn Java_dev_kstate_internal_KstateNative_sessionCloseIterator(it: jlong) -> () =
+        ops::session_close_iterator(it);
+    /// `long windowStreamTime(long store, boolean committed)`: -1 before the first record.
+    fn Java_dev_kstate_internal_KstateNative_windowStreamTime(h: jlong, committed: bool) -> jlong =
+        ops::window_stream_time(h, committed);
+    /// `long sessionStreamTime(long store, boolean committed)`.
+    fn Java_dev_kstate_internal_KstateNative_sessionStreamTime(h: jlong, committed: bool) -> jlong =
+        ops::session_stream_time(h, committed);
 }
 
-iterator_natives!(
-    Java_dev_kstate_internal_KstateNative_windowNext,
-    Java_dev_kstate_internal_KstateNative_windowCloseIterator,
-    Java_dev_kstate_internal_KstateNative_windowStreamTime,
-    ops::window_next,
-    ops::window_close_iterator,
-    ops::window_stream_time
-);
-iterator_natives!(
-    Java_dev_kstate_internal_KstateNative_sessionNext,
-    Java_dev_kstate_internal_KstateNative_sessionCloseIterator,
-    Java_dev_kstate_internal_KstateNative_sessionStreamTime,
-    ops::session_next,
-    ops::session_close_iterator,
-    ops::session_stream_time
-);
-
-macro_rules! transaction_natives {
-    ($ty:ty, $commit:ident, $offset:ident, $meta:ident, $rollback:ident, $flush:ident,
-     $bytes:ident, $prop:ident) => {
-        /// `void *Commit(long store, String[] topics, int[] partitions, long[] offsets,
-        /// byte[] metadata)`: as `commit` of key-value stores (`Long.MIN_VALUE` removes a
-        /// partition's offset, empty arrays remove all).
-        #[no_mangle]
-        pub extern "system" fn $commit<'l>(
-            mut env: JNIEnv<'l>,
-            _class: JClass<'l>,
-            h: jlong,
-            topics: JObjectArray<'l>,
-            partitions: JIntArray<'l>,
-            offsets: JLongArray<'l>,
-            metadata: JByteArray<'l>,
-        ) {
-            guard(&mut env, (), |env| {
-                let entries = offsets_of(env, &topics, &partitions, &offsets)?;
-                let metadata = opt_bytes(env, &metadata)?;
-                Ok(ops::commit::<$ty>(h, &entries, metadata.as_deref())?)
-            })
-        }
-
-        /// `long *CommittedOffset(long store, String topic, int partition)`:
-        /// `Long.MIN_VALUE` when none.
-        #[no_mangle]
-        pub extern "system" fn $offset<'l>(
-            mut env: JNIEnv<'l>,
-            _class: JClass<'l>,
-            h: jlong,
-            topic: JString<'l>,
-            partition: jint,
-        ) -> jlong {
-            guard(&mut env, NO_OFFSET, |env| {
-                let topic = string(env, &topic, "topic")?;
-                Ok(ops::committed_offset::<$ty>(h, topic, partition)?)
-            })
-        }
-
-        /// `byte[] *CommittedMetadata(long store)`.
-        #[no_mangle]
-        pub extern "system" fn $meta<'l>(
-            mut env: JNIEnv<'l>,
-            _class: JClass<'l>,
-            h: jlong,
-        ) -> jbyteArray {
-            guard(&mut env, std::ptr::null_mut(), |env| {
-                let m = ops::committed_metadata::<$ty>(h)?;
-                to_java(env, m)
-            })
-        }
-
-        /// `void *Rollback(long store)`.
-        #[no_mangle]
-        pub extern "system" fn $rollback<'l>(mut env: JNIEnv<'l>, _class: JClass<'l>, h: jlong) {
-            guard(&mut env, (), |_| Ok(ops::rollback::<$ty>(h)?))
-        }
-
-        /// `void *Flush(long store, byte[] metadata)`: commit keeping the offsets.
-        #[no_mangle]
-        pub extern "system" fn $flush<'l>(
-            mut env: JNIEnv<'l>,
-            _class: JClass<'l>,
-            h: jlong,
-            metadata: JByteArray<'l>,
-        ) {
-            guard(&mut env, (), |env| {
-                let metadata = opt_bytes(env, &metadata)?;
-                Ok(ops::flush::<$ty>(h, metadata.as_deref())?)
-            })
-        }
-
-        /// `long *ApproximateNumUncommittedBytes(long store)`.
-        #[no_mangle]
-        pub extern "system" fn $bytes<'l>(
-            mut env: JNIEnv<'l>,
-            _class: JClass<'l>,
-            h: jlong,
-        ) -> jlong {
-            guard(&mut env, 0, |_| Ok(ops::uncommitted_bytes::<$ty>(h)?))
-        }
-
-        /// `long *Property(long store, String name)`: -1 when there is none.
-        #[no_mangle]
-        pub extern "system" fn $prop<'l>(
-            mut env: JNIEnv<'l>,
-            _class: JClass<'l>,
-            h: jlong,
-            name: JString<'l>,
-        ) -> jlong {
-            guard(&mut env, -1, |env| {
-                let name = string(env, &name, "property name")?;
-                Ok(ops::property::<$ty>(h, &name)?)
-            })
-        }
-    };
+transaction_natives! {
+    WindowStore: commit = Java_dev_kstate_internal_KstateNative_windowCommit,
+    committed_offset = Java_dev_kstate_internal_KstateNative_windowCommittedOffset,
+    committed_metadata = Java_dev_kstate_internal_KstateNative_windowCommittedMetadata,
+    rollback = Java_dev_kstate_internal_KstateNative_windowRollback,
+    flush = Java_dev_kstate_internal_KstateNative_windowFlush,
+    uncommitted_bytes = Java_dev_kstate_internal_KstateNative_windowApproximateNumUncommittedBytes,
+    property = Java_dev_kstate_internal_KstateNative_windowProperty
 }
 
-transaction_natives!(
-    WindowStore,
-    Java_dev_kstate_internal_KstateNative_windowCommit,
-    Java_dev_kstate_internal_KstateNative_windowCommittedOffset,
-    Java_dev_kstate_internal_KstateNative_windowCommittedMetadata,
-    Java_dev_kstate_internal_KstateNative_windowRollback,
-    Java_dev_kstate_internal_KstateNative_windowFlush,
-    Java_dev_kstate_internal_KstateNative_windowApproximateNumUncommittedBytes,
-    Java_dev_kstate_internal_KstateNative_windowProperty
-);
-transaction_natives!(
-    SessionStore,
-    Java_dev_kstate_internal_KstateNative_sessionCommit,
-    Java_dev_kstate_internal_KstateNative_sessionCommittedOffset,
-    Java_dev_kstate_internal_KstateNative_sessionCommittedMetadata,
-    Java_dev_kstate_internal_KstateNative_sessionRollback,
-    Java_dev_kstate_internal_KstateNative_sessionFlush,
-    Java_dev_kstate_internal_KstateNative_sessionApproximateNumUncommittedBytes,
-    Java_dev_kstate_internal_KstateNative_sessionProperty
-);
+transaction_natives! {
+    SessionStore: commit = Java_dev_kstate_internal_KstateNative_sessionCommit,
+    committed_offset = Java_dev_kstate_internal_KstateNative_sessionCommittedOffset,
+    committed_metadata = Java_dev_kstate_internal_KstateNative_sessionCommittedMetadata,
+    rollback = Java_dev_kstate_internal_KstateNative_sessionRollback,
+    flush = Java_dev_kstate_internal_KstateNative_sessionFlush,
+    uncommitted_bytes = Java_dev_kstate_internal_KstateNative_sessionApproximateNumUncommittedBytes,
+    property = Java_dev_kstate_internal_KstateNative_sessionProperty
+}

@@ -6,11 +6,11 @@
 use jni::sys::{jint, jlong};
 
 use super::codec;
-use super::ops::{isolation, jhandle, number, pack, saturating_jlong, OpenArgs, NO_OFFSET};
-use crate::bridge::{self, SessionIterHandle, Transactional, WindowIterHandle};
+use super::ops::{isolation, jhandle, number, pack, OpenArgs};
+use crate::bridge::{self, SessionIterHandle, WindowIterHandle};
 use crate::handle::{Handled, HANDLES};
 use crate::store::{SessionOptions, SessionQuery, WindowOptions, WindowQuery};
-use crate::{Error, Result, SessionStore, TopicPartition, WindowStore};
+use crate::{Error, Result, SessionStore, WindowStore};
 
 /// Query kinds of `windowQuery`.
 pub(crate) const WINDOW_KEY: jint = 0;
@@ -270,56 +270,12 @@ pub(crate) fn session_stream_time(h: jlong, committed: bool) -> Result<jlong> {
     store::<SessionStore>(h)?.stream_time(isolation(committed))
 }
 
-// ----- the transaction natives, once for every kind ---------------------------------------
-
-/// `*Commit`.
-pub(crate) fn commit<T: Transactional>(
-    h: jlong,
-    offsets: &[(TopicPartition, Option<i64>)],
-    metadata: Option<&[u8]>,
-) -> Result<()> {
-    store::<T>(h)?.commit(offsets, metadata)
-}
-
-/// `*CommittedOffset`: [`NO_OFFSET`] when none.
-pub(crate) fn committed_offset<T: Transactional>(
-    h: jlong,
-    topic: String,
-    partition: jint,
-) -> Result<jlong> {
-    let tp = TopicPartition::new(topic, partition);
-    Ok(store::<T>(h)?.committed_offset(&tp)?.unwrap_or(NO_OFFSET))
-}
-
-/// `*CommittedMetadata`.
-pub(crate) fn committed_metadata<T: Transactional>(h: jlong) -> Result<Option<Vec<u8>>> {
-    store::<T>(h)?.committed_metadata()
-}
-
-/// `*Rollback`.
-pub(crate) fn rollback<T: Transactional>(h: jlong) -> Result<()> {
-    store::<T>(h)?.rollback()
-}
-
-/// `*Flush`: commit keeping the committed offsets.
-pub(crate) fn flush<T: Transactional>(h: jlong, metadata: Option<&[u8]>) -> Result<()> {
-    bridge::flush(store::<T>(h)?.as_ref(), metadata)
-}
-
-/// `*ApproximateNumUncommittedBytes`.
-pub(crate) fn uncommitted_bytes<T: Transactional>(h: jlong) -> Result<jlong> {
-    Ok(saturating_jlong(store::<T>(h)?.uncommitted_bytes()?))
-}
-
-/// `*Property`: -1 when there is none.
-pub(crate) fn property<T: Transactional>(h: jlong, name: &str) -> Result<jlong> {
-    Ok(store::<T>(h)?.property(name)?.map_or(-1, saturating_jlong))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jni::ops::{commit, committed_offset, rollback};
     use crate::ErrorCode;
+    use crate::TopicPartition;
 
     fn memory() -> OpenArgs {
         OpenArgs {

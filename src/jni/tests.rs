@@ -5,7 +5,7 @@ use jni::sys::jlong;
 
 use super::ops::{self, OpenArgs};
 use crate::capi::{self, kstate_error_code, kstate_error_free, kstate_error_t};
-use crate::{ErrorCode, Result, TopicPartition};
+use crate::{ErrorCode, KvStore, Result, TopicPartition};
 
 const MEMORY: OpenArgs = OpenArgs {
     engine: 1,
@@ -37,22 +37,22 @@ const STORE_OPS: [Op; 14] = [
         ops::scan(h, None, None, false, false, false).map(drop)
     }),
     ("commit", |h| {
-        ops::commit(h, &[(TopicPartition::new("t", 0), Some(1))], None)
+        ops::commit::<KvStore>(h, &[(TopicPartition::new("t", 0), Some(1))], None)
     }),
     ("committedOffset", |h| {
-        ops::committed_offset(h, "t".into(), 0).map(drop)
+        ops::committed_offset::<KvStore>(h, "t".into(), 0).map(drop)
     }),
     ("committedMetadata", |h| {
-        ops::committed_metadata(h).map(drop)
+        ops::committed_metadata::<KvStore>(h).map(drop)
     }),
-    ("rollback", ops::rollback),
+    ("rollback", ops::rollback::<KvStore>),
     ("approximateNumEntries", |h| {
         ops::approximate_num_entries(h, false).map(drop)
     }),
     ("approximateNumUncommittedBytes", |h| {
-        ops::approximate_num_uncommitted_bytes(h).map(drop)
+        ops::uncommitted_bytes::<KvStore>(h).map(drop)
     }),
-    ("flush", |h| ops::flush(h, None)),
+    ("flush", |h| ops::flush::<KvStore>(h, None)),
 ];
 
 /// `close` last: it retires the handle.
@@ -220,7 +220,7 @@ fn c_verdicts(h: jlong) -> (Option<ErrorCode>, Option<ErrorCode>) {
 
 fn jni_verdicts(h: jlong) -> (Option<ErrorCode>, Option<ErrorCode>) {
     (
-        code_of(ops::rollback(h)),
+        code_of(ops::rollback::<KvStore>(h)),
         code_of(ops::next(h, 1, 1).map(drop)),
     )
 }
@@ -239,7 +239,7 @@ fn both_surfaces_share_one_table_and_one_verdict() {
         None
     );
     let cs = c_handle as usize as u64 as jlong;
-    assert_eq!(ops::rollback(cs).map_err(|e| e.code()), Ok(()));
+    assert_eq!(ops::rollback::<KvStore>(cs).map_err(|e| e.code()), Ok(()));
     // Same verdicts for every kind of misuse, handle by handle.
     let mut cases = vec![0, 1, -1, 0x4B53_0000_0000_0001 + 1_000_000, s, it, cs];
     for h in cases.clone() {
@@ -341,18 +341,18 @@ fn rocksdb_tuning_and_properties_cross_the_surface() {
     };
     let s = ops::open(path.to_str(), &args).unwrap();
     assert_eq!(
-        ops::property(s, "rocksdb.block-cache-capacity").unwrap(),
+        ops::property::<KvStore>(s, "rocksdb.block-cache-capacity").unwrap(),
         5 << 20
     );
     ops::put(s, b"k", Some(b"12345678v")).unwrap();
-    ops::commit(s, &[], None).unwrap();
+    ops::commit::<KvStore>(s, &[], None).unwrap();
     // The entry plus kstate's commit record(s) in its meta family.
-    assert!(ops::property(s, "rocksdb.num-entries-active-mem-table").unwrap() >= 2);
-    assert!(ops::property(s, "rocksdb.bytes.written").unwrap() > 0);
-    assert_eq!(ops::property(s, "rocksdb.nope").unwrap(), -1);
+    assert!(ops::property::<KvStore>(s, "rocksdb.num-entries-active-mem-table").unwrap() >= 2);
+    assert!(ops::property::<KvStore>(s, "rocksdb.bytes.written").unwrap() > 0);
+    assert_eq!(ops::property::<KvStore>(s, "rocksdb.nope").unwrap(), -1);
     ops::close(s).unwrap();
     assert_eq!(
-        ops::property(s, "rocksdb.bytes.written")
+        ops::property::<KvStore>(s, "rocksdb.bytes.written")
             .unwrap_err()
             .code(),
         ErrorCode::StoreClosed
@@ -367,7 +367,7 @@ fn rocksdb_tuning_and_properties_cross_the_surface() {
     let b = ops::open(dir.path().join("b").to_str(), &budget).unwrap();
     for h in [a, b] {
         assert_eq!(
-            ops::property(h, "rocksdb.block-cache-capacity").unwrap(),
+            ops::property::<KvStore>(h, "rocksdb.block-cache-capacity").unwrap(),
             (10 << 20) + 8192
         );
     }
@@ -392,6 +392,9 @@ fn rocksdb_tuning_and_properties_cross_the_surface() {
     }
     // The memory engine has no RocksDB properties.
     let m = ops::open(None, &MEMORY).unwrap();
-    assert_eq!(ops::property(m, "rocksdb.estimate-num-keys").unwrap(), -1);
+    assert_eq!(
+        ops::property::<KvStore>(m, "rocksdb.estimate-num-keys").unwrap(),
+        -1
+    );
     ops::close(m).unwrap();
 }
