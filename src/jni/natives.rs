@@ -110,8 +110,9 @@ pub(super) fn to_java(env: &JNIEnv<'_>, value: Option<Vec<u8>>) -> JniResult<jby
 /// `long open(String path, int engine, int valueFormat, long maxUncommittedBytes,
 /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
 /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-/// long boundedMemtableBytes)`; engine 0 = RocksDB, 1 = memory (path may then be null);
-/// value format 0 = timestamped, 1 = plain, 2 = headers (C's `KSTATE_FORMAT_*`).
+/// long boundedMemtableBytes, boolean adoptLeftOpen)`; engine 0 = RocksDB, 1 = memory (path
+/// may then be null); value format 0 = timestamped, 1 = plain, 2 = headers (C's
+/// `KSTATE_FORMAT_*`); `adoptLeftOpen` is [`crate::StoreOptions::adopt_left_open`].
 /// `0` for a size or count keeps kstate's default; `boundedMemoryBytes` 0 means no shared
 /// budget. An empty path is an invalid argument.
 #[no_mangle]
@@ -131,6 +132,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_open<'l>(
     statistics: jboolean,
     bounded_memory_bytes: jlong,
     bounded_memtable_bytes: jlong,
+    adopt_left_open: jboolean,
 ) -> jlong {
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
@@ -145,6 +147,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_open<'l>(
             statistics: statistics == JNI_TRUE,
             bounded_memory_bytes,
             bounded_memtable_bytes,
+            adopt_left_open: adopt_left_open == JNI_TRUE,
         };
         let path = if path.is_null() {
             None

@@ -33,7 +33,8 @@ fn path_of(env: &mut JNIEnv<'_>, path: &JString<'_>) -> super::guard::JniResult<
 /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
 /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
 /// long boundedMemtableBytes, long retentionMs, long windowSizeMs, boolean retainDuplicates,
-/// long segmentIntervalMs, boolean timeOrdered, boolean keyIndex)`: tuning as `open`; segment
+/// long segmentIntervalMs, boolean timeOrdered, boolean keyIndex, boolean adoptLeftOpen)`:
+/// tuning and `adoptLeftOpen` as `open`; segment
 /// interval 0 = Kafka's default; `timeOrdered` / `keyIndex` make Kafka's time-ordered store
 /// (with its `hasIndex`).
 #[no_mangle]
@@ -59,6 +60,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
     segment_interval: jlong,
     time_ordered: jboolean,
     key_index: jboolean,
+    adopt_left_open: jboolean,
 ) -> jlong {
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
@@ -74,6 +76,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
             statistics: flag(statistics),
             bounded_memory_bytes,
             bounded_memtable_bytes,
+            adopt_left_open: flag(adopt_left_open),
         };
         let seg = SegmentArgs {
             retention,
@@ -91,7 +94,8 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_windowOpen<'l>(
 /// `long sessionOpen(String path, int engine, boolean headers, long maxUncommittedBytes,
 /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
 /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-/// long boundedMemtableBytes, long retentionMs, long segmentIntervalMs, boolean timeOrdered)`:
+/// long boundedMemtableBytes, long retentionMs, long segmentIntervalMs, boolean timeOrdered,
+/// boolean adoptLeftOpen)` (`adoptLeftOpen` as `open`):
 /// aggregates are stored plain, or in Kafka's `AggregationWithHeaders` layout when `headers`;
 /// `timeOrdered` makes Kafka's time-ordered session store.
 #[no_mangle]
@@ -114,6 +118,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
     retention: jlong,
     segment_interval: jlong,
     time_ordered: jboolean,
+    adopt_left_open: jboolean,
 ) -> jlong {
     guard(&mut env, 0, |env| {
         let args = OpenArgs {
@@ -129,6 +134,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_sessionOpen<'l>(
             statistics: flag(statistics),
             bounded_memory_bytes,
             bounded_memtable_bytes,
+            adopt_left_open: flag(adopt_left_open),
         };
         let seg = SegmentArgs {
             retention,
