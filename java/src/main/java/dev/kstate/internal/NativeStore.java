@@ -166,7 +166,8 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
         public String toString() {
             return "RocksTuning{blockCache=" + blockCacheBytes + ", writeBuffer=" + writeBufferBytes + ", maxWriteBuffers="
                 + maxWriteBuffers + ", bloom=" + bloomFilter + ", statistics=" + statistics + ", boundedMemory="
-                + boundedMemoryBytes + ", boundedMemtable=" + boundedMemtableBytes + "}";
+                + boundedMemoryBytes + ", boundedMemtable=" + boundedMemtableBytes + ", adoptLeftOpen=" + adoptLeftOpen
+                + "}";
         }
     }
 
