@@ -451,6 +451,99 @@ fn kafka_stores_are_adopted_by_allow_list() {
     }
 }
 
+/// A Kafka 4.3+ store whose `status` says it was left open (Kafka Streams was killed) holds
+/// data possibly ahead of its offsets. Kafka 4.4's `RocksDBStore` opens it under at-least-once
+/// with the offsets and position it holds, and refuses it under exactly-once
+/// (`TaskCorruptedException`): `adopt_left_open` chooses between the two, and the
+/// all-or-nothing check agrees with the open.
+#[test]
+fn a_kafka_store_left_open_is_adopted_with_its_offsets_when_allowed() {
+    use kstate::store::{check_adoption, PlannedStore};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("left-open");
+    let mut position = vec![0u8];
+    position.extend_from_slice(&1i32.to_be_bytes());
+    position.extend_from_slice(&5i32.to_be_bytes());
+    position.extend_from_slice(b"input");
+    position.extend_from_slice(&1i32.to_be_bytes());
+    position.extend_from_slice(&2i32.to_be_bytes());
+    position.extend_from_slice(&99i64.to_be_bytes());
+    // Written after the commit of offset 41, before the kill: ahead of the offsets.
+    let committed = kstate::format::value::encode(b"v", 42);
+    let ahead = kstate::format::value::encode(b"w", 43);
+    let plain = b"plain value";
+    kafka_store(
+        &path,
+        &["default", "keyValueWithTimestamp", "offsets"],
+        &[
+            ("keyValueWithTimestamp", b"k", &committed),
+            ("keyValueWithTimestamp", b"ahead", &ahead),
+            ("default", b"legacy", plain),
+            ("offsets", b"app-store-changelog-3", &41i64.to_be_bytes()),
+            ("offsets", b"status", &1i64.to_be_bytes()),
+            ("offsets", b"position", &position),
+        ],
+    );
+    let allow = opts().with_adopt_left_open(true);
+    let planned = |options: StoreOptions| PlannedStore::KeyValue {
+        path: path.clone(),
+        options,
+    };
+    let before = snapshot_dir(&path);
+    let err = check_adoption(&[planned(opts())]).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Corruption, "{err}");
+    assert_eq!(code(KvStore::open(&path, &opts())), ErrorCode::Corruption);
+    assert_eq!(
+        check_adoption(&[planned(allow.clone())]).unwrap(),
+        vec![path.clone()]
+    );
+    assert_eq!(
+        snapshot_dir(&path),
+        before,
+        "refusing or checking changed it"
+    );
+
+    let s = KvStore::open(&path, &allow).unwrap();
+    let changelog = TopicPartition::new("app-store-changelog", 3);
+    assert_eq!(s.committed_offset(&changelog).unwrap(), Some(41));
+    assert_eq!(
+        s.committed_offsets().unwrap(),
+        vec![(changelog.clone(), 41)]
+    );
+    let mut want_position = vec![1u8];
+    want_position.extend_from_slice(&1i32.to_be_bytes());
+    want_position.extend_from_slice(&5u16.to_be_bytes());
+    want_position.extend_from_slice(b"input");
+    want_position.extend_from_slice(&1i32.to_be_bytes());
+    want_position.extend_from_slice(&2i32.to_be_bytes());
+    want_position.extend_from_slice(&99i64.to_be_bytes());
+    assert_eq!(s.committed_metadata().unwrap(), Some(want_position));
+    // Every record Kafka's store holds, the ones ahead of the offset included, committed.
+    let all: Vec<(Vec<u8>, Vec<u8>)> = s
+        .scan(Isolation::ReadCommitted, &KeyRange::all(), false)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert_eq!(
+        all,
+        vec![
+            (b"ahead".to_vec(), ahead.clone()),
+            (b"k".to_vec(), committed.clone()),
+            (b"legacy".to_vec(), kstate::format::value::encode(plain, -1)),
+        ]
+    );
+    s.close().unwrap();
+    // A kstate store now: reopened without the option, with the same state.
+    let s = KvStore::open(&path, &opts()).unwrap();
+    assert_eq!(s.committed_offset(&changelog).unwrap(), Some(41));
+    assert_eq!(s.get(b"ahead").unwrap().unwrap().timestamp, 43);
+    s.close().unwrap();
+    assert_eq!(
+        check_adoption(&[planned(opts())]).unwrap(),
+        Vec::<std::path::PathBuf>::new()
+    );
+}
+
 #[test]
 fn refusing_the_other_format_adds_no_column_family() {
     let dir = tempfile::tempdir().unwrap();

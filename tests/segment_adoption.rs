@@ -977,6 +977,79 @@ fn an_adopted_store_goes_back_to_kafkas_layout_with_its_offsets() {
     }
 }
 
+/// Segments that say they were left open (`status` 1: Kafka Streams was killed) are what
+/// Kafka 4.4's `RocksDBStore` opens under at-least-once with the offsets and position they
+/// hold (`AbstractColumnFamilyAccessor.open(.., ignoreInvalidState = !eos)`). With
+/// `adopt_left_open` kstate adopts them exactly as it adopts closed ones (records, stream
+/// time, offsets, position), and the all-or-nothing check agrees; without it both refuse
+/// them, changing nothing (what Kafka does under exactly-once: wipe and restore).
+#[test]
+fn segments_left_open_are_adopted_when_allowed_as_kafka_opens_them_under_at_least_once() {
+    let allow = StoreOptions::default().with_adopt_left_open(true);
+    for (kind, seed) in [(Kind::TimestampedWindow, 41), (Kind::Session, 42)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("left");
+        let f = Fixture::new(kind, 200, seed);
+        f.write(&path, Some(1), '.');
+        let (refusing, allowing) = if kind == Kind::Session {
+            (
+                PlannedStore::Session {
+                    path: path.clone(),
+                    options: SessionOptions::new(RETENTION),
+                },
+                PlannedStore::Session {
+                    path: path.clone(),
+                    options: SessionOptions::new(RETENTION).with_store(allow.clone()),
+                },
+            )
+        } else {
+            (
+                PlannedStore::Window {
+                    path: path.clone(),
+                    options: window_options(false),
+                },
+                PlannedStore::Window {
+                    path: path.clone(),
+                    options: window_options(false).with_store(allow.clone()),
+                },
+            )
+        };
+        let before = snapshot(&path);
+        let err = check_adoption(std::slice::from_ref(&refusing)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Corruption, "{err}");
+        assert!(err.to_string().contains("left open"), "{err}");
+        assert_eq!(
+            check_adoption(std::slice::from_ref(&allowing)).unwrap(),
+            vec![path.clone()]
+        );
+        assert!(
+            snapshot(&path) == before,
+            "the checks changed the directory"
+        );
+        assert_refused(&path, ErrorCode::Corruption, || match &refusing {
+            PlannedStore::Session { options, .. } => {
+                SessionStore::open(&path, options).map(|s| s.close().unwrap())
+            }
+            PlannedStore::Window { options, .. } => {
+                WindowStore::open(&path, options).map(|s| s.close().unwrap())
+            }
+            PlannedStore::KeyValue { .. } => unreachable!(),
+        });
+        match &allowing {
+            PlannedStore::Session { options, .. } => {
+                SessionStore::open(&path, options).unwrap().close().unwrap();
+                check_session(&path, &f, true, false);
+            }
+            PlannedStore::Window { options, .. } => {
+                WindowStore::open(&path, options).unwrap().close().unwrap();
+                check_window(&path, &f, false, true, false);
+            }
+            PlannedStore::KeyValue { .. } => unreachable!(),
+        }
+        assert_replaced(&path);
+    }
+}
+
 /// A task's stores are adopted all together or not at all: the preflight
 /// (`kstate::store::check_adoption`) names every store of the plan that its open would refuse
 /// and changes no byte of the task directory; once the blockers are gone it lists the stores

@@ -600,6 +600,106 @@ fn kafkas_time_ordered_segments_are_adopted_in_place() {
     }
 }
 
+/// Kafka's time-ordered segments whose newest says it was left open (`status` 1: Kafka Streams
+/// was killed) are refused untouched by default, as Kafka refuses them under exactly-once, and
+/// adopted like closed ones (offsets, position, every record) under `adopt_left_open`, as Kafka
+/// opens them under at-least-once; `check_adoption` agrees with each.
+#[test]
+fn kafkas_time_ordered_segments_left_open_are_adopted_when_allowed() {
+    use kstate::store::{check_adoption, PlannedStore};
+    for session in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(if session { "sessions" } else { "counts" });
+        let m = random_model(session, 0x5EED_0011 + session as u64, 400);
+        write_kafka_time_ordered(&path, &m, session, false);
+        let newest = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .max_by_key(|p| {
+                let name = p.file_name().unwrap().to_str().unwrap().to_string();
+                name.rsplit('.').next().unwrap().parse::<i64>().unwrap()
+            })
+            .unwrap();
+        {
+            let db = rocksdb::DB::open_cf(
+                &rocksdb::Options::default(),
+                &newest,
+                ["default", "offsets"],
+            )
+            .unwrap();
+            db.put_cf(db.cf_handle("offsets").unwrap(), b"status", be(1))
+                .unwrap();
+            db.flush_cf(db.cf_handle("offsets").unwrap()).unwrap();
+        }
+        let planned = |allow: bool| {
+            if session {
+                let mut options = session_options(EngineKind::RocksDb);
+                options.store.adopt_left_open = allow;
+                PlannedStore::Session {
+                    path: path.clone(),
+                    options,
+                }
+            } else {
+                let mut options = window_options(EngineKind::RocksDb);
+                options.store.adopt_left_open = allow;
+                PlannedStore::Window {
+                    path: path.clone(),
+                    options,
+                }
+            }
+        };
+        let open = |allow: bool| -> kstate::Result<()> {
+            match planned(allow) {
+                PlannedStore::Session { options, .. } => {
+                    SessionStore::open(&path, &options)?.close()
+                }
+                PlannedStore::Window { options, .. } => WindowStore::open(&path, &options)?.close(),
+                PlannedStore::KeyValue { .. } => unreachable!(),
+            }
+        };
+        let before = snapshot(&path);
+        let err = check_adoption(&[planned(false)]).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Corruption, "{err}");
+        let err = open(false).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Corruption, "{err}");
+        assert!(err.to_string().contains("left open"), "{err}");
+        assert_eq!(
+            check_adoption(&[planned(true)]).unwrap(),
+            vec![path.clone()]
+        );
+        assert!(snapshot(&path) == before, "Kafka's directory changed");
+        open(true).unwrap();
+        assert!(path.join("CURRENT").is_file(), "adopted in place");
+        let mut rng = Rng(11);
+        if session {
+            let s = SessionStore::open(&path, &session_options(EngineKind::RocksDb)).unwrap();
+            assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77));
+            assert_eq!(
+                s.committed_metadata().unwrap(),
+                Some(adapter_position(0, 999))
+            );
+            check_session_queries(&s, &m, Isolation::ReadCommitted, &mut rng, "left open");
+            s.close().unwrap();
+        } else {
+            let w = WindowStore::open(&path, &window_options(EngineKind::RocksDb)).unwrap();
+            assert_eq!(w.committed_offset(&tp()).unwrap(), Some(77));
+            assert_eq!(
+                w.committed_metadata().unwrap(),
+                Some(adapter_position(0, 999))
+            );
+            check_window_queries(
+                &w,
+                &m,
+                Isolation::ReadCommitted,
+                &mut rng,
+                "left open",
+                false,
+            );
+            w.close().unwrap();
+        }
+    }
+}
+
 /// Kafka's regular segments (key-first keys) are refused untouched by a time-ordered store.
 #[test]
 fn kafkas_regular_segments_are_refused_by_a_time_ordered_store() {

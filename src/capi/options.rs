@@ -261,6 +261,8 @@ impl kstate_kv_options_t {
                 statistics: self.rocksdb_statistics,
                 bounded_memory,
             },
+            // Not in the C structs yet: C callers keep refusing a Kafka store left open.
+            adopt_left_open: false,
         })
     }
 }

@@ -13,10 +13,11 @@ use crate::store::{PlannedStore, SessionOptions, WindowOptions};
 use crate::{bridge, Error, StoreOptions};
 
 /// `boolean adoptionCheck(String path, int kind, int valueFormat, long retentionMs,
-/// long segmentIntervalMs)`: kind 0 key-value, 1 window, 2 session, 3 time-ordered window,
+/// long segmentIntervalMs, boolean adoptLeftOpen)`: kind 0 key-value, 1 window, 2 session, 3 time-ordered window,
 /// 4 time-ordered session; value format as C's `KSTATE_FORMAT_*` (0 timestamped, 1 plain,
 /// 2 headers); retention and segment interval (0 = Kafka's default) for window and session
-/// stores. True when opening the store will
+/// stores; `adoptLeftOpen` as the store's open has it
+/// ([`crate::StoreOptions::adopt_left_open`]). True when opening the store will
 /// adopt a Kafka Streams store at `path`, false when there is nothing of Kafka's there;
 /// throws (nothing changed) when the adoption would refuse it.
 #[no_mangle]
@@ -28,6 +29,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_adoptionCheck<'l>(
     value_format: jint,
     retention: jlong,
     segment_interval: jlong,
+    adopt_left_open: jboolean,
 ) -> jboolean {
     guard(&mut env, 0, |env| {
         let path = string(env, &path, "path")?.into();
@@ -42,6 +44,7 @@ pub extern "system" fn Java_dev_kstate_internal_KstateNative_adoptionCheck<'l>(
                     )
                 }
             },
+            adopt_left_open: adopt_left_open == jni::sys::JNI_TRUE,
             ..StoreOptions::default()
         };
         let planned = match kind {

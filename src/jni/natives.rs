@@ -105,8 +105,9 @@ natives! {
     /// `long open(String path, int engine, int valueFormat, long maxUncommittedBytes,
     /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
     /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-    /// long boundedMemtableBytes)`; engine 0 = RocksDB, 1 = memory (path may then be null);
-    /// value format 0 = timestamped, 1 = plain, 2 = headers (C's `KSTATE_FORMAT_*`).
+    /// long boundedMemtableBytes, boolean adoptLeftOpen)`; engine 0 = RocksDB, 1 = memory
+    /// (path may then be null); value format 0 = timestamped, 1 = plain, 2 = headers (C's
+    /// `KSTATE_FORMAT_*`); `adoptLeftOpen` is [`crate::StoreOptions::adopt_left_open`].
     /// `0` for a size or count keeps kstate's default; `boundedMemoryBytes` 0 means no shared
     /// budget. An empty path is an invalid argument.
     fn Java_dev_kstate_internal_KstateNative_open(
@@ -122,6 +123,7 @@ natives! {
         statistics: bool,
         bounded_memory_bytes: jlong,
         bounded_memtable_bytes: jlong,
+        adopt_left_open: bool,
     ) -> jlong = {
         let args = OpenArgs {
             engine,
@@ -135,6 +137,7 @@ natives! {
             statistics,
             bounded_memory_bytes,
             bounded_memtable_bytes,
+            adopt_left_open,
         };
         ops::open(path.as_deref(), &args)
     };

@@ -73,6 +73,8 @@ pub(crate) struct OpenArgs {
     pub bounded_memory_bytes: jlong,
     /// Memtable share of that budget in bytes (with a budget only).
     pub bounded_memtable_bytes: jlong,
+    /// [`StoreOptions::adopt_left_open`]: the adapter sets it under at-least-once.
+    pub adopt_left_open: bool,
 }
 
 impl OpenArgs {
@@ -98,6 +100,7 @@ impl OpenArgs {
                 non_negative(self.max_uncommitted_bytes, "maxUncommittedBytes")?;
         }
         options.sync_on_commit = self.sync_on_commit;
+        options.adopt_left_open = self.adopt_left_open;
         let defaults = RocksOptions::default();
         if self.block_cache_bytes != 0 {
             options.rocksdb.block_cache_bytes =

@@ -20,7 +20,8 @@ natives! {
     /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
     /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
     /// long boundedMemtableBytes, long retentionMs, long windowSizeMs, boolean retainDuplicates,
-    /// long segmentIntervalMs, boolean timeOrdered, boolean keyIndex)`: tuning as `open`;
+    /// long segmentIntervalMs, boolean timeOrdered, boolean keyIndex, boolean adoptLeftOpen)`:
+    /// tuning and `adoptLeftOpen` as `open`;
     /// segment interval 0 = Kafka's default; `timeOrdered` / `keyIndex` make Kafka's
     /// time-ordered store (with its `hasIndex`). Value formats numbered as C's
     /// `KSTATE_FORMAT_*`: 0 timestamped, 1 plain, 2 headers.
@@ -43,6 +44,7 @@ natives! {
         segment_interval: jlong,
         time_ordered: bool,
         key_index: bool,
+        adopt_left_open: bool,
     ) -> jlong = {
         let args = OpenArgs {
             engine,
@@ -56,6 +58,7 @@ natives! {
             statistics,
             bounded_memory_bytes,
             bounded_memtable_bytes,
+            adopt_left_open,
         };
         let seg = SegmentArgs {
             retention,
@@ -72,7 +75,8 @@ natives! {
     /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
     /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
     /// long boundedMemtableBytes, long retentionMs, long segmentIntervalMs,
-    /// boolean timeOrdered)`: aggregates are stored plain, or in Kafka's
+    /// boolean timeOrdered, boolean adoptLeftOpen)` (`adoptLeftOpen` as `open`): aggregates
+    /// are stored plain, or in Kafka's
     /// `AggregationWithHeaders` layout when `headers`; `timeOrdered` makes Kafka's
     /// time-ordered session store.
     fn Java_dev_kstate_internal_KstateNative_sessionOpen(
@@ -91,6 +95,7 @@ natives! {
         retention: jlong,
         segment_interval: jlong,
         time_ordered: bool,
+        adopt_left_open: bool,
     ) -> jlong = {
         let args = OpenArgs {
             engine,
@@ -104,6 +109,7 @@ natives! {
             statistics,
             bounded_memory_bytes,
             bounded_memtable_bytes,
+            adopt_left_open,
         };
         let seg = SegmentArgs {
             retention,

@@ -290,6 +290,7 @@ mod tests {
             statistics: false,
             bounded_memory_bytes: 0,
             bounded_memtable_bytes: 0,
+            adopt_left_open: false,
         }
     }
 

@@ -19,6 +19,7 @@ const MEMORY: OpenArgs = OpenArgs {
     statistics: false,
     bounded_memory_bytes: 0,
     bounded_memtable_bytes: 0,
+    adopt_left_open: false,
 };
 
 type Op = (&'static str, fn(jlong) -> Result<()>);

@@ -44,7 +44,8 @@
 //!
 //! Anything unexpected (another file in the directory, a column family of another kind or
 //! a later value format, a record outside its segment's time range or of the other key
-//! layout, a segment left open) is refused before anything changes.
+//! layout, a segment left open unless [`crate::StoreOptions::adopt_left_open`] allows it, as
+//! Kafka opens one under at-least-once) is refused before anything changes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -300,8 +301,9 @@ pub(crate) fn check(
     segments: &[KafkaSegment],
     target: &Target<'_>,
     format: ValueFormat,
+    adopt_left_open: bool,
 ) -> Result<()> {
-    visit(segments, target, format, &mut |_| Ok(())).map(|_| ())
+    visit(segments, target, format, adopt_left_open, &mut |_| Ok(())).map(|_| ())
 }
 
 /// What [`visit`] hands over: a record of a live segment (segment id, Kafka key, value in
@@ -313,11 +315,12 @@ enum Visited<'a> {
 
 /// Reads Kafka's `segments` newest first, refusing what kstate does not adopt, and hands
 /// every record of the live segments to `sink`. Returns the combined offsets and position
-/// and the stream time.
+/// and the stream time. A segment left open is refused unless `adopt_left_open`.
 fn visit(
     segments: &[KafkaSegment],
     target: &Target<'_>,
     format: ValueFormat,
+    adopt_left_open: bool,
     sink: &mut dyn FnMut(Visited<'_>) -> Result<()>,
 ) -> Result<(Committed, Option<i64>)> {
     let interval = target.interval()?;
@@ -346,7 +349,7 @@ fn visit(
         let id = segment_id(segment.start, interval);
         let live = stream_time.map_or(true, |t| id >= retention.min_live_segment(t));
         let ro = RocksEngine::open_read_only_foreign(&segment.dir, &RocksOptions::default())?;
-        read_offsets(&ro, segment, &mut committed)?;
+        read_offsets(&ro, segment, adopt_left_open, &mut committed)?;
         let sources = data_sources(&ro, segment, format, target)?;
         if !live {
             continue;
@@ -415,23 +418,31 @@ fn build(
         None => None,
     };
     let mut batch = Batch::default();
-    let (committed, stream_time) = visit(segments, target, format, &mut |visited| match visited {
-        Visited::Record(id, key, v) => {
-            if let Some(by_time) = by_time {
-                batch.push(by_time, stored_key(id, &target.time_first(key)?), v.clone());
-            }
-            batch.push(data, stored_key(id, key), v);
-            if batch.bytes >= BATCH_BYTES {
-                batch.write(&engine)?;
-            }
-            Ok(())
-        }
-        Visited::SegmentDone => {
-            batch.write(&engine)?;
-            crate::failpoint::hit("adopt-segment-copied");
-            Ok(())
-        }
-    })?;
+    let allow = budget.store.adopt_left_open;
+    let (committed, stream_time) =
+        visit(
+            segments,
+            target,
+            format,
+            allow,
+            &mut |visited| match visited {
+                Visited::Record(id, key, v) => {
+                    if let Some(by_time) = by_time {
+                        batch.push(by_time, stored_key(id, &target.time_first(key)?), v.clone());
+                    }
+                    batch.push(data, stored_key(id, key), v);
+                    if batch.bytes >= BATCH_BYTES {
+                        batch.write(&engine)?;
+                    }
+                    Ok(())
+                }
+                Visited::SegmentDone => {
+                    batch.write(&engine)?;
+                    crate::failpoint::hit("adopt-segment-copied");
+                    Ok(())
+                }
+            },
+        )?;
     let state = CommittedState {
         sequence: 0,
         offsets: committed.offsets,
@@ -483,13 +494,19 @@ impl Batch {
 /// newest segment that has it (segments arrive newest first), positions merge.
 ///
 /// # Errors
-/// [`Error::Corruption`] for a segment left open (status 1), as for key-value stores.
-fn read_offsets(ro: &RocksEngine, segment: &KafkaSegment, into: &mut Committed) -> Result<()> {
+/// [`Error::Corruption`] for a segment left open (status 1) unless `adopt_left_open`, as for
+/// key-value stores.
+fn read_offsets(
+    ro: &RocksEngine,
+    segment: &KafkaSegment,
+    adopt_left_open: bool,
+    into: &mut Committed,
+) -> Result<()> {
     let Some(f) = ro.registry().find(names::KAFKA_OFFSETS) else {
         return Ok(());
     };
     let found = kafka::read(ro, f)?;
-    if found.left_open {
+    if found.left_open && !adopt_left_open {
         return Err(Error::Corruption(format!(
             "Kafka Streams segment {} was left open (status 1 in its offsets column family): its \
              data may not match its offsets, and Kafka itself refuses it under exactly-once; \

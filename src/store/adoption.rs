@@ -130,7 +130,12 @@ fn segmented(
         data,
         by_time,
     };
-    adopt_segmented::check(&segments, &target, store.value_format)?;
+    adopt_segmented::check(
+        &segments,
+        &target,
+        store.value_format,
+        store.adopt_left_open,
+    )?;
     Ok(true)
 }
 

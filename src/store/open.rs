@@ -398,11 +398,14 @@ pub(crate) fn check_kafka_store(
             None => kafka::KafkaOffsets::default(),
         }
     };
-    if imported.left_open {
+    // Kafka 4.4's RocksDBStore opens a store left open only under at-least-once, where
+    // data ahead of its offsets is replayed harmlessly; `adopt_left_open` says the same.
+    if imported.left_open && !options.adopt_left_open {
         return Err(Error::Corruption(format!(
             "Kafka Streams store at {} was left open (status 1 in its offsets column family): \
              its data may not match its offsets, and Kafka itself refuses it under exactly-once; \
-             delete the directory to restore it from the changelog",
+             delete the directory to restore it from the changelog (under at-least-once, \
+             adopt_left_open adopts it as Kafka opens it)",
             path.display()
         )));
     }

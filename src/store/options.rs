@@ -22,6 +22,15 @@ pub struct StoreOptions {
     pub sync_on_commit: bool,
     /// RocksDB tuning (ignored by the memory engine).
     pub rocksdb: RocksOptions,
+    /// Adopt a Kafka Streams 4.3+ RocksDB store (or window/session segment) whose `offsets`
+    /// column family says it was left open (`status` 1: the process was killed), as Kafka
+    /// 4.4's `RocksDBStore` opens one under at-least-once: with the committed offsets and
+    /// position it holds, its data possibly ahead of them (replaying the changelog from the
+    /// offset then rewrites records the store already holds, which at-least-once allows).
+    /// Off by default: such a store is refused with [`crate::Error::Corruption`], as Kafka
+    /// refuses it under `exactly_once_v2` (`TaskCorruptedException`: wipe and restore),
+    /// where data ahead of the offsets could hold writes of an aborted transaction.
+    pub adopt_left_open: bool,
 }
 
 impl Default for StoreOptions {
@@ -32,6 +41,7 @@ impl Default for StoreOptions {
             max_uncommitted_bytes: DEFAULT_MAX_UNCOMMITTED_BYTES,
             sync_on_commit: false,
             rocksdb: RocksOptions::default(),
+            adopt_left_open: false,
         }
     }
 }
@@ -63,6 +73,12 @@ impl StoreOptions {
     /// Sets [`StoreOptions::sync_on_commit`].
     pub fn with_sync_on_commit(mut self, sync: bool) -> Self {
         self.sync_on_commit = sync;
+        self
+    }
+
+    /// Sets [`StoreOptions::adopt_left_open`].
+    pub fn with_adopt_left_open(mut self, allow: bool) -> Self {
+        self.adopt_left_open = allow;
         self
     }
 }

@@ -52,15 +52,16 @@ public final class KstateNative {
      * @param valueFormat {@link #FORMAT_TIMESTAMPED}, {@link #FORMAT_PLAIN} or {@link #FORMAT_HEADERS}
      * @param retentionMs retention of a window or session store
      * @param segmentIntervalMs segment interval of a window or session store, 0 = Kafka's default
+     * @param adoptLeftOpen as the store's open has it ({@link NativeStore.RocksTuning#withAdoptLeftOpen})
      * @return true when the open adopts a Kafka Streams store, false when there is none to adopt
      */
     public static native boolean adoptionCheck(String path, int kind, int valueFormat, long retentionMs,
-                                               long segmentIntervalMs);
+                                               long segmentIntervalMs, boolean adoptLeftOpen);
 
     static native long open(String path, int engine, int valueFormat, long maxUncommittedBytes,
                             boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes,
                             int maxWriteBuffers, boolean bloomFilter, boolean statistics,
-                            long boundedMemoryBytes, long boundedMemtableBytes);
+                            long boundedMemoryBytes, long boundedMemtableBytes, boolean adoptLeftOpen);
 
     /** @return an integer RocksDB property or ticker by RocksDB name, or -1 when there is none */
     static native long property(long store, String name);
@@ -119,7 +120,7 @@ public final class KstateNative {
                                   int maxWriteBuffers, boolean bloomFilter, boolean statistics,
                                   long boundedMemoryBytes, long boundedMemtableBytes, long retentionMs,
                                   long windowSizeMs, boolean retainDuplicates, long segmentIntervalMs,
-                                  boolean timeOrdered, boolean keyIndex);
+                                  boolean timeOrdered, boolean keyIndex, boolean adoptLeftOpen);
 
     static native void windowClose(long store);
 
@@ -159,7 +160,7 @@ public final class KstateNative {
                                    long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
                                    boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
                                    long boundedMemtableBytes, long retentionMs, long segmentIntervalMs,
-                                   boolean timeOrdered);
+                                   boolean timeOrdered, boolean adoptLeftOpen);
 
     static native void sessionClose(long store);
 

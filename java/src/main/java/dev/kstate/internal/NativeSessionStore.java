@@ -76,7 +76,8 @@ public final class NativeSessionStore extends NativeSegmentedStore {
         long h = KstateNative.sessionOpen(path, engine, headers, maxUncommittedBytes, syncOnCommit,
             rocksdb.blockCacheBytes,
             rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter, rocksdb.statistics,
-            rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs, segmentIntervalMs, timeOrdered);
+            rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs, segmentIntervalMs, timeOrdered,
+            rocksdb.adoptLeftOpen);
         return new NativeSessionStore(name, h);
     }
 

@@ -84,7 +84,7 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
         ParkedStores.release(path);
         long h = KstateNative.open(path, engine, valueFormat, maxUncommittedBytes, syncOnCommit,
             rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
-            rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes);
+            rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, rocksdb.adoptLeftOpen);
         return new NativeStore(name, h);
     }
 
@@ -97,6 +97,8 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
         final boolean statistics;
         final long boundedMemoryBytes;
         final long boundedMemtableBytes;
+        /** See {@link #withAdoptLeftOpen}. */
+        final boolean adoptLeftOpen;
 
         /**
          * @param blockCacheBytes block cache per store, 0 = default (ignored with a shared budget)
@@ -109,6 +111,13 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
          */
         public RocksTuning(long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers, boolean bloomFilter,
                            boolean statistics, long boundedMemoryBytes, long boundedMemtableBytes) {
+            this(blockCacheBytes, writeBufferBytes, maxWriteBuffers, bloomFilter, statistics, boundedMemoryBytes,
+                boundedMemtableBytes, false);
+        }
+
+        private RocksTuning(long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers, boolean bloomFilter,
+                            boolean statistics, long boundedMemoryBytes, long boundedMemtableBytes,
+                            boolean adoptLeftOpen) {
             this.blockCacheBytes = blockCacheBytes;
             this.writeBufferBytes = writeBufferBytes;
             this.maxWriteBuffers = maxWriteBuffers;
@@ -116,6 +125,23 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
             this.statistics = statistics;
             this.boundedMemoryBytes = boundedMemoryBytes;
             this.boundedMemtableBytes = boundedMemtableBytes;
+            this.adoptLeftOpen = adoptLeftOpen;
+        }
+
+        /**
+         * Not a tuning knob, but carried with them to every RocksDB open: whether a Kafka Streams
+         * 4.3+ store whose {@code offsets} family says it was left open ({@code status} 1, its
+         * process killed) is adopted with the offsets and position it holds, its data possibly
+         * ahead of them, as Kafka 4.4's {@code RocksDBStore} opens it under at-least-once; off, it
+         * is refused with {@code CORRUPTION} (Kafka under {@code exactly_once_v2}:
+         * {@code TaskCorruptedException}). Core option {@code StoreOptions::adopt_left_open}.
+         *
+         * @param allow adopt such a store
+         * @return a copy with that setting
+         */
+        public RocksTuning withAdoptLeftOpen(boolean allow) {
+            return new RocksTuning(blockCacheBytes, writeBufferBytes, maxWriteBuffers, bloomFilter, statistics,
+                boundedMemoryBytes, boundedMemtableBytes, allow);
         }
 
         @Override
@@ -126,20 +152,22 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
             RocksTuning t = (RocksTuning) o;
             return blockCacheBytes == t.blockCacheBytes && writeBufferBytes == t.writeBufferBytes
                 && maxWriteBuffers == t.maxWriteBuffers && bloomFilter == t.bloomFilter && statistics == t.statistics
-                && boundedMemoryBytes == t.boundedMemoryBytes && boundedMemtableBytes == t.boundedMemtableBytes;
+                && boundedMemoryBytes == t.boundedMemoryBytes && boundedMemtableBytes == t.boundedMemtableBytes
+                && adoptLeftOpen == t.adoptLeftOpen;
         }
 
         @Override
         public int hashCode() {
             return java.util.Objects.hash(blockCacheBytes, writeBufferBytes, maxWriteBuffers, bloomFilter, statistics,
-                boundedMemoryBytes, boundedMemtableBytes);
+                boundedMemoryBytes, boundedMemtableBytes, adoptLeftOpen);
         }
 
         @Override
         public String toString() {
             return "RocksTuning{blockCache=" + blockCacheBytes + ", writeBuffer=" + writeBufferBytes + ", maxWriteBuffers="
                 + maxWriteBuffers + ", bloom=" + bloomFilter + ", statistics=" + statistics + ", boundedMemory="
-                + boundedMemoryBytes + ", boundedMemtable=" + boundedMemtableBytes + "}";
+                + boundedMemoryBytes + ", boundedMemtable=" + boundedMemtableBytes + ", adoptLeftOpen=" + adoptLeftOpen
+                + "}";
         }
     }
 

@@ -85,7 +85,7 @@ public final class NativeWindowStore extends NativeSegmentedStore {
         long h = KstateNative.windowOpen(path, engine, valueFormat, maxUncommittedBytes, syncOnCommit,
             rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
             rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs,
-            windowSizeMs, retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex);
+            windowSizeMs, retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex, rocksdb.adoptLeftOpen);
         return new NativeWindowStore(name, h);
     }
 

@@ -36,6 +36,22 @@ final class KafkaStoreCommits {
     }
 
     /**
+     * Whether Kafka 4.4 opens its own RocksDB store when the store's {@code offsets} family says
+     * it was left open (its process was killed): {@code RocksDBStore#openDB} ignores the status
+     * unless {@code processing.guarantee} is {@code exactly_once_v2}, where the open throws
+     * {@code TaskCorruptedException} (the task is wiped and restored). Under at-least-once the
+     * store is used with its committed offsets, its data possibly ahead of them: the changelog
+     * replayed from the offset rewrites records the store already holds.
+     *
+     * @param configs the application's configs (null: Kafka's default, at-least-once)
+     * @return true unless the application runs under {@code exactly_once_v2}
+     */
+    static boolean opensLeftOpen(Map<String, Object> configs) {
+        return configs == null
+            || !StreamsConfig.EXACTLY_ONCE_V2.equals(configs.get(StreamsConfig.PROCESSING_GUARANTEE_CONFIG));
+    }
+
+    /**
      * Warns once per application id, whatever kind of store comes first, when Kafka commits
      * stores only on forced commits: kstate's writes then stay uncommitted between them, and
      * after a crash or a dirty close Kafka wipes the task's state anyway.

@@ -156,7 +156,8 @@ public class KstateKeyValueStore implements KeyValueStore<Bytes, byte[]> {
         }
         if (dir != null && !inOwnDirectory) {
             // before anything of the task is adopted: all of its Kafka stores, or none
-            TaskAdoption.check(context.stateDir(), adoptionPlan(), dir, name() + " (task " + context.taskId() + ")");
+            TaskAdoption.check(context.stateDir(), adoptionPlan(), dir, name() + " (task " + context.taskId() + ")",
+                context.taskId(), KafkaStoreCommits.opensLeftOpen(configs));
         }
         NativeStore.RocksTuning tuning = options.resolvedRocksTuning(configs);
         boolean statistics = options.resolvedStatistics(configs);

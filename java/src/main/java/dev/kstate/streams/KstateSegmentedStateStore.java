@@ -157,7 +157,8 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> impleme
         List<Object> openOptions = java.util.Arrays.asList(shape(), maxUncommitted, syncOnCommit, tuning);
         if (kafkaSegments) {
             // before anything of the task is adopted: all of its Kafka stores, or none
-            TaskAdoption.check(context.stateDir(), adoptionPlan(), dir, name() + " (task " + context.taskId() + ")");
+            TaskAdoption.check(context.stateDir(), adoptionPlan(), dir, name() + " (task " + context.taskId() + ")",
+                context.taskId(), KafkaStoreCommits.opensLeftOpen(configs));
         }
         long parkMs = StartupParking.parkMillis(context, dir != null);
         if (parkMs > 0) {

@@ -328,13 +328,17 @@ public final class KstateStoreOptions {
         return r > 0 && r < 1;
     }
 
-    /** The RocksDB tuning this store opens with: its own options, else the app's keys, else kstate's defaults. */
+    /**
+     * The RocksDB tuning this store opens with: its own options, else the app's keys, else kstate's
+     * defaults; plus whether a Kafka store left open is adopted, which follows the processing
+     * guarantee as in Kafka ({@link KafkaStoreCommits#opensLeftOpen}).
+     */
     NativeStore.RocksTuning resolvedRocksTuning(Map<String, Object> appConfigs) {
         long bounded = resolvedBoundedMemoryBytes(appConfigs);
         long memtables = bounded > 0 ? memtableBytes(bounded, resolvedBoundedMemoryMemtableRatio(appConfigs)) : 0;
         return new NativeStore.RocksTuning(resolvedBlockCacheBytes(appConfigs), resolvedWriteBufferBytes(appConfigs),
             resolvedWriteBufferCount(appConfigs), resolvedBloomFilter(appConfigs), resolvedStatistics(appConfigs),
-            bounded, memtables);
+            bounded, memtables).withAdoptLeftOpen(KafkaStoreCommits.opensLeftOpen(appConfigs));
     }
 
     /**

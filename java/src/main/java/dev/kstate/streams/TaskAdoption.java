@@ -3,12 +3,15 @@ package dev.kstate.streams;
 import dev.kstate.internal.KstateNative;
 import java.io.File;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Pattern;
+import org.apache.kafka.streams.errors.TaskCorruptedException;
+import org.apache.kafka.streams.processor.TaskId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -104,19 +107,31 @@ final class TaskAdoption {
      * @param self the store being initialised
      * @param dir the directory it opens
      * @param description the store and task, for messages
-     * @throws KstateProcessorStateException (nothing changed) when any of them would be refused, naming each
+     * @param taskId the task, for the {@code TaskCorruptedException} below
+     * @param adoptLeftOpen whether a Kafka store left open is adopted ({@link KafkaStoreCommits#opensLeftOpen})
+     * @throws TaskCorruptedException (nothing changed) when stores are refused only because they
+     *     were left open (so not under at-least-once): Kafka's own store throws the same from
+     *     {@code init}, and Kafka wipes the task and restores it from the changelog
+     * @throws KstateProcessorStateException (nothing changed) when any of them would be refused
+     *     otherwise, naming each
      */
-    static void check(File taskDir, Plan self, File dir, String description) {
+    static void check(File taskDir, Plan self, File dir, String description, TaskId taskId, boolean adoptLeftOpen) {
         long start = System.nanoTime();
         List<String> blockers = new ArrayList<>();
         int code = 0;
+        KstateProcessorStateException first = null;
+        // whether every blocker would be adopted if left-open stores were: a refusal Kafka's own
+        // store makes too, as TaskCorruptedException
+        boolean onlyLeftOpen = true;
         try {
-            if (!adopts(self, dir)) {
+            if (!adopts(self, dir, adoptLeftOpen)) {
                 return; // a store kstate adopted earlier: nothing of Kafka's to adopt
             }
         } catch (KstateProcessorStateException e) {
             blockers.add("store " + self.name + " at " + dir + ": " + e.getMessage());
             code = e.errorCode();
+            first = e;
+            onlyLeftOpen = !adoptLeftOpen && adoptedIfLeftOpenWere(self, dir);
         }
         int adopting = blockers.isEmpty() ? 1 : 0;
         for (Map.Entry<String, Set<Plan>> named : PLANS.entrySet()) {
@@ -125,6 +140,7 @@ final class TaskAdoption {
             }
             KstateProcessorStateException refused = null;
             File refusedDir = null;
+            Plan refusedPlan = null;
             boolean adoptable = false;
             for (Plan p : named.getValue()) {
                 File d = p.kafkaDir(taskDir);
@@ -132,10 +148,11 @@ final class TaskAdoption {
                     continue;
                 }
                 try {
-                    adoptable |= adopts(p, d);
+                    adoptable |= adopts(p, d, adoptLeftOpen);
                 } catch (KstateProcessorStateException e) {
                     refused = e;
                     refusedDir = d;
+                    refusedPlan = p;
                 }
             }
             if (adoptable) {
@@ -143,7 +160,18 @@ final class TaskAdoption {
             } else if (refused != null) {
                 blockers.add("store " + named.getKey() + " at " + refusedDir + ": " + refused.getMessage());
                 code = blockers.size() == 1 ? refused.errorCode() : code;
+                first = first == null ? refused : first;
+                onlyLeftOpen &= !adoptLeftOpen && adoptedIfLeftOpenWere(refusedPlan, refusedDir);
             }
+        }
+        if (!blockers.isEmpty() && onlyLeftOpen && taskId != null) {
+            LOG.warn("kstate store {}: the Kafka Streams store(s) of task directory {} were left open (their process "
+                + "was killed) and processing.guarantee is exactly_once_v2: as Kafka Streams does for its own store, "
+                + "the task is reported corrupted, so that Kafka Streams wipes it and restores it from the changelog "
+                + "(nothing was adopted): {}", description, taskDir, String.join("; ", blockers));
+            TaskCorruptedException corrupted = new TaskCorruptedException(Collections.singleton(taskId));
+            corrupted.initCause(first);
+            throw corrupted;
         }
         if (!blockers.isEmpty()) {
             throw new KstateProcessorStateException("store " + description + " is not opened: kstate adopts the Kafka "
@@ -152,13 +180,25 @@ final class TaskAdoption {
                 + "run the task on Kafka's stores): " + String.join("; ", blockers), code);
         }
         LOG.info("kstate store {}: checked the {} Kafka Streams store(s) of task directory {} that kstate adopts (all "
-            + "adoptable) in {} ms", description, adopting, taskDir, (System.nanoTime() - start) / 1_000_000);
+            + "adoptable) in {} ms{}", description, adopting, taskDir, (System.nanoTime() - start) / 1_000_000,
+            adoptLeftOpen ? "; under at-least-once a store left open (its process killed) is adopted, as Kafka Streams "
+                + "opens it, with its committed offsets: its data may be ahead of them, and the changelog is replayed "
+                + "from the offset over it" : "");
     }
 
-    private static boolean adopts(Plan plan, File dir) {
+    private static boolean adopts(Plan plan, File dir, boolean adoptLeftOpen) {
         KstateNative.ensureLoaded();
         return KstateNative.adoptionCheck(dir.getAbsolutePath(), plan.kind, plan.valueFormat, plan.retention,
-            plan.segmentInterval);
+            plan.segmentInterval, adoptLeftOpen);
+    }
+
+    /** @return whether {@code plan} would adopt {@code dir} if a store left open were adopted */
+    private static boolean adoptedIfLeftOpenWere(Plan plan, File dir) {
+        try {
+            return adopts(plan, dir, true);
+        } catch (KstateProcessorStateException e) {
+            return false;
+        }
     }
 
     private static boolean hasFiles(File dir) {

@@ -22,7 +22,7 @@ public final class LockProbe {
         long h;
         try {
             h = KstateNative.open(dir.getAbsolutePath(), KstateNative.ENGINE_ROCKSDB, KstateNative.FORMAT_TIMESTAMPED, 0,
-                false, 0, 0, 0, true, false, 0, 0);
+                false, 0, 0, 0, true, false, 0, 0, false);
         } catch (RuntimeException e) {
             if (e instanceof KstateException && ((KstateException) e).errorCode() == KstateException.LOCKED) {
                 return false;

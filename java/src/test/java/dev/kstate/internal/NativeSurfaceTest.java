@@ -29,7 +29,7 @@ public class NativeSurfaceTest {
                 assertEquals(KstateException.INVALID_HANDLE, e.errorCode());
             }
         }
-        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0);
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0, false);
         KstateNative.put(store, new byte[] {1}, new byte[] {2});
         KstateNative.close(store);
         // Closed handles get the closed code, as in C (KSTATE_ERR_STORE_CLOSED).
@@ -45,7 +45,7 @@ public class NativeSurfaceTest {
      */
     @Test
     public void arraysOfEverySizeCrossIntact() {
-        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0);
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0, false);
         try {
             int[] sizes = {0, 1, 255, 256, 257, 4096, 1 << 20};
             for (int keySize : sizes) {
@@ -93,7 +93,7 @@ public class NativeSurfaceTest {
      */
     @Test
     public void handlesOfOneKindAreInvalidAsTheOther() {
-        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0);
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0, false);
         KstateNative.put(store, new byte[] {1}, new byte[] {2});
         long it = KstateNative.scan(store, null, null, false, false, false);
         int invalid = KstateException.INVALID_HANDLE;
@@ -128,19 +128,19 @@ public class NativeSurfaceTest {
     @Test
     public void emptyPathsAreInvalidArguments() {
         expectCode(KstateException.INVALID_ARGUMENT,
-                () -> KstateNative.open("", KstateNative.ENGINE_ROCKSDB, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0));
+                () -> KstateNative.open("", KstateNative.ENGINE_ROCKSDB, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0, false));
         expectCode(KstateException.INVALID_ARGUMENT,
-                () -> KstateNative.open("", KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0));
+                () -> KstateNative.open("", KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0, false));
         expectCode(KstateException.INVALID_ARGUMENT,
-                () -> KstateNative.open(null, KstateNative.ENGINE_ROCKSDB, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0));
+                () -> KstateNative.open(null, KstateNative.ENGINE_ROCKSDB, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0, false));
         // A path that is not valid Unicode (an unpaired surrogate) is refused, not mangled.
         expectCode(KstateException.INVALID_ARGUMENT,
-                () -> KstateNative.open("store-\uD800", KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0));
+                () -> KstateNative.open("store-\uD800", KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0, false));
     }
 
     @Test
     public void malformedBatchesAndNullsAreRejected() {
-        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0);
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0, false);
         try {
             KstateNative.putAll(store, new byte[] {0, 0, 0, 5, 1});
             fail("truncated batch");
@@ -154,7 +154,7 @@ public class NativeSurfaceTest {
             assertEquals(KstateException.INVALID_ARGUMENT, e.errorCode());
         }
         try {
-            KstateNative.open(null, 7, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0);
+            KstateNative.open(null, 7, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0, false);
             fail("bad engine");
         } catch (KstateProcessorStateException e) {
             assertEquals(KstateException.INVALID_ARGUMENT, e.errorCode());
@@ -170,7 +170,7 @@ public class NativeSurfaceTest {
 
     @Test
     public void commitsWithManyPartitions() {
-        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0);
+        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0, false);
         int n = 200;
         String[] topics = new String[n];
         int[] partitions = new int[n];

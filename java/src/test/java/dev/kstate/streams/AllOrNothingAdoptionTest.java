@@ -238,12 +238,16 @@ public class AllOrNothingAdoptionTest {
         allOrNothing(true);
     }
 
-    private void allOrNothing(boolean dsl) throws Exception {
-        // Kafka's run: the model is what Kafka's stores answer when the task closes.
-        File kafkaRun = new File(dir, "kafka");
-        File kafkaState = new File(dir, "state");
+    /** What Kafka's own stores answer when its task closes cleanly: every entry and the committed offsets. */
+    private static final class KafkaRun {
         List<String> model;
-        Map<String, Long> kafkaOffsets;
+        Map<String, Long> offsets;
+    }
+
+    /** Runs the task on Kafka's own stores, closes it cleanly and copies the state directory to {@code kafkaState}. */
+    private KafkaRun kafkaRun(boolean dsl, File kafkaState) throws Exception {
+        File kafkaRun = new File(dir, "kafka");
+        KafkaRun run = new KafkaRun();
         TopologyTestDriver driver = new TopologyTestDriver(topology(dsl, false), props(kafkaRun, dsl, false));
         try {
             TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
@@ -253,10 +257,10 @@ public class AllOrNothingAdoptionTest {
                 ts += rnd.nextInt(1_500);
                 in.pipeInput("k" + rnd.nextInt(40), "v" + i, ts);
             }
-            model = contents(driver);
-            kafkaOffsets = offsets(driver);
-            assertNotNull(kafkaOffsets.get(KV));
-            assertNotNull(kafkaOffsets.get(WIN));
+            run.model = contents(driver);
+            run.offsets = offsets(driver);
+            assertNotNull(run.offsets.get(KV));
+            assertNotNull(run.offsets.get(WIN));
             Field f = TopologyTestDriver.class.getDeclaredField("task");
             f.setAccessible(true);
             StreamTask task = (StreamTask) f.get(driver);
@@ -270,6 +274,15 @@ public class AllOrNothingAdoptionTest {
         } finally {
             driver.close();
         }
+        return run;
+    }
+
+    private void allOrNothing(boolean dsl) throws Exception {
+        // Kafka's run: the model is what Kafka's stores answer when the task closes.
+        File kafkaState = new File(dir, "state");
+        KafkaRun run = kafkaRun(dsl, kafkaState);
+        List<String> model = run.model;
+        Map<String, Long> kafkaOffsets = run.offsets;
         File taskDir = new File(kafkaState, APP + "/0_0");
         File kvDir = new File(taskDir, "rocksdb/" + KV);
         File winDir = new File(taskDir, WIN);
@@ -315,6 +328,52 @@ public class AllOrNothingAdoptionTest {
                 new File(taskDir, "rocksdb/." + KAFKA_ONLY + ".kstate-lock").exists());
             assertTrue("kstate's lock of the adopted key-value store", new File(taskDir, "rocksdb/." + KV + ".kstate-lock")
                 .exists());
+        }
+    }
+
+    /**
+     * The newest segment of Kafka's window store says it was left open (its application was
+     * killed): as Kafka 4.4's own stores do, under {@code exactly_once_v2} the task is reported
+     * corrupted ({@code TaskCorruptedException}: Kafka wipes and restores it) with neither of
+     * Kafka's directories changed, and under at-least-once both stores are adopted with Kafka's
+     * contents and committed offsets.
+     */
+    @Test
+    public void aWindowSegmentLeftOpenCorruptsTheTaskUnderExactlyOnceAndIsAdoptedUnderAtLeastOnce() throws Exception {
+        File kafkaState = new File(dir, "state");
+        KafkaRun run = kafkaRun(false, kafkaState);
+        File taskDir = new File(kafkaState, APP + "/0_0");
+        File kvDir = new File(taskDir, "rocksdb/" + KV);
+        File winDir = new File(taskDir, WIN);
+        File[] segments = winDir.listFiles();
+        assertNotNull(segments);
+        Arrays.sort(segments);
+        MigrationTest.markLeftOpen(segments[segments.length - 1]);
+        Map<String, byte[]> kvBefore = snapshot(kvDir);
+        Map<String, byte[]> winBefore = snapshot(winDir);
+
+        Properties eos = props(kafkaState, false, true);
+        eos.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        org.apache.kafka.streams.errors.TaskCorruptedException corrupted = null;
+        try (TopologyTestDriver kstate = new TopologyTestDriver(topology(false, true), eos)) {
+            fail("a segment left open must corrupt the task under exactly_once_v2");
+        } catch (RuntimeException e) {
+            for (Throwable c = e; c != null && corrupted == null; c = c.getCause()) {
+                if (c instanceof org.apache.kafka.streams.errors.TaskCorruptedException) {
+                    corrupted = (org.apache.kafka.streams.errors.TaskCorruptedException) c;
+                }
+            }
+            assertNotNull("TaskCorruptedException, in " + e, corrupted);
+        }
+        assertEquals(java.util.Collections.singleton(new org.apache.kafka.streams.processor.TaskId(0, 0)),
+            corrupted.corruptedTasks());
+        assertSame(KV, kvBefore, snapshot(kvDir));
+        assertSame(WIN, winBefore, snapshot(winDir));
+
+        try (TopologyTestDriver kstate = new TopologyTestDriver(topology(false, true), props(kafkaState, false, true))) {
+            assertEquals(run.model, contents(kstate));
+            assertTrue(WIN + " is a kstate store now", new File(winDir, "CURRENT").isFile());
+            assertEquals("Kafka's committed offsets carried over", run.offsets, offsets(kstate));
         }
     }
 }

@@ -260,7 +260,7 @@ public class LoggingAndConfigTest {
         Properties props = TestSupport.props("app", dir);
         props.put("rocksdb.config.setter", BoundedMemorySetter.class);
         Map<String, Object> configs = new TestSupport.CapturingContext(props, dir).appConfigs();
-        assertEquals(new dev.kstate.internal.NativeStore.RocksTuning(0, 0, 0, true, false, 20L << 20, 10L << 20),
+        assertEquals(new dev.kstate.internal.NativeStore.RocksTuning(0, 0, 0, true, false, 20L << 20, 10L << 20).withAdoptLeftOpen(true),
             KstateStores.builder("b").options().resolvedRocksTuning(KstateStoreOptions.withRocksDbConfigSetter("b", configs)));
         String warn = CapturedLogs.messages(Level.WARN).stream().filter(w -> w.contains("rocksdb.config.setter"))
             .findFirst().get();
@@ -280,13 +280,13 @@ public class LoggingAndConfigTest {
         MixedSetter.CLOSED.clear();
         Map<String, Object> configs = new TestSupport.CapturingContext(props, dir).appConfigs();
         KstateStoreOptions options = KstateStores.builder("one").options();
-        assertEquals(new dev.kstate.internal.NativeStore.RocksTuning(7L << 20, 8L << 20, 5, false, true, 0, 0),
+        assertEquals(new dev.kstate.internal.NativeStore.RocksTuning(7L << 20, 8L << 20, 5, false, true, 0, 0).withAdoptLeftOpen(true),
             options.resolvedRocksTuning(KstateStoreOptions.withRocksDbConfigSetter("one", configs)));
         assertEquals(java.util.Arrays.asList("one"), MixedSetter.CLOSED);
         // a kstate key the application sets wins over the setter
         props.put(KstateStoreOptions.WRITE_BUFFER_BYTES_CONFIG, String.valueOf(4L << 20));
         Map<String, Object> withKey = new TestSupport.CapturingContext(props, dir).appConfigs();
-        assertEquals(new dev.kstate.internal.NativeStore.RocksTuning(7L << 20, 4L << 20, 5, false, true, 0, 0),
+        assertEquals(new dev.kstate.internal.NativeStore.RocksTuning(7L << 20, 4L << 20, 5, false, true, 0, 0).withAdoptLeftOpen(true),
             options.resolvedRocksTuning(KstateStoreOptions.withRocksDbConfigSetter("one", withKey)));
         props.remove(KstateStoreOptions.WRITE_BUFFER_BYTES_CONFIG);
         // end to end: the store opens with the setter's cache and statistics

@@ -328,15 +328,8 @@ public class MigrationTest {
         }
     }
 
-    /**
-     * A Kafka store whose {@code status} says it was left open (its process died) is refused,
-     * as Kafka itself refuses it under exactly-once, and left untouched.
-     */
-    @Test
-    public void aKafkaStoreLeftOpenIsRefusedUntouched() throws Exception {
-        File stateDir = new File(dir, "open");
-        kafkaWrites(stateDir, 50);
-        File kafkaDb = new File(stateDir, APP + "/0_0/rocksdb/s");
+    /** Sets {@code status} = 1 (left open) in the {@code offsets} family of Kafka's store {@code kafkaDb}. */
+    static void markLeftOpen(File kafkaDb) throws Exception {
         List<org.rocksdb.ColumnFamilyDescriptor> cfs = new ArrayList<>();
         for (String name : columnFamilies(kafkaDb)) {
             cfs.add(new org.rocksdb.ColumnFamilyDescriptor(name.getBytes(StandardCharsets.UTF_8)));
@@ -351,7 +344,78 @@ public class MigrationTest {
                 h.close();
             }
         }
-        assertRefused(stateDir, "left open");
+    }
+
+    /** Every file under {@code root} with its bytes' hash, to show a refusal changed nothing. */
+    static java.util.Map<String, Integer> snapshot(File root) throws IOException {
+        java.util.Map<String, Integer> out = new java.util.TreeMap<>();
+        try (Stream<Path> paths = Files.walk(root.toPath())) {
+            for (Path p : (Iterable<Path>) paths::iterator) {
+                if (Files.isRegularFile(p)) {
+                    out.put(root.toPath().relativize(p).toString(), java.util.Arrays.hashCode(Files.readAllBytes(p)));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Properties of the application under {@code exactly_once_v2}. */
+    static Properties eosProps(File stateDir) {
+        Properties p = props(stateDir, false);
+        p.put(org.apache.kafka.streams.StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+            org.apache.kafka.streams.StreamsConfig.EXACTLY_ONCE_V2);
+        return p;
+    }
+
+    /**
+     * A Kafka store whose {@code status} says it was left open (its process died) is treated as
+     * Kafka 4.4 treats its own RocksDB store, which runs here on a copy of the same directory:
+     * under at-least-once (the default) both open it with its data and committed offset; under
+     * {@code exactly_once_v2} both report the task corrupted ({@code TaskCorruptedException}, which
+     * makes Kafka Streams wipe the task and restore it), and kstate changes nothing.
+     */
+    @Test
+    public void aKafkaStoreLeftOpenIsAdoptedUnderAtLeastOnceAndCorruptsTheTaskUnderExactlyOnce() throws Exception {
+        File stateDir = new File(dir, "open");
+        List<String> kafkaContents = kafkaWrites(stateDir, 50);
+        markLeftOpen(new File(stateDir, APP + "/0_0/rocksdb/s"));
+        List<KeyValueBytesStoreSupplier> suppliers = java.util.Arrays.asList(
+            Stores.persistentTimestampedKeyValueStore("s"), KstateStores.persistentTimestampedKeyValueStore("s"));
+        for (KeyValueBytesStoreSupplier supplier : suppliers) {
+            String who = supplier.getClass().getSimpleName();
+            File eos = new File(dir, "eos-" + who);
+            copyTree(new File(stateDir, APP).toPath(), new File(eos, APP).toPath());
+            java.util.Map<String, Integer> before = snapshot(eos);
+            try (TopologyTestDriver driver = new TopologyTestDriver(table(supplier).build(), eosProps(eos))) {
+                org.junit.Assert.fail(who + ": a store left open must corrupt the task under exactly_once_v2");
+            } catch (RuntimeException e) {
+                Throwable t = e;
+                while (t != null && !(t instanceof org.apache.kafka.streams.errors.TaskCorruptedException)) {
+                    t = t.getCause();
+                }
+                assertTrue(who + ": TaskCorruptedException, not " + e, t != null);
+                assertEquals(who, java.util.Collections.singleton(new org.apache.kafka.streams.processor.TaskId(0, 0)),
+                    ((org.apache.kafka.streams.errors.TaskCorruptedException) t).corruptedTasks());
+            }
+            if (supplier instanceof KstateKeyValueBytesStoreSupplier) {
+                assertEquals("kstate changed nothing", before, snapshot(eos));
+            }
+        }
+        // At-least-once: Kafka's own store on a copy, kstate on the original.
+        File alos = new File(dir, "alos-kafka");
+        copyTree(new File(stateDir, APP).toPath(), new File(alos, APP).toPath());
+        try (TopologyTestDriver driver = new TopologyTestDriver(table(suppliers.get(0)).build(), props(alos, false))) {
+            assertEquals(kafkaContents, contents(driver));
+            assertEquals(Long.valueOf(49L), driver.getAllStateStores().get("s").committedOffset(CHANGELOG));
+        }
+        try (TopologyTestDriver driver = new TopologyTestDriver(table(suppliers.get(1)).build(), props(stateDir, false))) {
+            assertEquals("Kafka's data", kafkaContents, contents(driver));
+            assertEquals("Kafka's committed offset", Long.valueOf(49L),
+                driver.getAllStateStores().get("s").committedOffset(CHANGELOG));
+            assertTrue(kstateStore(driver).directory().getPath().endsWith("rocksdb" + File.separator + "s"));
+            assertFalse("no kstate store beside Kafka's", new File(stateDir, APP + "/0_0/s").exists());
+            assertEquals(1, CapturedLogs.count(Level.INFO, "a store left open (its process killed) is adopted"));
+        }
     }
 
     /** Counts per key of "in" in store "s" (no cache), each new count to "out". */
