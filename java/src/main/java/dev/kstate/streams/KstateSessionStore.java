@@ -1,18 +1,16 @@
 package dev.kstate.streams;
 
-import dev.kstate.internal.NativeSegmentIterator;
+import dev.kstate.internal.NativeIterator;
 import dev.kstate.internal.NativeSessionStore;
 import dev.kstate.internal.NativeStore;
 import java.time.Instant;
 import java.util.Objects;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.internals.ApiUtils;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.query.FailureReason;
-import org.apache.kafka.streams.query.PositionBound;
 import org.apache.kafka.streams.query.Query;
 import org.apache.kafka.streams.query.QueryConfig;
 import org.apache.kafka.streams.query.QueryResult;
@@ -77,14 +75,6 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
         return "session";
     }
 
-    private static byte[] key(Bytes key) {
-        return Objects.requireNonNull(key, "key cannot be null").get();
-    }
-
-    private static byte[] bound(Bytes key) {
-        return key == null ? null : key.get();
-    }
-
     // ----- writes ---------------------------------------------------------------------------------
 
     @Override
@@ -126,7 +116,7 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
             throw new UnsupportedOperationException("findSessions(earliestSessionEndTime, latestSessionEndTime) "
                 + "needs a time-ordered session store (EmitStrategy.onWindowClose())");
         }
-        return new SessionIterator(open().query(NativeSessionStore.QUERY_BY_END, null, null, earliestSessionEndTime,
+        return sessions(open().query(NativeSessionStore.QUERY_BY_END, null, null, earliestSessionEndTime,
             latestSessionEndTime, false, false));
     }
 
@@ -183,14 +173,19 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     private KeyValueIterator<Windowed<Bytes>, byte[]> find(Bytes key, long earliestEnd, long latestStart, boolean reverse,
                                                          boolean committed) {
         byte[] k = key(key);
-        return new SessionIterator(open().query(NativeSessionStore.QUERY_KEY, k, null, earliestEnd, latestStart, reverse,
+        return sessions(open().query(NativeSessionStore.QUERY_KEY, k, null, earliestEnd, latestStart, reverse,
             committed));
     }
 
     private KeyValueIterator<Windowed<Bytes>, byte[]> findRange(Bytes keyFrom, Bytes keyTo, long earliestEnd,
                                                               long latestStart, boolean reverse, boolean committed) {
-        return new SessionIterator(open().query(NativeSessionStore.QUERY_KEY_RANGE, bound(keyFrom), bound(keyTo),
+        return sessions(open().query(NativeSessionStore.QUERY_KEY_RANGE, bound(keyFrom), bound(keyTo),
             earliestEnd, latestStart, reverse, committed));
+    }
+
+    /** Session keys -> aggregates, as Kafka's WrappedSessionStoreIterator. */
+    private static KeyValueIterator<Windowed<Bytes>, byte[]> sessions(NativeIterator raw) {
+        return MappedIterator.keys(raw, k -> sessionKey(k.get()));
     }
 
     static Windowed<Bytes> sessionKey(byte[] storeKey) {
@@ -332,52 +327,17 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
      */
     @Override
     @SuppressWarnings("unchecked")
-    public <R> QueryResult<R> query(Query<R> query, PositionBound positionBound, QueryConfig config) {
-        return query(query, positionBound, config, new Answerer() {
-            @Override
-            public <T> QueryResult<T> answer(Query<T> q, boolean committed) {
-                if (q instanceof WindowRangeQuery) {
-                    WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
-                    if (wq.getKey().isPresent()) {
-                        return (QueryResult<T>) QueryResult.forResult(find(wq.getKey().get(), 0, Long.MAX_VALUE, false,
-                            committed));
-                    }
-                    return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
-                        + ") doesn't know how to execute the given query (" + q + ") because SessionStores only support"
-                        + " WindowRangeQuery.withKey.");
-                }
-                return QueryResult.forUnknownQueryType(q, KstateSessionStore.this);
+    <T> QueryResult<T> answer(Query<T> q, boolean committed) {
+        if (q instanceof WindowRangeQuery) {
+            WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
+            if (wq.getKey().isPresent()) {
+                return (QueryResult<T>) QueryResult.forResult(find(wq.getKey().get(), 0, Long.MAX_VALUE, false,
+                    committed));
             }
-        });
-    }
-
-    /** Session keys -> aggregates, as Kafka's WrappedSessionStoreIterator. */
-    private static final class SessionIterator implements KeyValueIterator<Windowed<Bytes>, byte[]> {
-        private final NativeSegmentIterator inner;
-
-        SessionIterator(NativeSegmentIterator inner) {
-            this.inner = inner;
+            return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
+                + ") doesn't know how to execute the given query (" + q + ") because SessionStores only support"
+                + " WindowRangeQuery.withKey.");
         }
-
-        @Override
-        public boolean hasNext() {
-            return inner.hasNext();
-        }
-
-        @Override
-        public KeyValue<Windowed<Bytes>, byte[]> next() {
-            KeyValue<Bytes, byte[]> kv = inner.next();
-            return KeyValue.pair(sessionKey(kv.key.get()), kv.value);
-        }
-
-        @Override
-        public Windowed<Bytes> peekNextKey() {
-            return sessionKey(inner.peekNextKey().get());
-        }
-
-        @Override
-        public void close() {
-            inner.close();
-        }
+        return QueryResult.forUnknownQueryType(q, KstateSessionStore.this);
     }
 }

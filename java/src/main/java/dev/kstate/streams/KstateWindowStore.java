@@ -1,19 +1,16 @@
 package dev.kstate.streams;
 
-import dev.kstate.internal.NativeSegmentIterator;
+import dev.kstate.internal.NativeIterator;
 import dev.kstate.internal.NativeStore;
 import dev.kstate.internal.NativeWindowStore;
 import java.time.Instant;
-import java.util.NoSuchElementException;
 import java.util.Objects;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.internals.ApiUtils;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.TimeWindow;
 import org.apache.kafka.streams.query.FailureReason;
-import org.apache.kafka.streams.query.PositionBound;
 import org.apache.kafka.streams.query.Query;
 import org.apache.kafka.streams.query.QueryConfig;
 import org.apache.kafka.streams.query.QueryResult;
@@ -113,14 +110,6 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
         write(true, () -> s.put(k, value, windowStartTimestamp));
     }
 
-    private static byte[] key(Bytes key) {
-        return Objects.requireNonNull(key, "key cannot be null").get();
-    }
-
-    private static byte[] bound(Bytes key) {
-        return key == null ? null : key.get();
-    }
-
     // ----- reads (the writer's view) --------------------------------------------------------------
 
     @Override
@@ -183,8 +172,9 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
             reverse, committed));
     }
 
-    private KeyValueIterator<Windowed<Bytes>, byte[]> windowed(NativeSegmentIterator raw) {
-        return new WindowedIterator(raw, windowSize);
+    /** Windowed keys (window of the store's size) -> raw values, as Kafka's WrappedKeyValueIterator. */
+    private KeyValueIterator<Windowed<Bytes>, byte[]> windowed(NativeIterator raw) {
+        return MappedIterator.keys(raw, k -> windowedKey(k.get(), windowSize));
     }
 
     /**
@@ -302,99 +292,34 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
      */
     @Override
     @SuppressWarnings("unchecked")
-    public <R> QueryResult<R> query(Query<R> query, PositionBound positionBound, QueryConfig config) {
-        return query(query, positionBound, config, new Answerer() {
-            @Override
-            public <T> QueryResult<T> answer(Query<T> q, boolean committed) {
-                if (q instanceof WindowKeyQuery) {
-                    WindowKeyQuery<Bytes, byte[]> wq = (WindowKeyQuery<Bytes, byte[]>) q;
-                    if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
-                        return (QueryResult<T>) QueryResult.forResult(fetchKey(wq.getKey(),
-                            wq.getTimeFrom().get().toEpochMilli(), wq.getTimeTo().get().toEpochMilli(), false, committed));
-                    }
-                    return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
-                        + ") doesn't know how to execute the given query (" + q + ") because it only supports closed-range"
-                        + " queries.");
-                } else if (q instanceof WindowRangeQuery) {
-                    WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
-                    if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
-                        return (QueryResult<T>) QueryResult.forResult(windowed(open().query(NativeWindowStore.QUERY_TIME,
-                            null, null, wq.getTimeFrom().get().toEpochMilli(), wq.getTimeTo().get().toEpochMilli(), false,
-                            committed)));
-                    }
-                    return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
-                        + ") doesn't know how to execute the given query (" + q + ") because WindowStores only supports"
-                        + " WindowRangeQuery.withWindowStartRange.");
-                }
-                return QueryResult.forUnknownQueryType(q, KstateWindowStore.this);
+    <T> QueryResult<T> answer(Query<T> q, boolean committed) {
+        if (q instanceof WindowKeyQuery) {
+            WindowKeyQuery<Bytes, byte[]> wq = (WindowKeyQuery<Bytes, byte[]>) q;
+            if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
+                return (QueryResult<T>) QueryResult.forResult(fetchKey(wq.getKey(),
+                    wq.getTimeFrom().get().toEpochMilli(), wq.getTimeTo().get().toEpochMilli(), false, committed));
             }
-        });
+            return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
+                + ") doesn't know how to execute the given query (" + q + ") because it only supports closed-range"
+                + " queries.");
+        } else if (q instanceof WindowRangeQuery) {
+            WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
+            if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
+                return (QueryResult<T>) QueryResult.forResult(windowed(open().query(NativeWindowStore.QUERY_TIME,
+                    null, null, wq.getTimeFrom().get().toEpochMilli(), wq.getTimeTo().get().toEpochMilli(), false,
+                    committed)));
+            }
+            return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
+                + ") doesn't know how to execute the given query (" + q + ") because WindowStores only supports"
+                + " WindowRangeQuery.withWindowStartRange.");
+        }
+        return QueryResult.forUnknownQueryType(q, KstateWindowStore.this);
     }
-
-    // ----- iterators -------------------------------------------------------------------------------
 
     /** {@code fetch(key, from, to)}: window start -> raw value, as Kafka's WrappedWindowStoreIterator. */
-    private static final class StartTimeIterator implements WindowStoreIterator<byte[]> {
-        private final NativeSegmentIterator inner;
-
-        StartTimeIterator(NativeSegmentIterator inner) {
-            this.inner = inner;
-        }
-
-        @Override
-        public boolean hasNext() {
-            return inner.hasNext();
-        }
-
-        @Override
-        public KeyValue<Long, byte[]> next() {
-            KeyValue<Bytes, byte[]> kv = inner.next();
-            return KeyValue.pair(NativeWindowStore.windowStart(kv.key.get()), kv.value);
-        }
-
-        @Override
-        public Long peekNextKey() {
-            if (!inner.hasNext()) {
-                throw new NoSuchElementException();
-            }
-            return NativeWindowStore.windowStart(inner.peekNextKey().get());
-        }
-
-        @Override
-        public void close() {
-            inner.close();
-        }
-    }
-
-    /** Windowed keys (window of the store's size) -> raw values, as Kafka's WrappedKeyValueIterator. */
-    private static final class WindowedIterator implements KeyValueIterator<Windowed<Bytes>, byte[]> {
-        private final NativeSegmentIterator inner;
-        private final long windowSize;
-
-        WindowedIterator(NativeSegmentIterator inner, long windowSize) {
-            this.inner = inner;
-            this.windowSize = windowSize;
-        }
-
-        @Override
-        public boolean hasNext() {
-            return inner.hasNext();
-        }
-
-        @Override
-        public KeyValue<Windowed<Bytes>, byte[]> next() {
-            KeyValue<Bytes, byte[]> kv = inner.next();
-            return KeyValue.pair(windowedKey(kv.key.get(), windowSize), kv.value);
-        }
-
-        @Override
-        public Windowed<Bytes> peekNextKey() {
-            return windowedKey(inner.peekNextKey().get(), windowSize);
-        }
-
-        @Override
-        public void close() {
-            inner.close();
+    private static final class StartTimeIterator extends MappedIterator<Long, byte[]> implements WindowStoreIterator<byte[]> {
+        StartTimeIterator(NativeIterator inner) {
+            super(inner, k -> NativeWindowStore.windowStart(k.get()), v -> v);
         }
     }
 }
