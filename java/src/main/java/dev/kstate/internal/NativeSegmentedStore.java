@@ -19,6 +19,14 @@ public abstract class NativeSegmentedStore extends AbstractNativeStore {
     }
 
     /**
+     * Writes a packed batch ({@link Packing}) keyed by Kafka's store keys of this kind, as
+     * restored from the changelog; all or nothing.
+     *
+     * @param packed the batch
+     */
+    public abstract void putAllStoreKeys(byte[] packed);
+
+    /**
      * @param committed the committed stream time (else the writer's)
      * @return Kafka's observed stream time: the largest window start or session end written, -1 before any
      */

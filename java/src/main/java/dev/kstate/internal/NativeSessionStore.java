@@ -115,6 +115,7 @@ public final class NativeSessionStore extends NativeSegmentedStore {
      *
      * @param packed the batch
      */
+    @Override
     public void putAllStoreKeys(byte[] packed) {
         KstateNative.sessionPutAll(handle(), packed);
     }

@@ -114,6 +114,7 @@ public final class NativeWindowStore extends NativeSegmentedStore {
      *
      * @param packed the batch
      */
+    @Override
     public void putAllStoreKeys(byte[] packed) {
         KstateNative.windowPutAll(handle(), packed);
     }

@@ -52,8 +52,12 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
     /** Kafka's directory for its own RocksDB key-value stores, under the task directory. */
     static final String KAFKA_ROCKSDB_DIR = "rocksdb";
 
+    /** The writer's view, which the plain read methods answer. */
+    private final ReadOnlyView writer;
+
     KstateKeyValueStore(KstateStoreOptions options) {
         super(options);
+        writer = new ReadOnlyView(IsolationLevel.READ_UNCOMMITTED);
         recordAdoptionPlan();
     }
 
@@ -230,53 +234,45 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
 
     @Override
     public byte[] get(Bytes key) {
-        return get(key, false);
+        return writer.get(key);
+    }
+
+    @Override
+    public KeyValueIterator<Bytes, byte[]> range(Bytes from, Bytes to) {
+        return writer.range(from, to);
+    }
+
+    @Override
+    public KeyValueIterator<Bytes, byte[]> reverseRange(Bytes from, Bytes to) {
+        return writer.reverseRange(from, to);
+    }
+
+    @Override
+    public KeyValueIterator<Bytes, byte[]> all() {
+        return writer.all();
+    }
+
+    @Override
+    public KeyValueIterator<Bytes, byte[]> reverseAll() {
+        return writer.reverseAll();
+    }
+
+    @Override
+    public <PS extends Serializer<P>, P> KeyValueIterator<Bytes, byte[]> prefixScan(P prefix, PS prefixKeySerializer) {
+        return writer.prefixScan(prefix, prefixKeySerializer);
+    }
+
+    @Override
+    public long approximateNumEntries() {
+        return writer.approximateNumEntries();
     }
 
     private byte[] get(Bytes key, boolean committed) {
         return open().get(key(key), committed);
     }
 
-    @Override
-    public KeyValueIterator<Bytes, byte[]> range(Bytes from, Bytes to) {
-        return scan(from, to, false, false);
-    }
-
-    @Override
-    public KeyValueIterator<Bytes, byte[]> reverseRange(Bytes from, Bytes to) {
-        return scan(from, to, true, false);
-    }
-
-    @Override
-    public KeyValueIterator<Bytes, byte[]> all() {
-        return scan(null, null, false, false);
-    }
-
-    @Override
-    public KeyValueIterator<Bytes, byte[]> reverseAll() {
-        return scan(null, null, true, false);
-    }
-
-    @Override
-    public <PS extends Serializer<P>, P> KeyValueIterator<Bytes, byte[]> prefixScan(P prefix, PS prefixKeySerializer) {
-        return prefixScan(prefix, prefixKeySerializer, false);
-    }
-
-    private <PS extends Serializer<P>, P> KeyValueIterator<Bytes, byte[]> prefixScan(P prefix, PS prefixKeySerializer,
-                                                                                   boolean committed) {
-        Objects.requireNonNull(prefix, "prefix cannot be null");
-        Objects.requireNonNull(prefixKeySerializer, "prefixKeySerializer cannot be null");
-        byte[] bytes = prefixKeySerializer.serialize(null, prefix);
-        return open().scan(bytes, null, true, false, committed);
-    }
-
     private NativeIterator scan(Bytes from, Bytes to, boolean reverse, boolean committed) {
-        return open().scan(from == null ? null : from.get(), to == null ? null : to.get(), false, reverse, committed);
-    }
-
-    @Override
-    public long approximateNumEntries() {
-        return open().approximateNumEntries(false);
+        return open().scan(bound(from), bound(to), false, reverse, committed);
     }
 
     /**
@@ -291,18 +287,13 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
      */
     @Override
     public ReadOnlyKeyValueStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
-        Objects.requireNonNull(isolationLevel, "isolationLevel cannot be null");
         return new ReadOnlyView(isolationLevel);
     }
 
-    /** See {@link #readOnly(IsolationLevel)}. */
-    private final class ReadOnlyView implements ReadOnlyKeyValueStore<Bytes, byte[]> {
-        private final IsolationLevel level;
-        private final boolean committed;
-
+    /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
+    private final class ReadOnlyView extends ReadView implements ReadOnlyKeyValueStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
-            this.level = level;
-            this.committed = level == IsolationLevel.READ_COMMITTED;
+            super(name(), level);
         }
 
         @Override
@@ -332,7 +323,10 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
 
         @Override
         public <PS extends Serializer<P>, P> KeyValueIterator<Bytes, byte[]> prefixScan(P prefix, PS prefixKeySerializer) {
-            return KstateKeyValueStore.this.prefixScan(prefix, prefixKeySerializer, committed);
+            Objects.requireNonNull(prefix, "prefix cannot be null");
+            Objects.requireNonNull(prefixKeySerializer, "prefixKeySerializer cannot be null");
+            byte[] bytes = prefixKeySerializer.serialize(null, prefix);
+            return open().scan(bytes, null, true, false, committed);
         }
 
         @Override
@@ -343,11 +337,6 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
         @Override
         public ReadOnlyKeyValueStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
             return KstateKeyValueStore.this.readOnly(isolationLevel);
-        }
-
-        @Override
-        public String toString() {
-            return "ReadOnlyView{" + name() + ", " + level + "}";
         }
     }
 

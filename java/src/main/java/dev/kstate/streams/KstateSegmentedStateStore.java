@@ -87,6 +87,17 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> extends
             : "existing store");
     }
 
+    /** @return Kafka's tag: {@code rocksdb-window-state-id}, {@code rocksdb-session-state-id} (kstate's for the memory engine) */
+    @Override
+    final String stateIdTag() {
+        return (options.engine == KstateStoreOptions.Engine.ROCKSDB ? "rocksdb-" : "kstate-memory-") + kind() + "-state-id";
+    }
+
+    @Override
+    final void putAllStoreKeys(S s, byte[] packed) {
+        s.putAllStoreKeys(packed);
+    }
+
     /** Restored batches are written, then committed at once with their changelog offset. */
     @Override
     final void restoreCommitted(S s, byte[] packed, Map<TopicPartition, Long> offsets, byte[] metadata) {

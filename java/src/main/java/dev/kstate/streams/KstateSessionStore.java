@@ -7,7 +7,6 @@ import java.time.Instant;
 import java.util.Objects;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.internals.ApiUtils;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.query.FailureReason;
@@ -32,6 +31,8 @@ import org.apache.kafka.streams.state.SessionStore;
 public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionStore> implements SessionStore<Bytes, byte[]> {
     /** Kafka's time-ordered session store (emit on window close). */
     private final boolean timeOrdered;
+    /** The writer's view, which the plain read methods answer. */
+    private final ReadOnlyView writer;
 
     KstateSessionStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval) {
         this(options, retentionPeriod, segmentInterval, false);
@@ -39,6 +40,7 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
 
     KstateSessionStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval, boolean timeOrdered) {
         super(options, retentionPeriod, segmentInterval, timeOrdered);
+        writer = new ReadOnlyView(IsolationLevel.READ_UNCOMMITTED);
         this.timeOrdered = timeOrdered;
     }
 
@@ -58,16 +60,6 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     java.util.List<Object> shape() {
         return java.util.Arrays.asList("session", options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS,
             retentionPeriod, segmentInterval, timeOrdered);
-    }
-
-    @Override
-    void putAllStoreKeys(NativeSessionStore s, byte[] packed) {
-        s.putAllStoreKeys(packed);
-    }
-
-    @Override
-    String stateIdTag() {
-        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? "rocksdb-session-state-id" : "kstate-memory-session-state-id";
     }
 
     @Override
@@ -123,51 +115,51 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes key, long earliestSessionEndTime,
                                                                   long latestSessionStartTime) {
-        return find(key, earliestSessionEndTime, latestSessionStartTime, false, false);
+        return writer.findSessions(key, earliestSessionEndTime, latestSessionStartTime);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes key, long earliestSessionEndTime,
                                                                           long latestSessionStartTime) {
-        return find(key, earliestSessionEndTime, latestSessionStartTime, true, false);
+        return writer.backwardFindSessions(key, earliestSessionEndTime, latestSessionStartTime);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo, long earliestSessionEndTime,
                                                                   long latestSessionStartTime) {
-        return findRange(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, false, false);
+        return writer.findSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes keyFrom, Bytes keyTo,
                                                                           long earliestSessionEndTime,
                                                                           long latestSessionStartTime) {
-        return findRange(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, true, false);
+        return writer.backwardFindSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime);
     }
 
     @Override
     public byte[] fetchSession(Bytes key, long sessionStartTime, long sessionEndTime) {
-        return open().fetchSession(key(key), sessionStartTime, sessionEndTime, false);
+        return writer.fetchSession(key, sessionStartTime, sessionEndTime);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> fetch(Bytes key) {
-        return find(key, 0, Long.MAX_VALUE, false, false);
+        return writer.fetch(key);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes key) {
-        return find(key, 0, Long.MAX_VALUE, true, false);
+        return writer.backwardFetch(key);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> fetch(Bytes keyFrom, Bytes keyTo) {
-        return findRange(keyFrom, keyTo, 0, Long.MAX_VALUE, false, false);
+        return writer.fetch(keyFrom, keyTo);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes keyFrom, Bytes keyTo) {
-        return findRange(keyFrom, keyTo, 0, Long.MAX_VALUE, true, false);
+        return writer.backwardFetch(keyFrom, keyTo);
     }
 
     private KeyValueIterator<Windowed<Bytes>, byte[]> find(Bytes key, long earliestEnd, long latestStart, boolean reverse,
@@ -204,18 +196,13 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
      */
     @Override
     public ReadOnlySessionStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
-        Objects.requireNonNull(isolationLevel, "isolationLevel cannot be null");
         return new ReadOnlyView(isolationLevel);
     }
 
-    /** See {@link #readOnly(IsolationLevel)}. */
-    private final class ReadOnlyView implements ReadOnlySessionStore<Bytes, byte[]> {
-        private final IsolationLevel level;
-        private final boolean committed;
-
+    /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
+    private final class ReadOnlyView extends ReadView implements ReadOnlySessionStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
-            this.level = level;
-            this.committed = level == IsolationLevel.READ_COMMITTED;
+            super(name(), level);
         }
 
         @Override
@@ -225,37 +212,27 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
         }
 
         @Override
-        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes key, Instant earliestSessionEndTime,
-                                                                      Instant latestSessionStartTime) {
-            return findSessions(key, millis(earliestSessionEndTime, "earliestSessionEndTime"),
-                millis(latestSessionStartTime, "latestSessionStartTime"));
-        }
-
-        @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes key, long earliestSessionEndTime,
                                                                               long latestSessionStartTime) {
             return find(key, earliestSessionEndTime, latestSessionStartTime, true, committed);
         }
 
         @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes key, Instant earliestSessionEndTime,
+                                                                      Instant latestSessionStartTime) {
+            return findAt(key, earliestSessionEndTime, latestSessionStartTime, false);
+        }
+
+        @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes key, Instant earliestSessionEndTime,
                                                                               Instant latestSessionStartTime) {
-            return backwardFindSessions(key, millis(earliestSessionEndTime, "earliestSessionEndTime"),
-                millis(latestSessionStartTime, "latestSessionStartTime"));
+            return findAt(key, earliestSessionEndTime, latestSessionStartTime, true);
         }
 
         @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo, long earliestSessionEndTime,
                                                                       long latestSessionStartTime) {
             return findRange(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, false, committed);
-        }
-
-        @Override
-        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo,
-                                                                      Instant earliestSessionEndTime,
-                                                                      Instant latestSessionStartTime) {
-            return findSessions(keyFrom, keyTo, millis(earliestSessionEndTime, "earliestSessionEndTime"),
-                millis(latestSessionStartTime, "latestSessionStartTime"));
         }
 
         @Override
@@ -266,11 +243,17 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
         }
 
         @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo,
+                                                                      Instant earliestSessionEndTime,
+                                                                      Instant latestSessionStartTime) {
+            return findAt(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, false);
+        }
+
+        @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes keyFrom, Bytes keyTo,
                                                                               Instant earliestSessionEndTime,
                                                                               Instant latestSessionStartTime) {
-            return backwardFindSessions(keyFrom, keyTo, millis(earliestSessionEndTime, "earliestSessionEndTime"),
-                millis(latestSessionStartTime, "latestSessionStartTime"));
+            return findAt(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, true);
         }
 
         @Override
@@ -308,14 +291,19 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
             return KstateSessionStore.this.readOnly(isolationLevel);
         }
 
-        @Override
-        public String toString() {
-            return "ReadOnlyView{" + name() + ", " + level + "}";
+        /** The {@link Instant} reads of one key, forward or backward, after Kafka's checks of the instants. */
+        private KeyValueIterator<Windowed<Bytes>, byte[]> findAt(Bytes key, Instant earliestSessionEndTime,
+                                                               Instant latestSessionStartTime, boolean reverse) {
+            return find(key, millis(earliestSessionEndTime, "earliestSessionEndTime"),
+                millis(latestSessionStartTime, "latestSessionStartTime"), reverse, committed);
         }
-    }
 
-    private static long millis(Instant instant, String name) {
-        return ApiUtils.validateMillisecondInstant(instant, ApiUtils.prepareMillisCheckFailMsgPrefix(instant, name));
+        /** The {@link Instant} reads of a key range. */
+        private KeyValueIterator<Windowed<Bytes>, byte[]> findAt(Bytes keyFrom, Bytes keyTo, Instant earliestSessionEndTime,
+                                                               Instant latestSessionStartTime, boolean reverse) {
+            return findRange(keyFrom, keyTo, millis(earliestSessionEndTime, "earliestSessionEndTime"),
+                millis(latestSessionStartTime, "latestSessionStartTime"), reverse, committed);
+        }
     }
 
     // ----- IQv2 ---------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ import java.time.Instant;
 import java.util.Objects;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.internals.ApiUtils;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.TimeWindow;
 import org.apache.kafka.streams.query.FailureReason;
@@ -39,6 +38,8 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     /** Kafka's time-ordered store (emit on window close), and its {@code hasIndex}. */
     private final boolean timeOrdered;
     private final boolean keyIndex;
+    /** The writer's view, which the plain read methods answer where Kafka's signatures allow. */
+    private final ReadOnlyView writer;
 
     KstateWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize, boolean retainDuplicates,
                       long segmentInterval) {
@@ -48,6 +49,7 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     KstateWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize, boolean retainDuplicates,
                       long segmentInterval, boolean timeOrdered, boolean keyIndex) {
         super(options, retentionPeriod, segmentInterval, timeOrdered);
+        writer = new ReadOnlyView(IsolationLevel.READ_UNCOMMITTED);
         this.windowSize = windowSize;
         this.retainDuplicates = retainDuplicates;
         this.timeOrdered = timeOrdered;
@@ -70,16 +72,6 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     java.util.List<Object> shape() {
         return java.util.Arrays.asList("window", options.valueFormat, retentionPeriod, windowSize, retainDuplicates,
             segmentInterval, timeOrdered, keyIndex);
-    }
-
-    @Override
-    void putAllStoreKeys(NativeWindowStore s, byte[] packed) {
-        s.putAllStoreKeys(packed);
-    }
-
-    @Override
-    String stateIdTag() {
-        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? "rocksdb-window-state-id" : "kstate-memory-window-state-id";
     }
 
     @Override
@@ -114,7 +106,7 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
 
     @Override
     public byte[] fetch(Bytes key, long time) {
-        return fetch(key, time, false);
+        return writer.fetch(key, time);
     }
 
     @Override
@@ -139,31 +131,32 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> fetchAll(long timeFrom, long timeTo) {
-        return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, timeFrom, timeTo, false, false));
+        return fetchTimes(timeFrom, timeTo, false, false);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetchAll(long timeFrom, long timeTo) {
-        return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, timeFrom, timeTo, true, false));
+        return fetchTimes(timeFrom, timeTo, true, false);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> all() {
-        return windowed(open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, false, false));
+        return writer.all();
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardAll() {
-        return windowed(open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, true, false));
-    }
-
-    private byte[] fetch(Bytes key, long time, boolean committed) {
-        return open().fetch(key(key), time, committed);
+        return writer.backwardAll();
     }
 
     private WindowStoreIterator<byte[]> fetchKey(Bytes key, long timeFrom, long timeTo, boolean reverse, boolean committed) {
         byte[] k = key(key);
         return new StartTimeIterator(open().query(NativeWindowStore.QUERY_KEY, k, null, timeFrom, timeTo, reverse, committed));
+    }
+
+    private KeyValueIterator<Windowed<Bytes>, byte[]> fetchTimes(long timeFrom, long timeTo, boolean reverse,
+                                                               boolean committed) {
+        return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, timeFrom, timeTo, reverse, committed));
     }
 
     private KeyValueIterator<Windowed<Bytes>, byte[]> fetchRange(Bytes keyFrom, Bytes keyTo, long timeFrom, long timeTo,
@@ -204,23 +197,18 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
      */
     @Override
     public ReadOnlyWindowStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
-        Objects.requireNonNull(isolationLevel, "isolationLevel cannot be null");
         return new ReadOnlyView(isolationLevel);
     }
 
-    /** See {@link #readOnly(IsolationLevel)}. */
-    private final class ReadOnlyView implements ReadOnlyWindowStore<Bytes, byte[]> {
-        private final IsolationLevel level;
-        private final boolean committed;
-
+    /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
+    private final class ReadOnlyView extends ReadView implements ReadOnlyWindowStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
-            this.level = level;
-            this.committed = level == IsolationLevel.READ_COMMITTED;
+            super(name(), level);
         }
 
         @Override
         public byte[] fetch(Bytes key, long time) {
-            return KstateWindowStore.this.fetch(key, time, committed);
+            return open().fetch(key(key), time, committed);
         }
 
         @Override
@@ -256,30 +244,18 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
 
         @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> fetchAll(Instant timeFrom, Instant timeTo) {
-            return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, millis(timeFrom, "timeFrom"),
-                millis(timeTo, "timeTo"), false, committed));
+            return fetchTimes(millis(timeFrom, "timeFrom"), millis(timeTo, "timeTo"), false, committed);
         }
 
         @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetchAll(Instant timeFrom, Instant timeTo) {
-            return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, millis(timeFrom, "timeFrom"),
-                millis(timeTo, "timeTo"), true, committed));
+            return fetchTimes(millis(timeFrom, "timeFrom"), millis(timeTo, "timeTo"), true, committed);
         }
 
         @Override
         public ReadOnlyWindowStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
             return KstateWindowStore.this.readOnly(isolationLevel);
         }
-
-        @Override
-        public String toString() {
-            return "ReadOnlyView{" + name() + ", " + level + "}";
-        }
-    }
-
-    /** Kafka's {@code ApiUtils#validateMillisecondInstant}, with its messages. */
-    private static long millis(Instant instant, String name) {
-        return ApiUtils.validateMillisecondInstant(instant, ApiUtils.prepareMillisCheckFailMsgPrefix(instant, name));
     }
 
     // ----- IQv2 ---------------------------------------------------------------------------------
@@ -305,9 +281,8 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
         } else if (q instanceof WindowRangeQuery) {
             WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
             if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
-                return (QueryResult<T>) QueryResult.forResult(windowed(open().query(NativeWindowStore.QUERY_TIME,
-                    null, null, wq.getTimeFrom().get().toEpochMilli(), wq.getTimeTo().get().toEpochMilli(), false,
-                    committed)));
+                return (QueryResult<T>) QueryResult.forResult(fetchTimes(wq.getTimeFrom().get().toEpochMilli(),
+                    wq.getTimeTo().get().toEpochMilli(), false, committed));
             }
             return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
                 + ") doesn't know how to execute the given query (" + q + ") because WindowStores only supports"
