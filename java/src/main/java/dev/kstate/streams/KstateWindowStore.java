@@ -4,7 +4,6 @@ import dev.kstate.internal.NativeIterator;
 import dev.kstate.internal.NativeStore;
 import dev.kstate.internal.NativeWindowStore;
 import java.time.Instant;
-import java.util.Objects;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.kstream.Windowed;
