@@ -10,10 +10,20 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.state.internals.ManagedKeyValueIterator;
 
 /**
- * A native iterator fetched in packed batches (one JNI crossing per batch, batches growing
- * from 16 to 1024 entries, at most 1 MiB). Keeps its store reachable; closed exactly once,
- * explicitly or when the store closes, after which every call throws
- * {@code InvalidStateStoreException}.
+ * A native iterator of any store kind, fetched in packed batches (one JNI crossing per batch,
+ * batches growing from 16 to 1024 entries, at most 1 MiB). A key-value iterator returns the
+ * store's keys; a window or session iterator returns Kafka's store keys ({@code key ‖ windowStart
+ * ‖ seqnum} for windows, {@code key ‖ end ‖ start} for sessions) with their raw values, in Kafka's
+ * segmented-store order: exactly what Kafka's {@code WindowStoreIteratorWrapper} and
+ * {@code WrappedSessionStoreIterator} take (decode them with {@link NativeWindowStore#window} /
+ * {@link NativeSessionStore#session}).
+ *
+ * <p>Keeps its store reachable; closed exactly once, explicitly or when the store closes.
+ * Closed explicitly, every call throws {@code InvalidStateStoreException}. Closed with a
+ * key-value store, too; closed with a window or session store, it is exhausted:
+ * {@code hasNext()} is false (then {@code next()} and {@code peekNextKey()} throw
+ * {@code NoSuchElementException}), as Kafka's segmented window and session store iterators
+ * answer once their store closed.
  *
  * <p>Implements Kafka's {@link ManagedKeyValueIterator} (an internal interface present in Kafka
  * Streams 4.0 to 4.4) because Kafka's own wrappers cast IQv2 range results to it: for instance
@@ -25,37 +35,37 @@ public final class NativeIterator implements ManagedKeyValueIterator<Bytes, byte
     private static final int MAX_BATCH = 1024;
     private static final int MAX_BATCH_BYTES = 1 << 20;
 
-    private final NativeStore store;
+    private final AbstractNativeStore store;
     private final AtomicLong handle;
     private ByteBuffer batch;
     private int batchSize = FIRST_BATCH;
     private boolean exhausted;
     private KeyValue<Bytes, byte[]> next;
     private volatile Runnable closeCallback;
+    /** Set before the handle is released when a store that exhausts its iterators closes this one. */
+    private volatile boolean exhaustedWithStore;
 
-    NativeIterator(NativeStore store, long handle) {
+    NativeIterator(AbstractNativeStore store, long handle) {
         this.store = store;
         this.handle = new AtomicLong(handle);
-    }
-
-    private long liveHandle() {
-        long h = handle.get();
-        if (h == 0) {
-            throw new KstateInvalidStateStoreException("kstate iterator is closed", KstateException.ITERATOR_CLOSED);
-        }
-        return h;
     }
 
     private boolean fill() {
         if (next != null) {
             return true;
         }
-        long h = liveHandle();
+        long h = handle.get();
+        if (h == 0) {
+            if (exhaustedWithStore) {
+                return false;
+            }
+            throw new KstateInvalidStateStoreException("kstate iterator is closed", KstateException.ITERATOR_CLOSED);
+        }
         if (exhausted) {
             return false;
         }
         if (batch == null || !batch.hasRemaining()) {
-            byte[] packed = KstateNative.next(h, batchSize, MAX_BATCH_BYTES);
+            byte[] packed = store.nativeNext(h, batchSize, MAX_BATCH_BYTES);
             batchSize = Math.min(batchSize * 4, MAX_BATCH);
             if (packed == null) {
                 exhausted = true;
@@ -106,6 +116,16 @@ public final class NativeIterator implements ManagedKeyValueIterator<Bytes, byte
         this.closeCallback = closeCallback;
     }
 
+    /**
+     * Closes the iterator as its store closes.
+     *
+     * @param exhausted it then reads as exhausted rather than closed (see the class comment)
+     */
+    void closeWithStore(boolean exhausted) {
+        exhaustedWithStore = exhausted;
+        close();
+    }
+
     /** Closes the iterator, then runs the {@link #onClose} callback if any. Idempotent. */
     @Override
     public void close() {
@@ -117,7 +137,7 @@ public final class NativeIterator implements ManagedKeyValueIterator<Bytes, byte
         batch = null;
         next = null;
         try {
-            KstateNative.closeIterator(h);
+            store.nativeCloseIterator(h);
         } catch (KstateInvalidStateStoreException alreadyGone) {
             // cannot happen for a handle we owned; nothing to release either way
         } finally {

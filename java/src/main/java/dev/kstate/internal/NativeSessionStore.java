@@ -23,8 +23,13 @@ public final class NativeSessionStore extends NativeSegmentedStore {
      */
     public static final int QUERY_BY_END = 3;
 
+    private static final Natives NATIVES = new Natives(KstateNative::sessionClose, KstateNative::sessionNext,
+        KstateNative::sessionCloseIterator, KstateNative::sessionCommit, KstateNative::sessionFlush,
+        KstateNative::sessionCommittedOffset, KstateNative::sessionCommittedMetadata, KstateNative::sessionRollback,
+        KstateNative::sessionApproximateNumUncommittedBytes, KstateNative::sessionProperty, true);
+
     private NativeSessionStore(String name, long handle) {
-        super(name, handle);
+        super(name, handle, NATIVES, KstateNative::sessionStreamTime);
     }
 
     /**
@@ -111,6 +116,7 @@ public final class NativeSessionStore extends NativeSegmentedStore {
      *
      * @param packed the batch
      */
+    @Override
     public void putAllStoreKeys(byte[] packed) {
         KstateNative.sessionPutAll(handle(), packed);
     }
@@ -140,8 +146,8 @@ public final class NativeSessionStore extends NativeSegmentedStore {
      * @param committed committed data only
      * @return the iterator; close it
      */
-    public NativeSegmentIterator query(int kind, byte[] keyFrom, byte[] keyTo, long earliestSessionEndTime,
-                                       long latestSessionStartTime, boolean reverse, boolean committed) {
+    public NativeIterator query(int kind, byte[] keyFrom, byte[] keyTo, long earliestSessionEndTime,
+                               long latestSessionStartTime, boolean reverse, boolean committed) {
         return register(KstateNative.sessionQuery(handle(), kind, keyFrom, keyTo, earliestSessionEndTime,
             latestSessionStartTime, reverse, committed));
     }
@@ -170,60 +176,5 @@ public final class NativeSessionStore extends NativeSegmentedStore {
         int n = storeKey.length - 16;
         ByteBuffer b = ByteBuffer.wrap(storeKey);
         return new Session(Arrays.copyOf(storeKey, n), b.getLong(n + 8), b.getLong(n));
-    }
-
-    @Override
-    void nativeClose(long h) {
-        KstateNative.sessionClose(h);
-    }
-
-    @Override
-    byte[] nativeNext(long iterator, int maxEntries, int maxBytes) {
-        return KstateNative.sessionNext(iterator, maxEntries, maxBytes);
-    }
-
-    @Override
-    void nativeCloseIterator(long iterator) {
-        KstateNative.sessionCloseIterator(iterator);
-    }
-
-    @Override
-    void nativeCommit(long h, String[] topics, int[] partitions, long[] offsets, byte[] metadata) {
-        KstateNative.sessionCommit(h, topics, partitions, offsets, metadata);
-    }
-
-    @Override
-    long nativeCommittedOffset(long h, String topic, int partition) {
-        return KstateNative.sessionCommittedOffset(h, topic, partition);
-    }
-
-    @Override
-    byte[] nativeCommittedMetadata(long h) {
-        return KstateNative.sessionCommittedMetadata(h);
-    }
-
-    @Override
-    void nativeRollback(long h) {
-        KstateNative.sessionRollback(h);
-    }
-
-    @Override
-    void nativeFlush(long h, byte[] metadata) {
-        KstateNative.sessionFlush(h, metadata);
-    }
-
-    @Override
-    long nativeUncommittedBytes(long h) {
-        return KstateNative.sessionApproximateNumUncommittedBytes(h);
-    }
-
-    @Override
-    long nativeProperty(long h, String name) {
-        return KstateNative.sessionProperty(h, name);
-    }
-
-    @Override
-    long nativeStreamTime(long h, boolean committed) {
-        return KstateNative.sessionStreamTime(h, committed);
     }
 }

@@ -1,29 +1,20 @@
 package dev.kstate.internal;
 
-import dev.kstate.streams.KstateException;
-import dev.kstate.streams.KstateInvalidStateStoreException;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * An open native kstate store: owns one native handle and closes it exactly once (a CAS on
- * the handle, which doubles as the owning flag). Its iterators keep it reachable and are
- * closed when it closes. Thread-safe; a call racing with {@link #close()} fails cleanly with
- * {@code KstateInvalidStateStoreException} (the native handle table rejects dead handles).
+ * An open native kstate key-value store ({@link AbstractNativeStore} holds the handle, the
+ * iterators and the transaction calls). Thread-safe; its iterators throw once it closed.
  */
-public final class NativeStore implements AutoCloseable, NativePropertySource {
-    private final String name;
-    private final AtomicLong handle;
-    private final Set<NativeIterator> iterators = ConcurrentHashMap.newKeySet();
+public final class NativeStore extends AbstractNativeStore {
+    private static final Natives NATIVES = new Natives(KstateNative::close, KstateNative::next,
+        KstateNative::closeIterator, KstateNative::commit, KstateNative::flush, KstateNative::committedOffset,
+        KstateNative::committedMetadata, KstateNative::rollback, KstateNative::approximateNumUncommittedBytes,
+        KstateNative::property, false);
 
     private NativeStore(String name, long handle) {
-        this.name = name;
-        this.handle = new AtomicLong(handle);
+        super(name, handle, NATIVES);
     }
 
     /**
@@ -172,29 +163,6 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
     }
 
     /**
-     * @param name a RocksDB integer property ({@code rocksdb.cur-size-all-mem-tables}), a
-     *     statistics ticker ({@code rocksdb.bytes.written}) or a kstate counter
-     *     ({@code kstate.commits-in-doubt})
-     * @return its value, or -1 when the store has none (memory engine, statistics off)
-     */
-    public long property(String name) {
-        return KstateNative.property(handle(), name);
-    }
-
-    /** @return true until closed */
-    public boolean isOpen() {
-        return handle.get() != 0;
-    }
-
-    long handle() {
-        long h = handle.get();
-        if (h == 0) {
-            throw new KstateInvalidStateStoreException("Store " + name + " is currently closed", KstateException.STORE_CLOSED);
-        }
-        return h;
-    }
-
-    /**
      * @param key the key
      * @param committed read committed data only (else the writer's view)
      * @return the raw value or null
@@ -248,35 +216,7 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
      * @return the iterator; close it
      */
     public NativeIterator scan(byte[] from, byte[] to, boolean prefix, boolean reverse, boolean committed) {
-        long it = KstateNative.scan(handle(), from, to, prefix, reverse, committed);
-        NativeIterator iterator = new NativeIterator(this, it);
-        iterators.add(iterator);
-        if (!isOpen()) {
-            // lost a race with close(): make sure the iterator does not outlive the store
-            iterator.close();
-        }
-        return iterator;
-    }
-
-    void forget(NativeIterator iterator) {
-        iterators.remove(iterator);
-    }
-
-    /** @return number of iterators not yet closed */
-    public int openIterators() {
-        return iterators.size();
-    }
-
-    /**
-     * Commits the transaction with offsets and metadata atomically. Kafka's semantics: an
-     * empty map removes all offsets, a null value removes that partition's.
-     *
-     * @param offsets changelog offsets
-     * @param metadata opaque blob stored with the commit, or null to keep the previous one
-     */
-    public void commit(Map<TopicPartition, Long> offsets, byte[] metadata) {
-        Offsets o = new Offsets(offsets);
-        KstateNative.commit(handle(), o.topics, o.partitions, o.values, metadata);
+        return register(KstateNative.scan(handle(), from, to, prefix, reverse, committed));
     }
 
     /**
@@ -294,66 +234,12 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
         KstateNative.restoreBatch(handle(), packed, o.topics, o.partitions, o.values, metadata);
     }
 
-    /** A map of offsets as the three arrays the natives take. */
-    private static final class Offsets {
-        final String[] topics;
-        final int[] partitions;
-        final long[] values;
-
-        Offsets(Map<TopicPartition, Long> offsets) {
-            int n = offsets.size();
-            topics = new String[n];
-            partitions = new int[n];
-            values = new long[n];
-            int i = 0;
-            for (Map.Entry<TopicPartition, Long> e : offsets.entrySet()) {
-                topics[i] = e.getKey().topic();
-                partitions[i] = e.getKey().partition();
-                values[i] = e.getValue() == null ? KstateNative.NO_OFFSET : e.getValue();
-                i++;
-            }
-        }
-    }
-
-    /**
-     * Commits the uncommitted writes, keeping the committed offsets.
-     *
-     * @param metadata blob stored with the commit, or null to keep the previous one
-     */
-    public void flush(byte[] metadata) {
-        KstateNative.flush(handle(), metadata);
-    }
-
-    /**
-     * @param tp changelog partition
-     * @return the committed offset, or null
-     */
-    public Long committedOffset(TopicPartition tp) {
-        long offset = KstateNative.committedOffset(handle(), tp.topic(), tp.partition());
-        return offset == KstateNative.NO_OFFSET ? null : offset;
-    }
-
-    /** @return the metadata of the last commit carrying one, or null */
-    public byte[] committedMetadata() {
-        return KstateNative.committedMetadata(handle());
-    }
-
-    /** Discards the uncommitted writes. */
-    public void rollback() {
-        KstateNative.rollback(handle());
-    }
-
     /**
      * @param committed committed data only
      * @return approximate entry count
      */
     public long approximateNumEntries(boolean committed) {
         return KstateNative.approximateNumEntries(handle(), committed);
-    }
-
-    /** @return approximate bytes of uncommitted writes */
-    public long approximateNumUncommittedBytes() {
-        return KstateNative.approximateNumUncommittedBytes(handle());
     }
 
     /** @return true while the store runs in upgrade mode: it still holds old-format values, read converted */
@@ -370,29 +256,5 @@ public final class NativeStore implements AutoCloseable, NativePropertySource {
      */
     public long upgradeBySwap(dev.kstate.streams.UpgradeProgress progress) {
         return KstateNative.upgradeBySwap(handle(), progress);
-    }
-
-    /**
-     * Closes the open iterators and keeps the store open (before it is parked).
-     *
-     * @return the number of iterators closed
-     */
-    public int closeIterators() {
-        List<NativeIterator> open = new ArrayList<>(iterators);
-        for (NativeIterator it : open) {
-            it.close();
-        }
-        return open.size();
-    }
-
-    /** Closes the open iterators, then the store (uncommitted writes are discarded). Idempotent. */
-    @Override
-    public void close() {
-        long h = handle.getAndSet(0);
-        if (h == 0) {
-            return;
-        }
-        closeIterators();
-        KstateNative.close(h);
     }
 }

@@ -20,8 +20,13 @@ public final class NativeWindowStore extends NativeSegmentedStore {
     /** {@link #query} kind: {@code all()}. */
     public static final int QUERY_ALL = 3;
 
+    private static final Natives NATIVES = new Natives(KstateNative::windowClose, KstateNative::windowNext,
+        KstateNative::windowCloseIterator, KstateNative::windowCommit, KstateNative::windowFlush,
+        KstateNative::windowCommittedOffset, KstateNative::windowCommittedMetadata, KstateNative::windowRollback,
+        KstateNative::windowApproximateNumUncommittedBytes, KstateNative::windowProperty, true);
+
     private NativeWindowStore(String name, long handle) {
-        super(name, handle);
+        super(name, handle, NATIVES, KstateNative::windowStreamTime);
     }
 
     /**
@@ -109,6 +114,7 @@ public final class NativeWindowStore extends NativeSegmentedStore {
      *
      * @param packed the batch
      */
+    @Override
     public void putAllStoreKeys(byte[] packed) {
         KstateNative.windowPutAll(handle(), packed);
     }
@@ -137,8 +143,8 @@ public final class NativeWindowStore extends NativeSegmentedStore {
      * @param committed committed data only
      * @return the iterator; close it
      */
-    public NativeSegmentIterator query(int kind, byte[] keyFrom, byte[] keyTo, long timeFrom, long timeTo,
-                                       boolean reverse, boolean committed) {
+    public NativeIterator query(int kind, byte[] keyFrom, byte[] keyTo, long timeFrom, long timeTo,
+                               boolean reverse, boolean committed) {
         return register(KstateNative.windowQuery(handle(), kind, keyFrom, keyTo, timeFrom, timeTo, reverse, committed));
     }
 
@@ -177,60 +183,5 @@ public final class NativeWindowStore extends NativeSegmentedStore {
      */
     public static long windowStart(byte[] storeKey) {
         return ByteBuffer.wrap(storeKey).getLong(storeKey.length - 12);
-    }
-
-    @Override
-    void nativeClose(long h) {
-        KstateNative.windowClose(h);
-    }
-
-    @Override
-    byte[] nativeNext(long iterator, int maxEntries, int maxBytes) {
-        return KstateNative.windowNext(iterator, maxEntries, maxBytes);
-    }
-
-    @Override
-    void nativeCloseIterator(long iterator) {
-        KstateNative.windowCloseIterator(iterator);
-    }
-
-    @Override
-    void nativeCommit(long h, String[] topics, int[] partitions, long[] offsets, byte[] metadata) {
-        KstateNative.windowCommit(h, topics, partitions, offsets, metadata);
-    }
-
-    @Override
-    long nativeCommittedOffset(long h, String topic, int partition) {
-        return KstateNative.windowCommittedOffset(h, topic, partition);
-    }
-
-    @Override
-    byte[] nativeCommittedMetadata(long h) {
-        return KstateNative.windowCommittedMetadata(h);
-    }
-
-    @Override
-    void nativeRollback(long h) {
-        KstateNative.windowRollback(h);
-    }
-
-    @Override
-    void nativeFlush(long h, byte[] metadata) {
-        KstateNative.windowFlush(h, metadata);
-    }
-
-    @Override
-    long nativeUncommittedBytes(long h) {
-        return KstateNative.windowApproximateNumUncommittedBytes(h);
-    }
-
-    @Override
-    long nativeProperty(long h, String name) {
-        return KstateNative.windowProperty(h, name);
-    }
-
-    @Override
-    long nativeStreamTime(long h, boolean committed) {
-        return KstateNative.windowStreamTime(h, committed);
     }
 }

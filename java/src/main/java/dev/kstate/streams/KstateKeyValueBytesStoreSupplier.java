@@ -9,21 +9,9 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * (a {@code TimestampedBytesStore} when the options say timestamped, a {@code HeadersBytesStore}
  * in the headers format).
  */
-public class KstateKeyValueBytesStoreSupplier implements KeyValueBytesStoreSupplier {
-    private final KstateStoreOptions options;
-
+public class KstateKeyValueBytesStoreSupplier extends KstateBytesStoreSupplier implements KeyValueBytesStoreSupplier {
     KstateKeyValueBytesStoreSupplier(KstateStoreOptions options) {
-        this.options = options;
-    }
-
-    /** @return the options of the stores this supplies */
-    public KstateStoreOptions options() {
-        return options;
-    }
-
-    @Override
-    public String name() {
-        return options.name;
+        super(options, "");
     }
 
     @Override
@@ -36,15 +24,5 @@ public class KstateKeyValueBytesStoreSupplier implements KeyValueBytesStoreSuppl
             default:
                 return new KstateKeyValueStore(options);
         }
-    }
-
-    @Override
-    public String metricsScope() {
-        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? "kstate-rocksdb" : "kstate-memory";
-    }
-
-    @Override
-    public String toString() {
-        return "KstateKeyValueBytesStoreSupplier{" + options + "}";
     }
 }

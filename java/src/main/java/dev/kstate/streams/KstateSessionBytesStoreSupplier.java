@@ -10,13 +10,7 @@ import org.apache.kafka.streams.state.SessionStore;
  * with {@link KstateStores#persistentSessionStore}, {@link KstateStores#inMemorySessionStore} or
  * {@link KstateStoreOptions.Builder#buildSessionStore}.
  */
-public class KstateSessionBytesStoreSupplier implements SessionBytesStoreSupplier {
-    private final KstateStoreOptions options;
-    private final long retentionPeriod;
-    private final long segmentInterval;
-    /** Kafka's time-ordered session store (emit on window close). */
-    private final boolean timeOrdered;
-
+public class KstateSessionBytesStoreSupplier extends KstateSegmentedBytesStoreSupplier implements SessionBytesStoreSupplier {
     KstateSessionBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod) {
         this(options, retentionPeriod, false);
     }
@@ -27,52 +21,15 @@ public class KstateSessionBytesStoreSupplier implements SessionBytesStoreSupplie
      * latestSessionEndTime)} as Kafka's {@code RocksDbTimeOrderedSessionBytesStoreSupplier}.
      */
     KstateSessionBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, boolean timeOrdered) {
-        this.timeOrdered = timeOrdered;
-        this.options = options;
-        this.retentionPeriod = retentionPeriod;
-        this.segmentInterval = Math.max(retentionPeriod / 2, 60_000L);
-    }
-
-    /** @return the options of the stores this supplies */
-    public KstateStoreOptions options() {
-        return options;
-    }
-
-    @Override
-    public String name() {
-        return options.name;
+        super(options, "session", retentionPeriod, timeOrdered);
     }
 
     @Override
     public SessionStore<Bytes, byte[]> get() {
         if (options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS) {
-            if (timeOrdered) {
-                throw new IllegalStateException("kstate does not serve time-ordered session stores in the headers format");
-            }
+            refuseTimeOrderedHeaders("session");
             return KstateHeadersSessionStore.create(options, retentionPeriod, segmentInterval);
         }
         return new KstateSessionStore(options, retentionPeriod, segmentInterval, timeOrdered);
-    }
-
-    @Override
-    public String metricsScope() {
-        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? "kstate-rocksdb-session" : "kstate-memory-session";
-    }
-
-    /** @return {@code max(retention / 2, 60 s)}, as Kafka's RocksDB session stores (fixed when a store is created) */
-    @Override
-    public long segmentIntervalMs() {
-        return segmentInterval;
-    }
-
-    @Override
-    public long retentionPeriod() {
-        return retentionPeriod;
-    }
-
-    @Override
-    public String toString() {
-        return "KstateSessionBytesStoreSupplier{" + options + ", retentionPeriod=" + retentionPeriod + ", segmentInterval="
-            + segmentInterval + (timeOrdered ? ", timeOrdered" : "") + "}";
     }
 }

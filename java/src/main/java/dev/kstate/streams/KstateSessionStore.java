@@ -1,18 +1,15 @@
 package dev.kstate.streams;
 
-import dev.kstate.internal.NativeSegmentIterator;
+import dev.kstate.internal.NativeIterator;
 import dev.kstate.internal.NativeSessionStore;
 import dev.kstate.internal.NativeStore;
 import java.time.Instant;
 import java.util.Objects;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KeyValue;
-import org.apache.kafka.streams.internals.ApiUtils;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.query.FailureReason;
-import org.apache.kafka.streams.query.PositionBound;
 import org.apache.kafka.streams.query.Query;
 import org.apache.kafka.streams.query.QueryConfig;
 import org.apache.kafka.streams.query.QueryResult;
@@ -34,6 +31,8 @@ import org.apache.kafka.streams.state.SessionStore;
 public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionStore> implements SessionStore<Bytes, byte[]> {
     /** Kafka's time-ordered session store (emit on window close). */
     private final boolean timeOrdered;
+    /** The writer's view, which the plain read methods answer. */
+    private final ReadOnlyView writer;
 
     KstateSessionStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval) {
         this(options, retentionPeriod, segmentInterval, false);
@@ -41,6 +40,7 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
 
     KstateSessionStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval, boolean timeOrdered) {
         super(options, retentionPeriod, segmentInterval, timeOrdered);
+        writer = new ReadOnlyView(IsolationLevel.READ_UNCOMMITTED);
         this.timeOrdered = timeOrdered;
     }
 
@@ -63,26 +63,8 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     }
 
     @Override
-    void putAllStoreKeys(NativeSessionStore s, byte[] packed) {
-        s.putAllStoreKeys(packed);
-    }
-
-    @Override
-    String stateIdTag() {
-        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? "rocksdb-session-state-id" : "kstate-memory-session-state-id";
-    }
-
-    @Override
     String kind() {
         return "session";
-    }
-
-    private static byte[] key(Bytes key) {
-        return Objects.requireNonNull(key, "key cannot be null").get();
-    }
-
-    private static byte[] bound(Bytes key) {
-        return key == null ? null : key.get();
     }
 
     // ----- writes ---------------------------------------------------------------------------------
@@ -126,71 +108,76 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
             throw new UnsupportedOperationException("findSessions(earliestSessionEndTime, latestSessionEndTime) "
                 + "needs a time-ordered session store (EmitStrategy.onWindowClose())");
         }
-        return new SessionIterator(open().query(NativeSessionStore.QUERY_BY_END, null, null, earliestSessionEndTime,
+        return sessions(open().query(NativeSessionStore.QUERY_BY_END, null, null, earliestSessionEndTime,
             latestSessionEndTime, false, false));
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes key, long earliestSessionEndTime,
                                                                   long latestSessionStartTime) {
-        return find(key, earliestSessionEndTime, latestSessionStartTime, false, false);
+        return writer.findSessions(key, earliestSessionEndTime, latestSessionStartTime);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes key, long earliestSessionEndTime,
                                                                           long latestSessionStartTime) {
-        return find(key, earliestSessionEndTime, latestSessionStartTime, true, false);
+        return writer.backwardFindSessions(key, earliestSessionEndTime, latestSessionStartTime);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo, long earliestSessionEndTime,
                                                                   long latestSessionStartTime) {
-        return findRange(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, false, false);
+        return writer.findSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes keyFrom, Bytes keyTo,
                                                                           long earliestSessionEndTime,
                                                                           long latestSessionStartTime) {
-        return findRange(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, true, false);
+        return writer.backwardFindSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime);
     }
 
     @Override
     public byte[] fetchSession(Bytes key, long sessionStartTime, long sessionEndTime) {
-        return open().fetchSession(key(key), sessionStartTime, sessionEndTime, false);
+        return writer.fetchSession(key, sessionStartTime, sessionEndTime);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> fetch(Bytes key) {
-        return find(key, 0, Long.MAX_VALUE, false, false);
+        return writer.fetch(key);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes key) {
-        return find(key, 0, Long.MAX_VALUE, true, false);
+        return writer.backwardFetch(key);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> fetch(Bytes keyFrom, Bytes keyTo) {
-        return findRange(keyFrom, keyTo, 0, Long.MAX_VALUE, false, false);
+        return writer.fetch(keyFrom, keyTo);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes keyFrom, Bytes keyTo) {
-        return findRange(keyFrom, keyTo, 0, Long.MAX_VALUE, true, false);
+        return writer.backwardFetch(keyFrom, keyTo);
     }
 
     private KeyValueIterator<Windowed<Bytes>, byte[]> find(Bytes key, long earliestEnd, long latestStart, boolean reverse,
                                                          boolean committed) {
         byte[] k = key(key);
-        return new SessionIterator(open().query(NativeSessionStore.QUERY_KEY, k, null, earliestEnd, latestStart, reverse,
+        return sessions(open().query(NativeSessionStore.QUERY_KEY, k, null, earliestEnd, latestStart, reverse,
             committed));
     }
 
     private KeyValueIterator<Windowed<Bytes>, byte[]> findRange(Bytes keyFrom, Bytes keyTo, long earliestEnd,
                                                               long latestStart, boolean reverse, boolean committed) {
-        return new SessionIterator(open().query(NativeSessionStore.QUERY_KEY_RANGE, bound(keyFrom), bound(keyTo),
+        return sessions(open().query(NativeSessionStore.QUERY_KEY_RANGE, bound(keyFrom), bound(keyTo),
             earliestEnd, latestStart, reverse, committed));
+    }
+
+    /** Session keys -> aggregates, as Kafka's WrappedSessionStoreIterator. */
+    private static KeyValueIterator<Windowed<Bytes>, byte[]> sessions(NativeIterator raw) {
+        return MappedIterator.keys(raw, k -> sessionKey(k.get()));
     }
 
     static Windowed<Bytes> sessionKey(byte[] storeKey) {
@@ -209,18 +196,13 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
      */
     @Override
     public ReadOnlySessionStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
-        Objects.requireNonNull(isolationLevel, "isolationLevel cannot be null");
         return new ReadOnlyView(isolationLevel);
     }
 
-    /** See {@link #readOnly(IsolationLevel)}. */
-    private final class ReadOnlyView implements ReadOnlySessionStore<Bytes, byte[]> {
-        private final IsolationLevel level;
-        private final boolean committed;
-
+    /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
+    private final class ReadOnlyView extends ReadView implements ReadOnlySessionStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
-            this.level = level;
-            this.committed = level == IsolationLevel.READ_COMMITTED;
+            super(name(), level);
         }
 
         @Override
@@ -230,37 +212,27 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
         }
 
         @Override
-        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes key, Instant earliestSessionEndTime,
-                                                                      Instant latestSessionStartTime) {
-            return findSessions(key, millis(earliestSessionEndTime, "earliestSessionEndTime"),
-                millis(latestSessionStartTime, "latestSessionStartTime"));
-        }
-
-        @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes key, long earliestSessionEndTime,
                                                                               long latestSessionStartTime) {
             return find(key, earliestSessionEndTime, latestSessionStartTime, true, committed);
         }
 
         @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes key, Instant earliestSessionEndTime,
+                                                                      Instant latestSessionStartTime) {
+            return findAt(key, earliestSessionEndTime, latestSessionStartTime, false);
+        }
+
+        @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes key, Instant earliestSessionEndTime,
                                                                               Instant latestSessionStartTime) {
-            return backwardFindSessions(key, millis(earliestSessionEndTime, "earliestSessionEndTime"),
-                millis(latestSessionStartTime, "latestSessionStartTime"));
+            return findAt(key, earliestSessionEndTime, latestSessionStartTime, true);
         }
 
         @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo, long earliestSessionEndTime,
                                                                       long latestSessionStartTime) {
             return findRange(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, false, committed);
-        }
-
-        @Override
-        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo,
-                                                                      Instant earliestSessionEndTime,
-                                                                      Instant latestSessionStartTime) {
-            return findSessions(keyFrom, keyTo, millis(earliestSessionEndTime, "earliestSessionEndTime"),
-                millis(latestSessionStartTime, "latestSessionStartTime"));
         }
 
         @Override
@@ -271,11 +243,17 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
         }
 
         @Override
+        public KeyValueIterator<Windowed<Bytes>, byte[]> findSessions(Bytes keyFrom, Bytes keyTo,
+                                                                      Instant earliestSessionEndTime,
+                                                                      Instant latestSessionStartTime) {
+            return findAt(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, false);
+        }
+
+        @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFindSessions(Bytes keyFrom, Bytes keyTo,
                                                                               Instant earliestSessionEndTime,
                                                                               Instant latestSessionStartTime) {
-            return backwardFindSessions(keyFrom, keyTo, millis(earliestSessionEndTime, "earliestSessionEndTime"),
-                millis(latestSessionStartTime, "latestSessionStartTime"));
+            return findAt(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime, true);
         }
 
         @Override
@@ -313,14 +291,19 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
             return KstateSessionStore.this.readOnly(isolationLevel);
         }
 
-        @Override
-        public String toString() {
-            return "ReadOnlyView{" + name() + ", " + level + "}";
+        /** The {@link Instant} reads of one key, forward or backward, after Kafka's checks of the instants. */
+        private KeyValueIterator<Windowed<Bytes>, byte[]> findAt(Bytes key, Instant earliestSessionEndTime,
+                                                               Instant latestSessionStartTime, boolean reverse) {
+            return find(key, millis(earliestSessionEndTime, "earliestSessionEndTime"),
+                millis(latestSessionStartTime, "latestSessionStartTime"), reverse, committed);
         }
-    }
 
-    private static long millis(Instant instant, String name) {
-        return ApiUtils.validateMillisecondInstant(instant, ApiUtils.prepareMillisCheckFailMsgPrefix(instant, name));
+        /** The {@link Instant} reads of a key range. */
+        private KeyValueIterator<Windowed<Bytes>, byte[]> findAt(Bytes keyFrom, Bytes keyTo, Instant earliestSessionEndTime,
+                                                               Instant latestSessionStartTime, boolean reverse) {
+            return findRange(keyFrom, keyTo, millis(earliestSessionEndTime, "earliestSessionEndTime"),
+                millis(latestSessionStartTime, "latestSessionStartTime"), reverse, committed);
+        }
     }
 
     // ----- IQv2 ---------------------------------------------------------------------------------
@@ -332,52 +315,17 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
      */
     @Override
     @SuppressWarnings("unchecked")
-    public <R> QueryResult<R> query(Query<R> query, PositionBound positionBound, QueryConfig config) {
-        return query(query, positionBound, config, new Answerer() {
-            @Override
-            public <T> QueryResult<T> answer(Query<T> q, boolean committed) {
-                if (q instanceof WindowRangeQuery) {
-                    WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
-                    if (wq.getKey().isPresent()) {
-                        return (QueryResult<T>) QueryResult.forResult(find(wq.getKey().get(), 0, Long.MAX_VALUE, false,
-                            committed));
-                    }
-                    return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
-                        + ") doesn't know how to execute the given query (" + q + ") because SessionStores only support"
-                        + " WindowRangeQuery.withKey.");
-                }
-                return QueryResult.forUnknownQueryType(q, KstateSessionStore.this);
+    <T> QueryResult<T> answer(Query<T> q, boolean committed) {
+        if (q instanceof WindowRangeQuery) {
+            WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
+            if (wq.getKey().isPresent()) {
+                return (QueryResult<T>) QueryResult.forResult(find(wq.getKey().get(), 0, Long.MAX_VALUE, false,
+                    committed));
             }
-        });
-    }
-
-    /** Session keys -> aggregates, as Kafka's WrappedSessionStoreIterator. */
-    private static final class SessionIterator implements KeyValueIterator<Windowed<Bytes>, byte[]> {
-        private final NativeSegmentIterator inner;
-
-        SessionIterator(NativeSegmentIterator inner) {
-            this.inner = inner;
+            return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
+                + ") doesn't know how to execute the given query (" + q + ") because SessionStores only support"
+                + " WindowRangeQuery.withKey.");
         }
-
-        @Override
-        public boolean hasNext() {
-            return inner.hasNext();
-        }
-
-        @Override
-        public KeyValue<Windowed<Bytes>, byte[]> next() {
-            KeyValue<Bytes, byte[]> kv = inner.next();
-            return KeyValue.pair(sessionKey(kv.key.get()), kv.value);
-        }
-
-        @Override
-        public Windowed<Bytes> peekNextKey() {
-            return sessionKey(inner.peekNextKey().get());
-        }
-
-        @Override
-        public void close() {
-            inner.close();
-        }
+        return QueryResult.forUnknownQueryType(q, KstateSessionStore.this);
     }
 }

@@ -11,14 +11,10 @@ import org.apache.kafka.streams.state.WindowStore;
  * {@link KstateStores#persistentTimestampedWindowStore}, {@link KstateStores#persistentWindowStore},
  * {@link KstateStores#inMemoryWindowStore} or {@link KstateStoreOptions.Builder#buildWindowStore}.
  */
-public class KstateWindowBytesStoreSupplier implements WindowBytesStoreSupplier {
-    private final KstateStoreOptions options;
-    private final long retentionPeriod;
+public class KstateWindowBytesStoreSupplier extends KstateSegmentedBytesStoreSupplier implements WindowBytesStoreSupplier {
     private final long windowSize;
     private final boolean retainDuplicates;
-    private final long segmentInterval;
-    /** Kafka's time-ordered store (emit on window close), and its {@code hasIndex}. */
-    private final boolean timeOrdered;
+    /** With {@code timeOrdered}: Kafka's {@code hasIndex}. */
     private final boolean keyIndex;
 
     KstateWindowBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, long windowSize,
@@ -35,33 +31,16 @@ public class KstateWindowBytesStoreSupplier implements WindowBytesStoreSupplier 
      */
     KstateWindowBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, long windowSize,
                                    boolean retainDuplicates, boolean timeOrdered, boolean keyIndex) {
-        this.timeOrdered = timeOrdered;
-        this.keyIndex = keyIndex;
-        this.options = options;
-        this.retentionPeriod = retentionPeriod;
+        super(options, "window", retentionPeriod, timeOrdered);
         this.windowSize = windowSize;
         this.retainDuplicates = retainDuplicates;
-        // Kafka's RocksDB window stores: the caching layer orders its entries by this interval,
-        // so the store's own segments must use the same one.
-        this.segmentInterval = Math.max(retentionPeriod / 2, 60_000L);
-    }
-
-    /** @return the options of the stores this supplies */
-    public KstateStoreOptions options() {
-        return options;
-    }
-
-    @Override
-    public String name() {
-        return options.name;
+        this.keyIndex = keyIndex;
     }
 
     @Override
     public WindowStore<Bytes, byte[]> get() {
         if (options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS) {
-            if (timeOrdered) {
-                throw new IllegalStateException("kstate does not serve time-ordered window stores in the headers format");
-            }
+            refuseTimeOrderedHeaders("window");
             return KstateHeadersWindowStore.create(options, retentionPeriod, windowSize, retainDuplicates,
                 segmentInterval);
         }
@@ -75,17 +54,6 @@ public class KstateWindowBytesStoreSupplier implements WindowBytesStoreSupplier 
     }
 
     @Override
-    public String metricsScope() {
-        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? "kstate-rocksdb-window" : "kstate-memory-window";
-    }
-
-    /** @return {@code max(retention / 2, 60 s)}, as Kafka's RocksDB window stores (fixed when a store is created) */
-    @Override
-    public long segmentIntervalMs() {
-        return segmentInterval;
-    }
-
-    @Override
     public long windowSize() {
         return windowSize;
     }
@@ -96,14 +64,12 @@ public class KstateWindowBytesStoreSupplier implements WindowBytesStoreSupplier 
     }
 
     @Override
-    public long retentionPeriod() {
-        return retentionPeriod;
+    String kindDetails() {
+        return ", windowSize=" + windowSize + ", retainDuplicates=" + retainDuplicates;
     }
 
     @Override
-    public String toString() {
-        return "KstateWindowBytesStoreSupplier{" + options + ", retentionPeriod=" + retentionPeriod + ", windowSize="
-            + windowSize + ", retainDuplicates=" + retainDuplicates + ", segmentInterval=" + segmentInterval
-            + (timeOrdered ? ", timeOrdered, keyIndex=" + keyIndex : "") + "}";
+    String details() {
+        return super.details() + (timeOrdered ? ", keyIndex=" + keyIndex : "");
     }
 }

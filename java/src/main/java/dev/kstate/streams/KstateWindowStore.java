@@ -1,19 +1,14 @@
 package dev.kstate.streams;
 
-import dev.kstate.internal.NativeSegmentIterator;
+import dev.kstate.internal.NativeIterator;
 import dev.kstate.internal.NativeStore;
 import dev.kstate.internal.NativeWindowStore;
 import java.time.Instant;
-import java.util.NoSuchElementException;
-import java.util.Objects;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KeyValue;
-import org.apache.kafka.streams.internals.ApiUtils;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.TimeWindow;
 import org.apache.kafka.streams.query.FailureReason;
-import org.apache.kafka.streams.query.PositionBound;
 import org.apache.kafka.streams.query.Query;
 import org.apache.kafka.streams.query.QueryConfig;
 import org.apache.kafka.streams.query.QueryResult;
@@ -42,6 +37,8 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     /** Kafka's time-ordered store (emit on window close), and its {@code hasIndex}. */
     private final boolean timeOrdered;
     private final boolean keyIndex;
+    /** The writer's view, which the plain read methods answer where Kafka's signatures allow. */
+    private final ReadOnlyView writer;
 
     KstateWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize, boolean retainDuplicates,
                       long segmentInterval) {
@@ -51,6 +48,7 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     KstateWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize, boolean retainDuplicates,
                       long segmentInterval, boolean timeOrdered, boolean keyIndex) {
         super(options, retentionPeriod, segmentInterval, timeOrdered);
+        writer = new ReadOnlyView(IsolationLevel.READ_UNCOMMITTED);
         this.windowSize = windowSize;
         this.retainDuplicates = retainDuplicates;
         this.timeOrdered = timeOrdered;
@@ -73,16 +71,6 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     java.util.List<Object> shape() {
         return java.util.Arrays.asList("window", options.valueFormat, retentionPeriod, windowSize, retainDuplicates,
             segmentInterval, timeOrdered, keyIndex);
-    }
-
-    @Override
-    void putAllStoreKeys(NativeWindowStore s, byte[] packed) {
-        s.putAllStoreKeys(packed);
-    }
-
-    @Override
-    String stateIdTag() {
-        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? "rocksdb-window-state-id" : "kstate-memory-window-state-id";
     }
 
     @Override
@@ -113,19 +101,11 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
         write(true, () -> s.put(k, value, windowStartTimestamp));
     }
 
-    private static byte[] key(Bytes key) {
-        return Objects.requireNonNull(key, "key cannot be null").get();
-    }
-
-    private static byte[] bound(Bytes key) {
-        return key == null ? null : key.get();
-    }
-
     // ----- reads (the writer's view) --------------------------------------------------------------
 
     @Override
     public byte[] fetch(Bytes key, long time) {
-        return fetch(key, time, false);
+        return writer.fetch(key, time);
     }
 
     @Override
@@ -150,31 +130,32 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> fetchAll(long timeFrom, long timeTo) {
-        return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, timeFrom, timeTo, false, false));
+        return fetchTimes(timeFrom, timeTo, false, false);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetchAll(long timeFrom, long timeTo) {
-        return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, timeFrom, timeTo, true, false));
+        return fetchTimes(timeFrom, timeTo, true, false);
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> all() {
-        return windowed(open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, false, false));
+        return writer.all();
     }
 
     @Override
     public KeyValueIterator<Windowed<Bytes>, byte[]> backwardAll() {
-        return windowed(open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, true, false));
-    }
-
-    private byte[] fetch(Bytes key, long time, boolean committed) {
-        return open().fetch(key(key), time, committed);
+        return writer.backwardAll();
     }
 
     private WindowStoreIterator<byte[]> fetchKey(Bytes key, long timeFrom, long timeTo, boolean reverse, boolean committed) {
         byte[] k = key(key);
         return new StartTimeIterator(open().query(NativeWindowStore.QUERY_KEY, k, null, timeFrom, timeTo, reverse, committed));
+    }
+
+    private KeyValueIterator<Windowed<Bytes>, byte[]> fetchTimes(long timeFrom, long timeTo, boolean reverse,
+                                                               boolean committed) {
+        return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, timeFrom, timeTo, reverse, committed));
     }
 
     private KeyValueIterator<Windowed<Bytes>, byte[]> fetchRange(Bytes keyFrom, Bytes keyTo, long timeFrom, long timeTo,
@@ -183,8 +164,9 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
             reverse, committed));
     }
 
-    private KeyValueIterator<Windowed<Bytes>, byte[]> windowed(NativeSegmentIterator raw) {
-        return new WindowedIterator(raw, windowSize);
+    /** Windowed keys (window of the store's size) -> raw values, as Kafka's WrappedKeyValueIterator. */
+    private KeyValueIterator<Windowed<Bytes>, byte[]> windowed(NativeIterator raw) {
+        return MappedIterator.keys(raw, k -> windowedKey(k.get(), windowSize));
     }
 
     /**
@@ -214,23 +196,18 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
      */
     @Override
     public ReadOnlyWindowStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
-        Objects.requireNonNull(isolationLevel, "isolationLevel cannot be null");
         return new ReadOnlyView(isolationLevel);
     }
 
-    /** See {@link #readOnly(IsolationLevel)}. */
-    private final class ReadOnlyView implements ReadOnlyWindowStore<Bytes, byte[]> {
-        private final IsolationLevel level;
-        private final boolean committed;
-
+    /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
+    private final class ReadOnlyView extends ReadView implements ReadOnlyWindowStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
-            this.level = level;
-            this.committed = level == IsolationLevel.READ_COMMITTED;
+            super(name(), level);
         }
 
         @Override
         public byte[] fetch(Bytes key, long time) {
-            return KstateWindowStore.this.fetch(key, time, committed);
+            return open().fetch(key(key), time, committed);
         }
 
         @Override
@@ -266,30 +243,18 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
 
         @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> fetchAll(Instant timeFrom, Instant timeTo) {
-            return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, millis(timeFrom, "timeFrom"),
-                millis(timeTo, "timeTo"), false, committed));
+            return fetchTimes(millis(timeFrom, "timeFrom"), millis(timeTo, "timeTo"), false, committed);
         }
 
         @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetchAll(Instant timeFrom, Instant timeTo) {
-            return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, millis(timeFrom, "timeFrom"),
-                millis(timeTo, "timeTo"), true, committed));
+            return fetchTimes(millis(timeFrom, "timeFrom"), millis(timeTo, "timeTo"), true, committed);
         }
 
         @Override
         public ReadOnlyWindowStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
             return KstateWindowStore.this.readOnly(isolationLevel);
         }
-
-        @Override
-        public String toString() {
-            return "ReadOnlyView{" + name() + ", " + level + "}";
-        }
-    }
-
-    /** Kafka's {@code ApiUtils#validateMillisecondInstant}, with its messages. */
-    private static long millis(Instant instant, String name) {
-        return ApiUtils.validateMillisecondInstant(instant, ApiUtils.prepareMillisCheckFailMsgPrefix(instant, name));
     }
 
     // ----- IQv2 ---------------------------------------------------------------------------------
@@ -302,99 +267,33 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
      */
     @Override
     @SuppressWarnings("unchecked")
-    public <R> QueryResult<R> query(Query<R> query, PositionBound positionBound, QueryConfig config) {
-        return query(query, positionBound, config, new Answerer() {
-            @Override
-            public <T> QueryResult<T> answer(Query<T> q, boolean committed) {
-                if (q instanceof WindowKeyQuery) {
-                    WindowKeyQuery<Bytes, byte[]> wq = (WindowKeyQuery<Bytes, byte[]>) q;
-                    if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
-                        return (QueryResult<T>) QueryResult.forResult(fetchKey(wq.getKey(),
-                            wq.getTimeFrom().get().toEpochMilli(), wq.getTimeTo().get().toEpochMilli(), false, committed));
-                    }
-                    return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
-                        + ") doesn't know how to execute the given query (" + q + ") because it only supports closed-range"
-                        + " queries.");
-                } else if (q instanceof WindowRangeQuery) {
-                    WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
-                    if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
-                        return (QueryResult<T>) QueryResult.forResult(windowed(open().query(NativeWindowStore.QUERY_TIME,
-                            null, null, wq.getTimeFrom().get().toEpochMilli(), wq.getTimeTo().get().toEpochMilli(), false,
-                            committed)));
-                    }
-                    return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
-                        + ") doesn't know how to execute the given query (" + q + ") because WindowStores only supports"
-                        + " WindowRangeQuery.withWindowStartRange.");
-                }
-                return QueryResult.forUnknownQueryType(q, KstateWindowStore.this);
+    <T> QueryResult<T> answer(Query<T> q, boolean committed) {
+        if (q instanceof WindowKeyQuery) {
+            WindowKeyQuery<Bytes, byte[]> wq = (WindowKeyQuery<Bytes, byte[]>) q;
+            if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
+                return (QueryResult<T>) QueryResult.forResult(fetchKey(wq.getKey(),
+                    wq.getTimeFrom().get().toEpochMilli(), wq.getTimeTo().get().toEpochMilli(), false, committed));
             }
-        });
+            return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
+                + ") doesn't know how to execute the given query (" + q + ") because it only supports closed-range"
+                + " queries.");
+        } else if (q instanceof WindowRangeQuery) {
+            WindowRangeQuery<Bytes, byte[]> wq = (WindowRangeQuery<Bytes, byte[]>) q;
+            if (wq.getTimeFrom().isPresent() && wq.getTimeTo().isPresent()) {
+                return (QueryResult<T>) QueryResult.forResult(fetchTimes(wq.getTimeFrom().get().toEpochMilli(),
+                    wq.getTimeTo().get().toEpochMilli(), false, committed));
+            }
+            return QueryResult.forFailure(FailureReason.UNKNOWN_QUERY_TYPE, "This store (" + getClass()
+                + ") doesn't know how to execute the given query (" + q + ") because WindowStores only supports"
+                + " WindowRangeQuery.withWindowStartRange.");
+        }
+        return QueryResult.forUnknownQueryType(q, KstateWindowStore.this);
     }
-
-    // ----- iterators -------------------------------------------------------------------------------
 
     /** {@code fetch(key, from, to)}: window start -> raw value, as Kafka's WrappedWindowStoreIterator. */
-    private static final class StartTimeIterator implements WindowStoreIterator<byte[]> {
-        private final NativeSegmentIterator inner;
-
-        StartTimeIterator(NativeSegmentIterator inner) {
-            this.inner = inner;
-        }
-
-        @Override
-        public boolean hasNext() {
-            return inner.hasNext();
-        }
-
-        @Override
-        public KeyValue<Long, byte[]> next() {
-            KeyValue<Bytes, byte[]> kv = inner.next();
-            return KeyValue.pair(NativeWindowStore.windowStart(kv.key.get()), kv.value);
-        }
-
-        @Override
-        public Long peekNextKey() {
-            if (!inner.hasNext()) {
-                throw new NoSuchElementException();
-            }
-            return NativeWindowStore.windowStart(inner.peekNextKey().get());
-        }
-
-        @Override
-        public void close() {
-            inner.close();
-        }
-    }
-
-    /** Windowed keys (window of the store's size) -> raw values, as Kafka's WrappedKeyValueIterator. */
-    private static final class WindowedIterator implements KeyValueIterator<Windowed<Bytes>, byte[]> {
-        private final NativeSegmentIterator inner;
-        private final long windowSize;
-
-        WindowedIterator(NativeSegmentIterator inner, long windowSize) {
-            this.inner = inner;
-            this.windowSize = windowSize;
-        }
-
-        @Override
-        public boolean hasNext() {
-            return inner.hasNext();
-        }
-
-        @Override
-        public KeyValue<Windowed<Bytes>, byte[]> next() {
-            KeyValue<Bytes, byte[]> kv = inner.next();
-            return KeyValue.pair(windowedKey(kv.key.get(), windowSize), kv.value);
-        }
-
-        @Override
-        public Windowed<Bytes> peekNextKey() {
-            return windowedKey(inner.peekNextKey().get(), windowSize);
-        }
-
-        @Override
-        public void close() {
-            inner.close();
+    private static final class StartTimeIterator extends MappedIterator<Long, byte[]> implements WindowStoreIterator<byte[]> {
+        StartTimeIterator(NativeIterator inner) {
+            super(inner, k -> NativeWindowStore.windowStart(k.get()), v -> v);
         }
     }
 }

@@ -36,9 +36,9 @@ public class NativeSegmentedStoreTest {
     }
 
     /** "key@start#seq=value" for every entry, in iteration order; closes the iterator. */
-    private static List<String> windows(NativeSegmentIterator it) {
+    private static List<String> windows(NativeIterator it) {
         List<String> out = new ArrayList<>();
-        try (NativeSegmentIterator i = it) {
+        try (NativeIterator i = it) {
             while (i.hasNext()) {
                 KeyValue<Bytes, byte[]> kv = i.next();
                 NativeWindowStore.Window w = NativeWindowStore.window(kv.key.get());
@@ -49,9 +49,9 @@ public class NativeSegmentedStoreTest {
         return out;
     }
 
-    private static List<String> sessions(NativeSegmentIterator it) {
+    private static List<String> sessions(NativeIterator it) {
         List<String> out = new ArrayList<>();
-        try (NativeSegmentIterator i = it) {
+        try (NativeIterator i = it) {
             while (i.hasNext()) {
                 KeyValue<Bytes, byte[]> kv = i.next();
                 NativeSessionStore.Session s = NativeSessionStore.session(kv.key.get());
@@ -110,7 +110,7 @@ public class NativeSegmentedStoreTest {
         assertEquals(List.of("c@20000#0=c20"),
             windows(store.query(NativeWindowStore.QUERY_ALL, null, null, 0, 0, false, true)));
         // Iterators close with the store; the store closes once.
-        NativeSegmentIterator open = store.query(NativeWindowStore.QUERY_ALL, null, null, 0, 0, false, false);
+        NativeIterator open = store.query(NativeWindowStore.QUERY_ALL, null, null, 0, 0, false, false);
         assertEquals(1, store.openIterators());
         store.close();
         store.close();

@@ -1,0 +1,59 @@
+package dev.kstate.streams;
+
+import dev.kstate.internal.NativeIterator;
+import java.util.function.Function;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.state.internals.ManagedKeyValueIterator;
+
+/**
+ * A native iterator whose keys and values are decoded as a store kind hands them to Kafka:
+ * windowed keys, session keys, window start times, values with their timestamp. A
+ * {@link ManagedKeyValueIterator} like every range result kstate hands to Kafka (whose wrappers
+ * cast to it).
+ *
+ * @param <K> the decoded key type
+ * @param <V> the decoded value type
+ */
+class MappedIterator<K, V> implements ManagedKeyValueIterator<K, V> {
+    private final NativeIterator inner;
+    private final Function<Bytes, K> key;
+    private final Function<byte[], V> value;
+
+    MappedIterator(NativeIterator inner, Function<Bytes, K> key, Function<byte[], V> value) {
+        this.inner = inner;
+        this.key = key;
+        this.value = value;
+    }
+
+    /** @return the raw values of {@code inner} with its keys decoded by {@code key} */
+    static <K> MappedIterator<K, byte[]> keys(NativeIterator inner, Function<Bytes, K> key) {
+        return new MappedIterator<>(inner, key, Function.identity());
+    }
+
+    @Override
+    public void onClose(Runnable closeCallback) {
+        inner.onClose(closeCallback);
+    }
+
+    @Override
+    public boolean hasNext() {
+        return inner.hasNext();
+    }
+
+    @Override
+    public KeyValue<K, V> next() {
+        KeyValue<Bytes, byte[]> kv = inner.next();
+        return KeyValue.pair(key.apply(kv.key), value.apply(kv.value));
+    }
+
+    @Override
+    public K peekNextKey() {
+        return key.apply(inner.peekNextKey());
+    }
+
+    @Override
+    public void close() {
+        inner.close();
+    }
+}
