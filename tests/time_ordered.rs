@@ -5,8 +5,8 @@
 //! (`fetchAll`, `all`, key-range fetches without a key index, `findSessions` by end) at both
 //! isolation levels, in Kafka's order (the bytes of the time-first key). Kafka's own
 //! time-ordered segment directories adopted in place. Plus the refusals: a store opened with
-//! the other time order, each of Kafka's two segment layouts by the other kind of store, and
-//! the export of a time-ordered store to Kafka's regular layout.
+//! the other time order, each of Kafka's two segment layouts by the other kind of store. And
+//! the way back: the export to Kafka's time-ordered layout, adopted again, and killed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -349,17 +349,6 @@ fn time_order_is_fixed_when_a_store_is_created() {
         .find_sessions_by_end_with(Isolation::ReadUncommitted, 0, 10, false)
         .is_err());
     s.close().unwrap();
-    // exporting a time-ordered store to Kafka's regular layout is refused; the store stays
-    // kstate's, time-ordered, with its data
-    let w = WindowStore::open(&timed, &window_options(EngineKind::RocksDb)).unwrap();
-    w.put_raw(b"k", Some(b"00000000v"), 0).unwrap();
-    w.commit(&[(tp(), Some(1))], None).unwrap();
-    w.close().unwrap();
-    let err = kstate::store::export_segmented_to_kafka(&timed).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
-    let w = WindowStore::open(&timed, &window_options(EngineKind::RocksDb)).unwrap();
-    assert_eq!(windows(w.fetch_all(0, 10).unwrap()).len(), 1);
-    w.close().unwrap();
 }
 
 /// Kafka's serialized `Position` of one topic partition (`PositionSerde`: version 0, topics,
@@ -959,4 +948,304 @@ fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(e.path(), &target).unwrap();
         }
     }
+}
+
+/// The records of `family` in each segment database of Kafka's store at `path`, by the
+/// segment directory's name (read-only: the store is read as Kafka would find it).
+fn kafka_family(path: &Path, family: &str) -> BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(path).unwrap() {
+        let e = e.unwrap();
+        let opts = rocksdb::Options::default();
+        let cfs = rocksdb::DB::list_cf(&opts, e.path()).unwrap();
+        let db = rocksdb::DB::open_cf_for_read_only(&opts, e.path(), &cfs, false).unwrap();
+        let records = db
+            .iterator_cf(db.cf_handle(family).unwrap(), rocksdb::IteratorMode::Start)
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect();
+        out.insert(e.file_name().to_string_lossy().into_owned(), records);
+    }
+    out
+}
+
+/// The column families of each segment database of the store at `path`.
+fn kafka_families(path: &Path) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(path).unwrap() {
+        let mut cfs =
+            rocksdb::DB::list_cf(&rocksdb::Options::default(), e.unwrap().path()).unwrap();
+        cfs.sort();
+        out.push(cfs);
+    }
+    out
+}
+
+/// Kafka's records of each segment (by directory name), and the `offsets` family every
+/// segment holds.
+type Exported = (
+    BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>,
+    BTreeMap<Vec<u8>, Vec<u8>>,
+);
+
+/// What the export of a store adopted from [`write_kafka_time_ordered`] must write: Kafka's
+/// records of every live segment exactly (the expired segment the adoption left out is gone),
+/// and in every segment the `offsets` family of the newest one (offset 77, its position,
+/// status 0).
+fn expected_export(kafka_dir: &Path) -> Exported {
+    let name = kafka_dir.file_name().unwrap().to_str().unwrap().to_string();
+    let mut records = kafka_family(kafka_dir, "default");
+    assert!(records.remove(&format!("{name}.0")).is_some());
+    // The export writes Kafka's `PositionSerde` bytes without the zero padding Kafka's own
+    // serde buffer leaves (Kafka reads both; SegmentExportTest checks it on Kafka itself).
+    let mut position = kafka_position("in", 0, 999);
+    position.truncate(position.len() - 16);
+    let offsets = [
+        (b"status".to_vec(), be(0).to_vec()),
+        (b"to-changelog-0".to_vec(), be(77).to_vec()),
+        (b"position".to_vec(), position),
+    ]
+    .into();
+    (records, offsets)
+}
+
+/// Checks that `path` holds exactly Kafka's time-ordered segments `want` (records in
+/// `default`, Kafka's `offsets` family in each) and nothing of kstate's.
+fn assert_exported(path: &Path, want: &Exported, what: &str) {
+    assert!(!path.join("CURRENT").exists(), "{what}: no kstate store");
+    let name = path.file_name().unwrap().to_string_lossy();
+    let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!(".{name}.")))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "{what}: kstate files left {leftovers:?}"
+    );
+    for families in kafka_families(path) {
+        assert_eq!(families, ["default", "offsets"], "{what}");
+    }
+    let records = kafka_family(path, "default");
+    assert_eq!(
+        records.keys().collect::<Vec<_>>(),
+        want.0.keys().collect::<Vec<_>>(),
+        "{what}: segments"
+    );
+    assert!(records == want.0, "{what}: Kafka's records");
+    for (segment, offsets) in kafka_family(path, "offsets") {
+        assert_eq!(offsets, want.1, "{what}: offsets family of {segment}");
+    }
+}
+
+/// The way back (issue #26): Kafka's time-ordered window (with and without its key index)
+/// and session stores adopted by kstate, exported again (`export_segmented_to_kafka`):
+/// the directory holds exactly Kafka's records of the live segments (time-first base records,
+/// index records exactly when Kafka's store has the index) and its offsets; adopted again,
+/// every query answers the model. The window store's `hasIndex` is the one its last opener
+/// gave (recorded in its metadata), and a store without that record (an earlier kstate's) is
+/// refused until it is opened.
+#[test]
+fn time_ordered_stores_export_to_kafkas_layout_and_adopt_again() {
+    for index in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        // window: adopted by an opener with the other hasIndex, reopened with this one
+        let kafka = dir.path().join("kafka").join("counts");
+        let m = random_model(false, 0xE0_0001 + index as u64, 800);
+        write_kafka_time_ordered(&kafka, &m, false, index);
+        let want = expected_export(&kafka);
+        let path = dir.path().join("task").join("counts");
+        copy_tree(&kafka, &path);
+        let options = window_options(EngineKind::RocksDb).time_ordered(index);
+        WindowStore::open(
+            &path,
+            &window_options(EngineKind::RocksDb).time_ordered(!index),
+        )
+        .unwrap()
+        .close()
+        .unwrap();
+        WindowStore::open(&path, &options).unwrap().close().unwrap();
+        let done = kstate::store::export_segmented_to_kafka(&path).unwrap();
+        assert_eq!(done.records, m.entries.len() as u64);
+        assert_eq!(done.segments, want.0.len());
+        assert_exported(&path, &want, &format!("window, index {index}"));
+        let mut rng = Rng(11);
+        let w = WindowStore::open(&path, &options).unwrap();
+        assert_eq!(w.committed_offset(&tp()).unwrap(), Some(77));
+        assert_eq!(
+            w.committed_metadata().unwrap(),
+            Some(adapter_position(0, 999))
+        );
+        check_window_queries(
+            &w,
+            &m,
+            Isolation::ReadCommitted,
+            &mut rng,
+            "adopted again",
+            index,
+        );
+        w.close().unwrap();
+
+        // session (Kafka's DSL always keeps the index of a time-ordered session store)
+        let kafka = dir.path().join("kafka").join("sessions");
+        let m = random_model(true, 0xE0_0003 + index as u64, 800);
+        write_kafka_time_ordered(&kafka, &m, true, true);
+        let want = expected_export(&kafka);
+        let path = dir.path().join("task").join("sessions");
+        copy_tree(&kafka, &path);
+        SessionStore::open(&path, &session_options(EngineKind::RocksDb))
+            .unwrap()
+            .close()
+            .unwrap();
+        let done = kstate::store::export_segmented_to_kafka(&path).unwrap();
+        assert_eq!(done.records, m.entries.len() as u64);
+        assert_exported(&path, &want, "session");
+        let s = SessionStore::open(&path, &session_options(EngineKind::RocksDb)).unwrap();
+        assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77));
+        check_session_queries(&s, &m, Isolation::ReadCommitted, &mut rng, "adopted again");
+        s.close().unwrap();
+    }
+
+    // A time-ordered window store without the record of Kafka's hasIndex (created by an
+    // earlier kstate): refused, the store left as it was; opened once, it exports.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w");
+    let options = window_options(EngineKind::RocksDb).time_ordered(true);
+    let w = WindowStore::open(&path, &options).unwrap();
+    w.put_raw(b"k", Some(b"00000000v"), 100).unwrap();
+    w.commit(&[(tp(), Some(5))], None).unwrap();
+    w.close().unwrap();
+    {
+        let opts = rocksdb::Options::default();
+        let cfs = rocksdb::DB::list_cf(&opts, &path).unwrap();
+        let db = rocksdb::DB::open_cf(&opts, &path, &cfs).unwrap();
+        let meta = db.cf_handle("kstate_meta").unwrap();
+        assert!(db.get_cf(meta, b"kafka_index").unwrap().is_some());
+        db.delete_cf(meta, b"kafka_index").unwrap();
+        db.flush_cf(meta).unwrap();
+    }
+    let err = kstate::store::export_segmented_to_kafka(&path).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+    assert!(err.to_string().contains("hasIndex"), "{err}");
+    let w = WindowStore::open(&path, &options).unwrap();
+    assert_eq!(w.committed_offset(&tp()).unwrap(), Some(5));
+    assert_eq!(windows(w.fetch_all(0, 1_000).unwrap()).len(), 1);
+    w.close().unwrap();
+    let done = kstate::store::export_segmented_to_kafka(&path).unwrap();
+    assert_eq!((done.segments, done.records), (1, 1));
+    let records = kafka_family(&path, "default");
+    let mut base = vec![0u8];
+    base.extend_from_slice(&be(100));
+    base.extend_from_slice(b"k");
+    base.extend_from_slice(&0i32.to_be_bytes());
+    let mut idx = vec![1u8];
+    idx.extend_from_slice(b"k");
+    idx.extend_from_slice(&be(100));
+    idx.extend_from_slice(&0i32.to_be_bytes());
+    let want: BTreeMap<Vec<u8>, Vec<u8>> =
+        [(base, b"00000000v".to_vec()), (idx, Vec::new())].into();
+    assert!(records["w.100"] == want, "{records:?}");
+}
+
+/// SIGKILLs of `kstate export --to kafka` on a time-ordered window store (adopted from
+/// Kafka's directory with the key index, 20,000 writes): at random moments and, with the
+/// `failpoints` feature, at the steps around its exchange. The directory then holds the
+/// complete kstate store (its committed offset, every query as the model) or exactly Kafka's
+/// segments; a rerun leaves exactly Kafka's segments. `KSTATE_EXPORT_KILLS` sets the number
+/// of killed exports (default 6).
+#[test]
+fn kills_during_a_time_ordered_export_leave_the_kstate_store_or_kafkas_segments() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let kills: usize = std::env::var("KSTATE_EXPORT_KILLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6);
+    let dir = tempfile::tempdir().unwrap();
+    let kafka = dir.path().join("kafka").join("store");
+    let m = random_model(false, 0xE0_0005, 20_000);
+    write_kafka_time_ordered(&kafka, &m, false, true);
+    let want = expected_export(&kafka);
+    let options = window_options(EngineKind::RocksDb).time_ordered(true);
+    let template = dir.path().join("template").join("store");
+    copy_tree(&kafka, &template);
+    WindowStore::open(&template, &options)
+        .unwrap()
+        .close()
+        .unwrap();
+    let export = |path: &Path| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        cmd.args(["export", "--to", "kafka"])
+            .arg(path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .env_remove("KSTATE_FAILPOINT_ODDS")
+            .env_remove("KSTATE_FAILPOINT_ONLY");
+        cmd
+    };
+    let calibration = dir.path().join("calibration").join("store");
+    copy_tree(&template, &calibration);
+    let started = Instant::now();
+    let out = export(&calibration).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let span = (started.elapsed().as_millis() as u64 * 11 / 10).max(20);
+    assert_exported(&calibration, &want, "export without kills");
+    let mut rng = Rng(0xE0_0006 ^ u64::from(std::process::id()));
+    let (mut kstate_seen, mut kafka_seen, mut killed) = (0, 0, 0);
+    let mut round = 0;
+    while killed < kills {
+        assert!(round < 6 * kills, "only {killed} kills in {round} rounds");
+        let path = dir.path().join(format!("r{round}")).join("store");
+        copy_tree(&template, &path);
+        let mut cmd = export(&path);
+        const STEPS: [&str; 3] = [
+            "swap-before-exchange",
+            "swap-after-exchange",
+            "export-segmented-exchanged",
+        ];
+        if cfg!(feature = "failpoints") && round % 2 == 0 {
+            cmd.env("KSTATE_FAILPOINT_ODDS", "1")
+                .env("KSTATE_FAILPOINT_ONLY", STEPS[(round / 2) % STEPS.len()]);
+        }
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(rng.next(2 * span)));
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+        }
+        let status = child.wait().unwrap();
+        killed += usize::from(status.code().is_none());
+        let what = format!("round {round}");
+        if path.join("CURRENT").is_file() {
+            kstate_seen += 1;
+            let w = WindowStore::open(&path, &options).unwrap();
+            assert_eq!(w.committed_offset(&tp()).unwrap(), Some(77), "{what}");
+            check_window_queries(&w, &m, Isolation::ReadCommitted, &mut rng, &what, true);
+            w.close().unwrap();
+        } else {
+            kafka_seen += 1;
+            let records = kafka_family(&path, "default");
+            assert!(records == want.0, "{what}: Kafka's records");
+        }
+        let out = export(&path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{what}: the rerun failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_exported(&path, &want, &what);
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+        round += 1;
+    }
+    println!(
+        "{round} time-ordered exports, {killed} SIGKILLed: {kstate_seen} left the kstate \
+         store, {kafka_seen} Kafka's segments"
+    );
+    assert!(kstate_seen > 0 || !cfg!(feature = "failpoints"));
 }

@@ -35,6 +35,29 @@ pub const KEY_STATUS: &[u8] = b"status";
 pub const KEY_INGEST: &[u8] = b"ingest";
 /// Meta key of the write-ahead log files live when the store was last opened.
 pub const KEY_LOGS: &[u8] = b"logs";
+/// Meta key of a time-ordered window store's Kafka `hasIndex` (one byte, 0 or 1): whether
+/// Kafka's own time-ordered store of the application keeps key-first index records, which an
+/// export to Kafka's layout must then write (see `store::time_order`).
+pub const KEY_KAFKA_INDEX: &[u8] = b"kafka_index";
+
+/// Encodes a [`KEY_KAFKA_INDEX`] record.
+pub fn encode_kafka_index(index: bool) -> Vec<u8> {
+    vec![u8::from(index)]
+}
+
+/// Decodes a [`KEY_KAFKA_INDEX`] record.
+///
+/// # Errors
+/// [`Error::Corruption`] for anything but one byte 0 or 1.
+pub fn decode_kafka_index(raw: &[u8]) -> Result<bool> {
+    match raw {
+        [0] => Ok(false),
+        [1] => Ok(true),
+        _ => Err(Error::Corruption(format!(
+            "the kafka_index metadata record is {raw:?}, not one byte 0 or 1"
+        ))),
+    }
+}
 
 /// How values are laid out in a store (KIP-258 keeps both kinds side by side).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -297,9 +297,15 @@ fn segmented_plan(
     if segments == 0 && !offsets.is_empty() && stream_time.is_some_and(|t| t >= 0) {
         segments = 1;
     }
+    // A time-ordered store goes to Kafka's time-ordered store (a store it cannot export is
+    // refused here, before anything changes).
+    let kafka_class = match super::time_order::export_layout(&engine, path, header)? {
+        Some(layout) => layout.kafka_class(),
+        None => kafka_segmented_class(header.kind, header.value_format),
+    };
     Ok(ExportPlan::Segmented {
         kind: header.kind.name(),
-        kafka_class: kafka_segmented_class(header.kind, header.value_format),
+        kafka_class,
         segments,
         offsets,
     })

@@ -6,7 +6,10 @@
 //! records in `keyValueWithTimestamp` (timestamped window stores), `default` (plain window
 //! and session stores), `keyValueWithTimestampAndHeaders` (headers-format window stores,
 //! Kafka 4.3+'s `TimestampedSegmentWithHeaders`) or `sessionKeyValueWithHeaders`
-//! (headers-format session stores, `SessionSegmentWithHeaders`), and in every segment Kafka 4.3+'s `offsets` family with the committed
+//! (headers-format session stores, `SessionSegmentWithHeaders`) or, for a time-ordered store
+//! (`EmitStrategy.onWindowClose()`), `default` in Kafka's time-first layout with its index
+//! records when Kafka's store has an index ([`super::time_order`]), and in every segment
+//! Kafka 4.3+'s `offsets` family with the committed
 //! offsets, the position (converted back to Kafka's `PositionSerde` when the commit metadata
 //! is the Java adapter's position) and status 0 (closed). A store with offsets but no record
 //! gets one empty segment at its stream time to carry them. The side directory is then
@@ -32,7 +35,8 @@ use crate::{Error, Result};
 pub struct KafkaSegmentsExport {
     /// Kafka segment databases written.
     pub segments: usize,
-    /// Records written.
+    /// Records of the store written (a time-ordered store with Kafka's key index also gets
+    /// one index record each).
     pub records: u64,
 }
 
@@ -41,12 +45,15 @@ const BATCH_BYTES: usize = 4 << 20;
 
 /// Replaces the kstate window or session store at `path` (closed) with Kafka Streams' own
 /// segmented layout of the same store, carrying its committed offsets and position, so that
-/// Kafka's `RocksDBTimestampedWindowStore`, `RocksDBWindowStore`, `RocksDBSessionStore` or
-/// their headers-format (KIP-1271) variants open it without a restore.
+/// Kafka's `RocksDBTimestampedWindowStore`, `RocksDBWindowStore`, `RocksDBSessionStore`,
+/// their headers-format (KIP-1271) variants, or for a time-ordered store
+/// `RocksDBTimeOrderedWindowStore` / `RocksDBTimeOrderedSessionStore` open it without a
+/// restore.
 ///
 /// # Errors
 /// [`Error::Locked`] while the store is open; [`Error::NotAStore`] or
-/// [`Error::FormatMismatch`] for anything but a kstate window or session store; storage and
+/// [`Error::FormatMismatch`] for anything but a kstate window or session store, or a
+/// time-ordered one [`super::time_order`] does not export; storage and
 /// I/O errors (the store is then unchanged, or already Kafka's when the error comes after
 /// the exchange).
 pub fn export_segmented_to_kafka(path: &Path) -> Result<KafkaSegmentsExport> {
@@ -129,21 +136,14 @@ fn build(path: &Path, name: &str, side: &Path) -> Result<KafkaSegmentsExport> {
             )))
         }
     };
-    // Kafka's time-ordered stores (emit on window close) read time-first keys: the
-    // key-first segments written here would be misread by them.
-    let by_time = [
-        super::segmented::WINDOW_BY_TIME_FAMILY,
-        super::segmented::SESSION_BY_TIME_FAMILY,
-    ];
-    if by_time.iter().any(|f| engine.registry().find(f).is_some()) {
-        return Err(Error::FormatMismatch(format!(
-            "{} is a time-ordered {} store (EmitStrategy.onWindowClose()); kstate exports only to \
-             Kafka's regular segmented layout, which Kafka's time-ordered store would misread: \
-             nothing was changed",
-            path.display(),
-            header.kind.name()
-        )));
-    }
+    // Kafka's time-ordered stores (emit on window close) read time-first keys in `default`,
+    // with key-first index records when Kafka's store has an index (super::time_order).
+    let time_ordered = super::time_order::export_layout(engine.as_ref(), path, &header)?;
+    let kafka_family = if time_ordered.is_some() {
+        names::PLAIN
+    } else {
+        kafka_family
+    };
     // The committed state an open would recover (a spilled commit rolled forward).
     let config = TxnConfig {
         max_uncommitted_bytes: 1 << 20,
@@ -174,7 +174,14 @@ fn build(path: &Path, name: &str, side: &Path) -> Result<KafkaSegmentsExport> {
             report.segments += 1;
         }
         if let Some((_, segment)) = current.as_mut() {
-            segment.put(kafka_key, &value)?;
+            match &time_ordered {
+                Some(layout) => {
+                    for (key, v) in layout.records(kafka_key, &value)? {
+                        segment.put(&key, &v)?;
+                    }
+                }
+                None => segment.put(kafka_key, &value)?,
+            }
         }
         report.records += 1;
     }

@@ -18,6 +18,7 @@ mod options;
 mod segmented;
 mod session;
 mod swap;
+pub(crate) mod time_order;
 mod window;
 
 pub use adoption::{check_adoption, PlannedStore};

@@ -249,14 +249,19 @@ impl WindowStore {
                 };
                 let budget =
                     segment_budget(&options.store, options.retention_period, segment_interval);
-                open_rocksdb_kind(
+                let opened = open_rocksdb_kind(
                     path,
                     &budget,
                     kind,
                     options.retention_period,
                     WINDOW_FAMILY,
                     options.by_time(),
-                )?
+                )?;
+                if options.time_ordered {
+                    // What an export to Kafka's layout needs to know (super::time_order).
+                    super::time_order::record_kafka_index(&opened.0, options.key_index)?;
+                }
+                opened
             }
             EngineKind::Memory => {
                 if path.as_os_str().is_empty() {

@@ -1,7 +1,9 @@
 package dev.kstate.streams;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNotNull;
+import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
 import java.io.File;
@@ -125,6 +127,15 @@ public class TimeOrderedStoresTest {
         final List<String> changelog = new ArrayList<>();
         final List<String> contents = new ArrayList<>();
         String store;
+        /** The class of the store doing the work in each part. */
+        final List<String> stores = new ArrayList<>();
+        /**
+         * At each restart, every record of {@code default} in Kafka's segments of the store (hex key =
+         * hex value, all segments), or "kstate" when the directory holds a kstate store.
+         */
+        final List<String> handedOver = new ArrayList<>();
+        /** What each {@code kstate export --to kafka} between parts printed. */
+        final List<String> exports = new ArrayList<>();
         /** The classes of Kafka's layers above the store. */
         String layers;
     }
@@ -148,18 +159,34 @@ public class TimeOrderedStoresTest {
     private Run run(Stores3 stores, Stores3 after, boolean closeTask, Consumer<StreamsBuilder> topology,
                     List<KeyValue<String, KeyValue<String, Long>>> input, String storeName, boolean session,
                     int restartAt) throws Exception {
-        File stateDir = tempDir("to-" + stores + "-" + after);
-        File saved = tempDir("to-saved-" + stores);
+        return restartAt < 0 ? run(new Stores3[] {stores}, closeTask, topology, input, storeName, session, new int[0])
+            : run(new Stores3[] {stores, after}, closeTask, topology, input, storeName, session, new int[] {restartAt});
+    }
+
+    /**
+     * Runs the input in parts, part {@code i} on {@code phases[i]}'s stores, restarting (a new driver
+     * on the same state directory) at each of {@code cuts}. A part on kstate's RocksDB stores followed
+     * by one on Kafka's is handed back to Kafka by {@code kstate export --to kafka} in between (the
+     * task closed first, with {@code closeTask}); a part on Kafka's followed by one on kstate's is
+     * adopted by kstate's open.
+     */
+    private Run run(Stores3[] phases, boolean closeTask, Consumer<StreamsBuilder> topology,
+                    List<KeyValue<String, KeyValue<String, Long>>> input, String storeName, boolean session,
+                    int[] cuts) throws Exception {
+        File stateDir = tempDir("to-" + String.join("-", java.util.Arrays.stream(phases).map(Enum::name)
+            .toArray(String[]::new)));
         Run run = new Run();
         int from = 0;
         org.apache.kafka.common.TopicPartition changelog =
             new org.apache.kafka.common.TopicPartition("to-" + storeName + "-changelog", 0);
         Long closedAt = null;
-        for (int part = 0; part < (restartAt >= 0 ? 2 : 1); part++) {
-            int to = restartAt >= 0 && part == 0 ? restartAt : input.size();
+        for (int part = 0; part < phases.length; part++) {
+            boolean last = part == phases.length - 1;
+            int to = last ? input.size() : cuts[part];
             StreamsBuilder builder = new StreamsBuilder();
             topology.accept(builder);
-            Stores3 now = part == 0 ? stores : after;
+            Stores3 now = phases[part];
+            File saved = last ? null : tempDir("to-saved-" + part);
             try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(now, stateDir))) {
                 TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
                 if (closedAt != null) {
@@ -203,26 +230,31 @@ public class TimeOrderedStoresTest {
                 }
                 run.store = innermost(outer);
                 run.layers = layers(outer);
+                run.stores.add(run.store);
                 if (now == Stores3.KSTATE_ROCKSDB) {
                     // a kstate RocksDB store (CURRENT at <taskDir>/<name>/), not Kafka's segment directories
                     File[] found = new File(stateDir, "to").listFiles((d, n) ->
                         new File(new File(d, n), storeName + "/CURRENT").exists());
                     assertTrue(storeName + " is a kstate RocksDB store", found != null && found.length == 1);
                 }
-                if (part == 0 && restartAt >= 0) {
+                if (!last) {
                     if (closeTask) {
                         closedAt = outer.committedOffset(changelog);
                         assertNotNull(storeName + ": the task committed an offset", closedAt);
                         MigrationTest.closeTaskKeepingState(driver);
-                    } else if (stores == Stores3.KAFKA) {
+                    } else if (now == Stores3.KAFKA) {
                         flushKafkaSegments(outer);
                     }
                     copyTree(stateDir.toPath(), saved.toPath());
                 }
             }
-            if (part == 0 && restartAt >= 0) {
+            if (!last) {
                 TestSupport.deleteTree(stateDir);
                 copyTree(saved.toPath(), stateDir.toPath());
+                if (now == Stores3.KSTATE_ROCKSDB && phases[part + 1] == Stores3.KAFKA) {
+                    run.exports.add(TestSupport.runCli(0, "export", "--to", "kafka", new File(stateDir, "to").getPath()));
+                }
+                run.handedOver.add(segmentRecords(new File(stateDir, "to/0_0/" + storeName)));
             }
             from = to;
         }
@@ -464,6 +496,256 @@ public class TimeOrderedStoresTest {
         assertSameList(what + ": output", kafka.output, adopted.output);
         assertSameList(what + ": changelog", kafka.changelog, adopted.changelog);
         assertSameList(what + ": final store contents", kafka.contents, adopted.contents);
+    }
+
+    private static Consumer<StreamsBuilder> slidingAggregateWithoutCaching() {
+        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(30)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
+                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slides")
+                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()).withCachingDisabled())
+            .toStream((w, v) -> window(w)).mapValues(String::valueOf)
+            .to("out", Produced.with(Serdes.String(), Serdes.String()));
+    }
+
+    /**
+     * Puts a record at the stream time at each of {@code cuts} (indices of {@code input}, ascending),
+     * as assertSame does for its restart; returns the cuts in the longer list (each at its record).
+     */
+    private static int[] withRestartRecords(List<KeyValue<String, KeyValue<String, Long>>> input, int[] cuts) {
+        for (int i = cuts.length - 1; i >= 0; i--) {
+            long streamTime = input.subList(0, cuts[i]).stream().mapToLong(r -> r.value.value).max().orElse(0);
+            input.add(cuts[i], KeyValue.pair("k0", KeyValue.pair("restart" + i, streamTime)));
+        }
+        int[] shifted = new int[cuts.length];
+        for (int i = 0; i < cuts.length; i++) {
+            shifted[i] = cuts[i] + i;
+        }
+        return shifted;
+    }
+
+    /**
+     * The way back (issue #26): an onWindowClose() application on kstate's time-ordered stores, its
+     * task closed, its state directory exported by {@code kstate export --to kafka}, and reopened on
+     * Kafka 4.4's own time-ordered stores (the DSL's {@code RocksDbIndexedTimeOrderedWindowBytesStoreSupplier}
+     * without the key index for time windows, with it for sliding windows, and
+     * {@code RocksDbTimeOrderedSessionBytesStoreSupplier} with it): Kafka reports kstate's committed
+     * offset and restores nothing, and the rest of the input gives the same output, changelog and
+     * final store contents as a run on Kafka's stores throughout, restarted at the same record; and the
+     * exported segments hold, byte for byte, the records Kafka's own stores held at that record (index
+     * records included exactly where Kafka writes them). The sliding aggregate reads by key through
+     * Kafka's index: an export without the index records also fails on the output (checked by leaving
+     * them out).
+     */
+    @Test
+    public void kstatesTimeOrderedStoresAreExportedToKafkasMidStream() throws Exception {
+        assertExportedMidStream("tumbling count", tumblingCount(false), "counts", false, "KstateTimeOrderedWindowStore",
+            20, "RocksDBTimeOrderedWindowStore (EmitStrategy.onWindowClose(), without Kafka's key index)");
+        assertExportedMidStream("sliding aggregate", slidingAggregateWithoutCaching(), "slides", false,
+            "KstateTimeOrderedWindowStore", 21, "sliding windows: with Kafka's key index");
+        assertExportedMidStream("session count", sessionCount(), "sessions", true, "KstateSessionStore", 22,
+            "RocksDBTimeOrderedSessionStore");
+    }
+
+    private void assertExportedMidStream(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
+                                         String kstateClass, long seed, String exportedAs) throws Exception {
+        List<KeyValue<String, KeyValue<String, Long>>> input = records(seed);
+        int[] cuts = withRestartRecords(input, new int[] {RECORDS / 2});
+        Run kafka = run(new Stores3[] {Stores3.KAFKA, Stores3.KAFKA}, true, topology, input, storeName, session, cuts);
+        assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
+        Run exported = run(new Stores3[] {Stores3.KSTATE_ROCKSDB, Stores3.KAFKA}, true, topology, input, storeName,
+            session, cuts);
+        assertEquals(what + ": kstate's store before the export", kstateClass, exported.stores.get(0));
+        assertEquals(what + ": Kafka's own store after it", kafka.stores.get(1), exported.stores.get(1));
+        assertTrue(what + ": " + kafka.stores.get(1), kafka.stores.get(1).contains("TimeOrdered"));
+        assertTrue(exported.exports.get(0), exported.exports.get(0).contains(exportedAs));
+        assertTrue(exported.exports.get(0), exported.exports.get(0).contains("1 store(s) exported"));
+        assertTrue(what + ": Kafka's segments hold records", kafka.handedOver.get(0).length() > 1000
+            && kafka.handedOver.get(0).startsWith("{"));
+        assertEquals(what + ": the exported segments hold Kafka's own records, byte for byte", kafka.handedOver,
+            exported.handedOver);
+        assertSameList(what + ": output", kafka.output, exported.output);
+        assertSameList(what + ": changelog", kafka.changelog, exported.changelog);
+        assertSameList(what + ": final store contents", kafka.contents, exported.contents);
+    }
+
+    /**
+     * Adopted, exported and adopted again: an application on Kafka's time-ordered stores switches to
+     * kstate (adoption in place), back to Kafka's (export) and to kstate again, restarted at the same
+     * records as a run on Kafka's stores throughout: the same output, changelog and final store
+     * contents (time windows without Kafka's key index, session windows with it; the sliding
+     * aggregate is left out, see kafkasTimeOrderedStoresAreAdoptedMidStream).
+     */
+    @Test
+    public void adoptedExportedAndAdoptedAgain() throws Exception {
+        Stores3[] kafkaOnly = {Stores3.KAFKA, Stores3.KAFKA, Stores3.KAFKA, Stores3.KAFKA};
+        Stores3[] switching = {Stores3.KAFKA, Stores3.KSTATE_ROCKSDB, Stores3.KAFKA, Stores3.KSTATE_ROCKSDB};
+        for (boolean session : new boolean[] {false, true}) {
+            String what = session ? "session count" : "tumbling count";
+            String storeName = session ? "sessions" : "counts";
+            Consumer<StreamsBuilder> topology = session ? sessionCount() : tumblingCount(false);
+            List<KeyValue<String, KeyValue<String, Long>>> input = records(session ? 24 : 23);
+            int[] cuts = withRestartRecords(input, new int[] {RECORDS / 4, RECORDS / 2, 3 * RECORDS / 4});
+            Run kafka = run(kafkaOnly, true, topology, input, storeName, session, cuts);
+            Run trip = run(switching, true, topology, input, storeName, session, cuts);
+            assertEquals(what + ": one export", 1, trip.exports.size());
+            String kstateClass = session ? "KstateSessionStore" : "KstateTimeOrderedWindowStore";
+            assertEquals(what + ": stores of each part",
+                java.util.Arrays.asList(kafka.stores.get(0), kstateClass, kafka.stores.get(2), kstateClass), trip.stores);
+            assertSameList(what + ": output", kafka.output, trip.output);
+            assertSameList(what + ": changelog", kafka.changelog, trip.changelog);
+            assertSameList(what + ": final store contents", kafka.contents, trip.contents);
+        }
+    }
+
+    /** Every store class from the outermost layer down, under Kafka's wrappers. */
+    private static List<String> chain(StateStore store) {
+        List<String> out = new ArrayList<>();
+        StateStore s = store;
+        out.add(s.getClass().getSimpleName());
+        while (s instanceof WrappedStateStore) {
+            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+            out.add(s.getClass().getSimpleName());
+        }
+        return out;
+    }
+
+    /** See {@link Run#handedOver}. */
+    private static String segmentRecords(File store) throws Exception {
+        if (new File(store, "CURRENT").exists()) {
+            return "kstate";
+        }
+        java.util.TreeMap<String, String> out = new java.util.TreeMap<>();
+        for (String segment : store.list()) {
+            File db = new File(store, segment);
+            try (org.rocksdb.Options options = new org.rocksdb.Options();
+                 org.rocksdb.RocksDB rocks = org.rocksdb.RocksDB.openReadOnly(options, db.getPath());
+                 org.rocksdb.RocksIterator it = rocks.newIterator()) {
+                for (it.seekToFirst(); it.isValid(); it.next()) {
+                    assertNull(segment + ": one segment per record", out.put(Bytes.wrap(it.key()).toString(),
+                        Bytes.wrap(it.value()).toString()));
+                }
+            }
+        }
+        return out.toString();
+    }
+
+    /** The distinct (first key byte, value length, first value byte) of a family's records in a segment. */
+    private static List<String> records(File db, String family) throws Exception {
+        List<String> out = new ArrayList<>();
+        List<org.rocksdb.ColumnFamilyDescriptor> descriptors = new ArrayList<>();
+        for (byte[] name : org.rocksdb.RocksDB.listColumnFamilies(new org.rocksdb.Options(), db.getPath())) {
+            descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(name));
+        }
+        List<org.rocksdb.ColumnFamilyHandle> handles = new ArrayList<>();
+        try (org.rocksdb.DBOptions options = new org.rocksdb.DBOptions();
+             org.rocksdb.RocksDB rocks = org.rocksdb.RocksDB.openReadOnly(options, db.getPath(), descriptors, handles)) {
+            for (int i = 0; i < descriptors.size(); i++) {
+                if (new String(descriptors.get(i).getName(), java.nio.charset.StandardCharsets.UTF_8).equals(family)) {
+                    try (org.rocksdb.RocksIterator it = rocks.newIterator(handles.get(i))) {
+                        for (it.seekToFirst(); it.isValid(); it.next()) {
+                            byte[] v = it.value();
+                            String r = it.key()[0] + "/" + v.length + (v.length > 0 ? "/" + v[0] : "");
+                            if (!out.contains(r)) {
+                                out.add(r);
+                            }
+                        }
+                    }
+                }
+            }
+            for (org.rocksdb.ColumnFamilyHandle h : handles) {
+                h.close();
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Runs 500 records through {@code topology} on {@code props} (state directory {@code stateDir}),
+     * closes the task keeping its state and copies the state directory into {@code into} (the driver
+     * deletes it when it closes).
+     */
+    private static List<String> runAndClose(Consumer<StreamsBuilder> topology, Properties props, String storeName,
+                                            File stateDir, File into) throws Exception {
+        StreamsBuilder builder = new StreamsBuilder();
+        topology.accept(builder);
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props)) {
+            TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+            for (KeyValue<String, KeyValue<String, Long>> r : records(25).subList(0, 500)) {
+                in.pipeInput(r.key, r.value.key, r.value.value);
+            }
+            assertFalse(storeName + ": emits", driver.createOutputTopic("out", new StringDeserializer(),
+                new StringDeserializer()).readRecordsToList().isEmpty());
+            List<String> stores = chain(driver.getAllStateStores().get(storeName));
+            MigrationTest.closeTaskKeepingState(driver);
+            copyTree(stateDir.toPath(), into.toPath());
+            return stores;
+        }
+    }
+
+    /** The column families of every segment of a Kafka store, and the distinct records() of {@code family}. */
+    private static String layout(File store, String family) throws Exception {
+        assertFalse(store + ": no kstate store", new File(store, "CURRENT").exists());
+        String[] segments = store.list();
+        assertTrue(store + ": Kafka's segments", segments != null && segments.length > 0);
+        java.util.Set<List<String>> families = new java.util.HashSet<>();
+        java.util.Set<String> seen = new java.util.TreeSet<>();
+        for (String segment : segments) {
+            families.add(MigrationTest.columnFamilies(new File(store, segment)));
+            seen.addAll(records(new File(store, segment), family));
+        }
+        return families + " " + seen;
+    }
+
+    /**
+     * What Kafka 4.4 itself writes for {@code onWindowClose()} (issue #26), pinned so that a change in
+     * Kafka shows up. In the timestamped format, what the export writes: records in {@code default},
+     * {@code 0}-prefixed time-first records (window: timestamp and value, 16 bytes for a count), and
+     * {@code 1}-prefixed index records with empty values for sliding windows and sessions only. In the
+     * headers format, which {@code KstateDslStoreSuppliers} leaves to Kafka's built-in suppliers
+     * ({@code RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier},
+     * {@code RocksDbTimeOrderedSessionHeadersBytesStoreSupplier}), on an application configured with
+     * kstate's suppliers: windows in {@code windowKeyValueWithHeaders} with headers-format values (a
+     * 0 headers length, timestamp, value: 17 bytes) and index records for tumbling windows too; sessions
+     * in {@code sessionKeyValueWithHeaders}, but through Kafka's {@code SessionToHeadersStoreAdapter}
+     * (the supplier's store is not a {@code HeadersBytesStore}), so the aggregates are stored without
+     * headers (8 bytes for a count).
+     */
+    @Test
+    public void kafkasOwnTimeOrderedLayouts() throws Exception {
+        Object[][] cases = {
+            {tumblingCount(false), "counts", "[[default, offsets]] [0/16/0]",
+                "RocksDBTimeOrderedWindowStoreWithHeaders", "[[default, offsets, windowKeyValueWithHeaders]] [0/17/0, 1/0]"},
+            {slidingAggregateWithoutCaching(), "slides", "[[default, offsets]] [0/16/0, 1/0]",
+                "RocksDBTimeOrderedWindowStoreWithHeaders", "[[default, offsets, windowKeyValueWithHeaders]] [0/17/0, 1/0]"},
+            {sessionCount(), "sessions", "[[default, offsets]] [0/8/0, 1/0]",
+                "SessionToHeadersStoreAdapter", "[[default, offsets, sessionKeyValueWithHeaders]] [0/8/0, 1/0]"},
+        };
+        for (Object[] c : cases) {
+            @SuppressWarnings("unchecked")
+            Consumer<StreamsBuilder> topology = (Consumer<StreamsBuilder>) c[0];
+            String storeName = (String) c[1];
+            File plainDir = tempDir("to-kafka");
+            File plainRun = tempDir("to-run");
+            runAndClose(topology, props(Stores3.KAFKA, plainRun), storeName, plainRun, plainDir);
+            assertEquals(storeName + ": Kafka's time-ordered layout", c[2],
+                layout(new File(plainDir, "to/0_0/" + storeName), "default"));
+
+            File headersDir = tempDir("to-headers");
+            File run = tempDir("to-run");
+            Properties props = props(Stores3.KSTATE_ROCKSDB, run);
+            props.put(StreamsConfig.DSL_STORE_FORMAT_CONFIG, StreamsConfig.DSL_STORE_FORMAT_HEADERS);
+            List<String> stores = runAndClose(topology, props, storeName, run, headersDir);
+            assertTrue(storeName + ": " + stores, stores.contains(c[3]));
+            assertFalse(storeName + ": " + stores, stores.stream().anyMatch(n -> n.startsWith("Kstate")));
+            String family = ((String) c[4]).contains("window") ? "windowKeyValueWithHeaders" : "sessionKeyValueWithHeaders";
+            String headersLayout = layout(new File(headersDir, "to/0_0/" + storeName), family);
+            assertEquals(storeName + ": Kafka's time-ordered headers layout", c[4], headersLayout);
+            assertTrue(storeName + ": default is empty",
+                layout(new File(headersDir, "to/0_0/" + storeName), "default").endsWith(" []"));
+        }
     }
 
     // ----- store level ------------------------------------------------------------------------------
