@@ -778,16 +778,18 @@ fn kills_during_a_window_export_leave_the_kstate_store_or_kafkas_segments() {
             .arg(&window)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .env_remove("KSTATE_FAILPOINT_ODDS");
+            .env_remove("KSTATE_FAILPOINT_ODDS")
+            .env_remove("KSTATE_FAILPOINT_ONLY");
         const STEPS: [&str; 3] = [
             "swap-before-exchange",
             "swap-after-exchange",
             "export-segmented-exchanged",
         ];
+        // Every other round dies at one of the swap's steps (a crash point, always taken),
+        // the others at a random instant.
         if cfg!(feature = "failpoints") && round % 2 == 0 {
-            cmd.env("KSTATE_FAILPOINT_NAME", STEPS[(round / 2) % STEPS.len()]);
-        } else {
-            cmd.env_remove("KSTATE_FAILPOINT_NAME");
+            cmd.env("KSTATE_FAILPOINT_ODDS", "1")
+                .env("KSTATE_FAILPOINT_ONLY", STEPS[(round / 2) % STEPS.len()]);
         }
         let mut child = cmd.spawn().unwrap();
         std::thread::sleep(Duration::from_millis(rng.below(2 * span)));
