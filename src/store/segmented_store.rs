@@ -170,13 +170,14 @@ impl<K: SegmentKind> SegmentedStore<K> {
                 K::DESCRIPTION
             )));
         }
-        let schema = match kind {
-            StoreKind::Window { .. } => Schema::Window,
-            _ => Schema::Session,
+        let (schema, segment_interval) = match kind {
+            StoreKind::Window { segment_interval } => (Schema::Window, segment_interval),
+            StoreKind::Session { segment_interval } => (Schema::Session, segment_interval),
+            StoreKind::KeyValue => return Err(not_segmented()),
         };
         let retention = Retention {
             period: spec.retention_period,
-            segment_interval: segment_interval(kind)?,
+            segment_interval,
             time_first_floor: spec.time_first_floor,
         };
         let segmented = Segmented::new(opened, schema, retention, path, &spec.store, spec.by_time)?;
@@ -340,10 +341,12 @@ fn segment_interval(kind: StoreKind) -> Result<i64> {
         StoreKind::Window { segment_interval } | StoreKind::Session { segment_interval } => {
             Ok(segment_interval)
         }
-        StoreKind::KeyValue => Err(Error::Internal(
-            "a key-value store opened as a segmented store".into(),
-        )),
+        StoreKind::KeyValue => Err(not_segmented()),
     }
+}
+
+fn not_segmented() -> Error {
+    Error::Internal("a key-value store opened as a segmented store".into())
 }
 
 /// Entries of a query on a store of kind `K`, in Kafka's order; fixed when created,
