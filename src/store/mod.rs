@@ -1,6 +1,6 @@
 //! Stores over the transaction layer: key-value stores, and window and session stores,
 //! one generic [`SegmentedStore`] (per kind: [`WindowKind`], [`SessionKind`]) over the
-//! segmented machinery of [`segmented`].
+//! segmented engine (`store/segmented.rs`).
 
 mod adopt_segmented;
 mod adoption;
