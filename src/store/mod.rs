@@ -28,7 +28,7 @@ pub use iter::KvIter;
 pub use kv::KvStore;
 pub use options::StoreOptions;
 pub use segmented::NO_TIMESTAMP;
-pub use segmented_store::{SegmentIter, SegmentKind, SegmentedStore};
+pub use segmented_store::{SegmentIter, SegmentKind, SegmentSpec, SegmentedStore};
 pub use session::{
     SessionEntry, SessionIter, SessionKind, SessionOptions, SessionQuery, SessionStore,
     SESSION_FAMILY,
