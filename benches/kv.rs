@@ -12,7 +12,7 @@
 
 // The workload is shared source, not library API: each user compiles its own copy.
 #[allow(dead_code)]
-#[path = "../src/workload.rs"]
+#[path = "../tests/support/workload.rs"]
 mod workload;
 
 use std::hint::black_box;

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 mod support;
 
@@ -543,15 +544,14 @@ fn a_store_another_process_has_open_is_not_touched() {
         "{out}"
     );
     // The library's own open (the crash worker opens a key-value store) refuses it too.
-    let (code, out) = kstate(&[
-        OsStr::new("crash-worker"),
-        "--dir".as_ref(),
-        held.as_os_str(),
-        "--seed".as_ref(),
-        "1".as_ref(),
-        "--commits".as_ref(),
-        "1".as_ref(),
-    ]);
+    let worker = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"))
+        .args(["crash-worker", "--seed", "1", "--commits", "1", "--dir"])
+        .arg(&held)
+        .output()
+        .unwrap();
+    let code = worker.status.code().unwrap_or(-1);
+    let out = String::from_utf8_lossy(&worker.stdout).into_owned()
+        + &String::from_utf8_lossy(&worker.stderr);
     assert_eq!(code, 2, "{out}");
     assert_unchanged_except(&before, &snapshot(&app), &[], "a store in use");
     assert!(

@@ -1,4 +1,4 @@
-//! Crash safety, tested for real: a child process (`kstate crash-worker`) runs random
+//! Crash safety, tested for real: a child process (`kstate-test-worker crash-worker`) runs random
 //! transactions on a RocksDB store (puts, deletes, put_all, put_if_absent, rollbacks,
 //! commits with increasing offsets, large transactions that spill to disk) and is killed
 //! with SIGKILL at random moments. After every kill the store is reopened and must hold
@@ -16,7 +16,7 @@
 
 // The workload is shared source, not library API: each user compiles its own copy.
 #[allow(dead_code)]
-#[path = "../src/workload.rs"]
+#[path = "support/workload.rs"]
 mod workload;
 
 use std::path::Path;
@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[allow(dead_code)]
-#[path = "../src/workload_segmented.rs"]
+#[path = "support/workload_segmented.rs"]
 mod workload_segmented;
 
 use kstate::store::{
@@ -52,7 +52,7 @@ fn spawn_worker_with(
     failpoint_odds: Option<u64>,
     extra: &[&str],
 ) -> std::process::Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"));
     cmd.arg("crash-worker")
         .arg("--dir")
         .arg(dir)
@@ -622,7 +622,7 @@ fn segmented_kills(window: bool) {
     for round in 0..rounds {
         let seed = rng.next_u64();
         let odds = (round % 3 == 2).then_some(4);
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"));
         cmd.arg("crash-worker")
             .arg("--dir")
             .arg(&path)
@@ -709,7 +709,7 @@ fn session_store_sigkills_recover_a_whole_commit() {
     segmented_kills(false);
 }
 
-/// Kills during an upgrade by prepare and swap (`kstate swap-worker`: the swap, with a second
+/// Kills during an upgrade by prepare and swap (`kstate-test-worker swap-worker`: the swap, with a second
 /// thread committing `w-<i>` at offset 100 + i meanwhile), at random moments and at the
 /// swap's crash points, half the rounds through the marker-file fallback instead of
 /// `renameat2(RENAME_EXCHANGE)`: the store always opens, in upgrade mode (old store) or
@@ -736,7 +736,7 @@ fn kills_during_an_upgrade_by_swap_leave_the_old_or_the_new_store() {
         base
     };
     let worker = |path: &Path| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"));
         cmd.arg("swap-worker")
             .arg("--dir")
             .arg(path)

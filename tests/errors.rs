@@ -98,7 +98,7 @@ fn a_store_locked_by_this_process() {
 fn a_store_locked_by_another_process() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kstate"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"))
         .arg("crash-worker")
         .arg("--dir")
         .arg(&path)

@@ -9,7 +9,7 @@
 //! `KSTATE_EXPORT_KILLS` sets the number of killed exports (default 50).
 
 #[allow(dead_code)]
-#[path = "../src/workload.rs"]
+#[path = "support/workload.rs"]
 mod workload;
 
 use std::collections::BTreeMap;
@@ -682,7 +682,7 @@ fn model_at(chain: &[(u64, i64)], offset: i64) -> BTreeMap<Vec<u8>, Vec<u8>> {
 /// Runs the crash worker on `path` with `seed`: to completion after `commits` commits, or
 /// killed after `kill_after`. Returns the offset it started from, if it got that far.
 fn worker(path: &Path, seed: u64, commits: Option<u64>, kill_after: Duration) -> Option<i64> {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"));
     cmd.args(["crash-worker", "--dir"])
         .arg(path)
         .args(["--seed", &seed.to_string(), "--max-uncommitted", "32768"])

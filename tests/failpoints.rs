@@ -3,15 +3,16 @@
 //! ignore the variable; a `failpoints` build must honour it (which also proves this test
 //! reaches the crash points at all).
 //!
-//! The `kstate` CLI's crash worker runs spilled transactions with the variable at odds 1
-//! (every crash point fires): a default build finishes its commits and exits normally.
+//! The test worker's crash worker (`kstate-test-worker`, linked with the same library
+//! build as the `kstate` CLI) runs spilled transactions with the variable at odds 1 (every
+//! crash point fires): a default build finishes its commits and exits normally.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 
 // The workload is shared source, not library API: each user compiles its own copy.
 #[allow(dead_code)]
-#[path = "../src/workload.rs"]
+#[path = "support/workload.rs"]
 mod workload;
 
 use kstate::{KvStore, StoreOptions};
@@ -20,7 +21,7 @@ use kstate::{KvStore, StoreOptions};
 fn failpoint_odds_are_honoured_only_with_the_failpoints_feature() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
-    let output = Command::new(env!("CARGO_BIN_EXE_kstate"))
+    let output = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"))
         .args(["crash-worker", "--dir"])
         .arg(&path)
         // A tiny memory bound: most transactions spill, so commits pass the crash points.
@@ -73,7 +74,7 @@ fn an_adoption_killed_before_its_header_is_redone_by_the_next_open() {
         }
         db.flush().unwrap();
     }
-    let output = Command::new(env!("CARGO_BIN_EXE_kstate"))
+    let output = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"))
         .args(["crash-worker", "--dir"])
         .arg(&path)
         .args(["--seed", "3", "--commits", "1"])

@@ -4,7 +4,7 @@
 
 // The workload is shared source, not library API: each user compiles its own copy.
 #[allow(dead_code)]
-#[path = "../src/workload.rs"]
+#[path = "support/workload.rs"]
 mod workload;
 
 use std::collections::BTreeMap;

@@ -8,14 +8,14 @@
 //! live segments, converted, in Kafka's order) and against a kstate store written with the
 //! same records through the public API (every query kind, both directions, both isolation
 //! levels), with Kafka's committed offsets and merged position. Refusals must leave Kafka's
-//! directory byte-identical. The kill test SIGKILLs `kstate adopt-worker` at random moments
+//! directory byte-identical. The kill test SIGKILLs `kstate-test-worker adopt-worker` at random moments
 //! (and, built with `--features failpoints`, at crash points inside the adoption): the
 //! directory is always either Kafka's, byte-identical, or kstate's complete store, and the
 //! next open always yields the complete store. `KSTATE_ADOPT_KILLS` sets the number of kills
 //! (default 50; rounds whose worker finished before its kill moment do not count).
 
 #[allow(dead_code)]
-#[path = "../src/workload.rs"]
+#[path = "support/workload.rs"]
 mod workload;
 
 use std::collections::BTreeMap;
@@ -768,7 +768,7 @@ fn kills() -> usize {
 }
 
 fn worker(path: &Path, kind: Kind) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"));
     let kind = match kind {
         Kind::TimestampedWindow => "window",
         Kind::PlainWindow => "plain-window",

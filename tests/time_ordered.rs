@@ -806,7 +806,7 @@ fn restored_records_reach_the_time_index() {
     }
 }
 
-/// SIGKILLs `kstate adopt-worker` adopting Kafka's time-ordered window (with index) and
+/// SIGKILLs `kstate-test-worker adopt-worker` adopting Kafka's time-ordered window (with index) and
 /// session stores at random moments, through the exchange and the marker-file fallback, with
 /// crash points armed in some rounds under `--features failpoints`: the directory is Kafka's,
 /// byte-identical, or kstate's complete store, and the next open always gives the complete
@@ -844,7 +844,7 @@ fn kills_during_a_time_ordered_adoption_leave_kafkas_directory_or_the_whole_stor
         copy_tree(t, &path);
     };
     let worker = |session: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"));
         let kind = if session {
             "time-ordered-session"
         } else {

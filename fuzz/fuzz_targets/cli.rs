@@ -26,7 +26,7 @@ use kstate_fuzz::arbitrary::{Result, Unstructured};
 use kstate_fuzz::{bytes, name};
 use libfuzzer_sys::fuzz_target;
 
-// The CLI's own source, compiled into this target (as the binary compiles the workload):
+// The CLI's own source, compiled into this target:
 // `cli::parse` and `cli::dispatch` are what its `main` runs.
 #[allow(dead_code, unused_imports)]
 #[path = "../../src/bin/kstate.rs"]

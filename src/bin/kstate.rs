@@ -1,13 +1,5 @@
 //! `kstate`: inspect, verify and demonstrate kstate stores.
 
-// The workload is shared source, not library API: each user compiles its own copy.
-#[allow(dead_code)]
-#[path = "../workload.rs"]
-mod workload;
-#[allow(dead_code)]
-#[path = "../workload_segmented.rs"]
-mod workload_segmented;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
@@ -17,7 +9,6 @@ use kstate::format::meta::StoreKind;
 use kstate::store::inspect::{inspect, verify, FamilyReport};
 use kstate::store::kafka_segments::{self, SegmentedReport};
 use kstate::{ErrorCode, KvStore, StoreOptions, TopicPartition, ValueFormat};
-use workload::{Model, Workload, WorkloadConfig};
 
 #[derive(Parser)]
 #[command(
@@ -105,59 +96,12 @@ pub enum Cmd {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-    /// Run the deterministic random workload against a store until killed (used by the
-    /// crash tests and the demo).
+    /// The writer process `demo` kills (rounds of writes, each committed with its offset).
     #[command(hide = true)]
-    CrashWorker {
+    DemoWriter {
         /// Store directory.
         #[arg(long)]
         dir: PathBuf,
-        /// Workload seed.
-        #[arg(long)]
-        seed: u64,
-        /// `max_uncommitted_bytes` of the store (small values force spilling).
-        #[arg(long, default_value_t = 32 * 1024)]
-        max_uncommitted: u64,
-        /// Stop after this many commits (default: run until killed).
-        #[arg(long)]
-        commits: Option<u64>,
-        /// Store kind: `kv` (default), `window` or `session`.
-        #[arg(long, default_value = "kv")]
-        kind: String,
-        /// Percent of transactions handed over whole as restore batches
-        /// (`KvStore::restore_batch`) instead of running through the transaction (`kv`
-        /// only); with any, the store's memtables are small so that flushes happen mid-run.
-        #[arg(long, default_value_t = 0)]
-        restore_percent: u64,
-    },
-    /// Upgrade a store in upgrade mode by prepare and swap while a second thread writes
-    /// and commits `w-<i>` = `<i>` at offset 100 + i (used by the crash tests).
-    #[command(hide = true)]
-    SwapWorker {
-        /// Store directory.
-        #[arg(long)]
-        dir: PathBuf,
-        /// Writes (each committed) made during and after the swap.
-        #[arg(long, default_value_t = 200)]
-        writes: u64,
-    },
-    /// Open a window or session store (adopting Kafka Streams' segmented store found there)
-    /// and close it (used by the crash tests).
-    #[command(hide = true)]
-    AdoptWorker {
-        /// Store directory.
-        #[arg(long)]
-        dir: PathBuf,
-        /// `window` (timestamped), `plain-window`, `session`, `time-ordered-window` or
-        /// `time-ordered-session`.
-        #[arg(long)]
-        kind: String,
-        /// Retention period (ms).
-        #[arg(long)]
-        retention: i64,
-        /// Segment interval (ms); Kafka's default when absent.
-        #[arg(long)]
-        segment_interval: Option<i64>,
     },
 }
 
@@ -203,27 +147,7 @@ pub fn dispatch(command: Cmd) -> ExitCode {
             checkpoint,
         } => export::cmd_export(&dir, dry_run, checkpoint),
         Cmd::Demo { dir } => cmd_demo(dir),
-        Cmd::CrashWorker {
-            dir,
-            seed,
-            max_uncommitted,
-            commits,
-            kind,
-            restore_percent,
-        } => match kind.as_str() {
-            "kv" => crash_worker(&dir, seed, max_uncommitted, commits, restore_percent),
-            "window" | "session" => {
-                segmented_crash_worker(&dir, seed, max_uncommitted, commits, kind == "window")
-            }
-            other => Err(format!("unknown store kind {other}").into()),
-        },
-        Cmd::SwapWorker { dir, writes } => swap_worker(&dir, writes),
-        Cmd::AdoptWorker {
-            dir,
-            kind,
-            retention,
-            segment_interval,
-        } => adopt_worker(&dir, &kind, retention, segment_interval),
+        Cmd::DemoWriter { dir } => demo_writer(&dir),
     };
     match result {
         Ok(code) => code,
@@ -421,194 +345,6 @@ fn verdict(records_checked: u64, problems: &[String]) -> ExitCode {
     }
 }
 
-fn crash_worker(
-    dir: &Path,
-    seed: u64,
-    max_uncommitted: u64,
-    commits: Option<u64>,
-    restore_percent: u64,
-) -> CmdResult {
-    let mut options = StoreOptions::default().with_max_uncommitted_bytes(max_uncommitted);
-    if restore_percent > 0 {
-        // Small memtables: restored batches (written without the WAL) then reach disk by
-        // automatic flushes in mid-run too, not only before the next logged write.
-        options.rocksdb.write_buffer_bytes = 64 << 10;
-    }
-    let store = KvStore::open(dir, &options)?;
-    let base = store
-        .committed_offset(&workload::changelog_partition())?
-        .unwrap_or(0);
-    // Tells a waiting parent that the store is open (and locked) from now on, and from which
-    // committed offset this worker's commits count.
-    println!("ready {base}");
-    std::io::Write::flush(&mut std::io::stdout())?;
-    // A transaction chosen for restore is tracked in a model of the writer's view (which
-    // resolves put_if_absent) and handed over whole, as one restore batch, at its commit;
-    // a rolled-back one is never handed over. Either way a commit leaves the same state, so
-    // the parent checks both paths with the same model.
-    let mut view = Model {
-        committed: if restore_percent > 0 {
-            workload::dump(&store)?
-        } else {
-            Default::default()
-        },
-        ..Model::default()
-    };
-    let mut rng = workload::Rng::new(seed ^ 0x5E5704E5);
-    let mut restoring = rng.chance(restore_percent);
-    let mut done = 0u64;
-    for op in Workload::new(seed, WorkloadConfig::default()) {
-        let is_commit = op == workload::Op::Commit;
-        let offset = base + done as i64 + 1;
-        if !restoring {
-            workload::apply_to_store(&store, &op, offset)?;
-        } else if is_commit {
-            store.restore_batch(
-                view.pending
-                    .iter()
-                    .map(|(k, v)| (k.as_slice(), v.as_deref())),
-                &[(workload::changelog_partition(), Some(offset))],
-                None,
-            )?;
-            // For the parent: restored (visible, not yet durable) up to this offset, and
-            // how many gathered restores were ingested as files so far.
-            println!("restored {offset}");
-            let ingested = store.property("kstate.restore-ingestions")?.unwrap_or(0);
-            println!("ingestions {ingested}");
-        }
-        if restore_percent > 0 {
-            view.apply(&op);
-            if is_commit || op == workload::Op::Rollback {
-                restoring = rng.chance(restore_percent);
-            }
-        }
-        if is_commit {
-            done += 1;
-            if commits.is_some_and(|n| done >= n) {
-                break;
-            }
-        }
-    }
-    store.close()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The crash worker of window (`window`) and session stores: the segmented workload of
-/// `seed`, committing offsets `base + 1, base + 2, ...`, until killed.
-fn segmented_crash_worker(
-    dir: &Path,
-    seed: u64,
-    max_uncommitted: u64,
-    commits: Option<u64>,
-    window: bool,
-) -> CmdResult {
-    use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
-    use workload_segmented as w;
-    let store_options = StoreOptions::default().with_max_uncommitted_bytes(max_uncommitted);
-    enum Either {
-        W(WindowStore),
-        S(SessionStore),
-    }
-    let store = if window {
-        Either::W(WindowStore::open(
-            dir,
-            &WindowOptions::new(w::RETENTION, w::WINDOW, false)
-                .with_segment_interval(w::INTERVAL)
-                .with_store(store_options),
-        )?)
-    } else {
-        Either::S(SessionStore::open(
-            dir,
-            &SessionOptions::new(w::RETENTION)
-                .with_segment_interval(w::INTERVAL)
-                .with_store(store_options),
-        )?)
-    };
-    let tp = w::segmented_partition();
-    let base = match &store {
-        Either::W(s) => s.committed_offset(&tp)?,
-        Either::S(s) => s.committed_offset(&tp)?,
-    }
-    .unwrap_or(0);
-    println!("ready");
-    std::io::Write::flush(&mut std::io::stdout())?;
-    let mut done = 0u64;
-    for op in w::SegWorkload::new(seed, window) {
-        let offset = base + done as i64 + 1;
-        match &store {
-            Either::W(s) => w::apply_window(s, &op, offset)?,
-            Either::S(s) => w::apply_session(s, &op, offset)?,
-        }
-        if op == w::SegOp::Commit {
-            done += 1;
-            if commits.is_some_and(|n| done >= n) {
-                break;
-            }
-        }
-    }
-    match store {
-        Either::W(s) => s.close()?,
-        Either::S(s) => s.close()?,
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn swap_worker(dir: &Path, writes: u64) -> CmdResult {
-    let store = KvStore::open(dir, &StoreOptions::default())?;
-    let go = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = {
-        let (store, go) = (store.clone(), go.clone());
-        std::thread::spawn(move || -> kstate::Result<()> {
-            // The swap starts without uncommitted writes; the writer joins once it runs.
-            while !go.load(std::sync::atomic::Ordering::Acquire) {
-                std::thread::yield_now();
-            }
-            let tp = TopicPartition::new("swap-changelog", 0);
-            for i in 0..writes {
-                let value = kstate::format::value::encode(i.to_string().as_bytes(), i as i64);
-                store.put_raw(format!("w-{i}").as_bytes(), Some(&value))?;
-                store.commit(&[(tp.clone(), Some(100 + i as i64))], None)?;
-            }
-            Ok(())
-        })
-    };
-    let result = store.upgrade_by_swap(&mut |_, _| {
-        go.store(true, std::sync::atomic::Ordering::Release);
-    });
-    go.store(true, std::sync::atomic::Ordering::Release);
-    let joined = writer.join().map_err(|_| "the writer thread panicked")?;
-    result?;
-    joined?;
-    store.close()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn adopt_worker(dir: &Path, kind: &str, retention: i64, interval: Option<i64>) -> CmdResult {
-    use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
-    let window = |store: StoreOptions| {
-        let mut options = WindowOptions::new(retention, 0, false).with_store(store);
-        options.segment_interval = interval;
-        options
-    };
-    let mut session = SessionOptions::new(retention);
-    session.segment_interval = interval;
-    match kind {
-        "window" => WindowStore::open(dir, &window(StoreOptions::default()))?.close()?,
-        "plain-window" => WindowStore::open(
-            dir,
-            &window(StoreOptions::plain(kstate::EngineKind::RocksDb)),
-        )?
-        .close()?,
-        "session" => SessionStore::open(dir, &session)?.close()?,
-        "time-ordered-window" => {
-            WindowStore::open(dir, &window(StoreOptions::default()).time_ordered(true))?.close()?
-        }
-        "time-ordered-session" => SessionStore::open(dir, &session.time_ordered())?.close()?,
-        other => return Err(format!("unknown store kind {other}").into()),
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 fn cmd_demo(dir: Option<PathBuf>) -> CmdResult {
     let tmp_created = dir.is_none();
     let root = dir.unwrap_or_else(|| {
@@ -668,15 +404,14 @@ fn cmd_demo(dir: Option<PathBuf>) -> CmdResult {
 
     // 2. A writer killed with SIGKILL in the middle of its transactions.
     let crash_dir = root.join("crash");
-    let seed = 0x5EED;
     println!(
-        "\nstarting a writer process on {} (random transactions, some spilled to disk)",
+        "\nstarting a writer process on {} (rounds of {DEMO_KEYS} keys, each round one \
+         transaction spilled to disk and committed with its changelog offset)",
         crash_dir.display()
     );
     let mut child = Command::new(std::env::current_exe()?)
-        .args(["crash-worker", "--dir"])
+        .args(["demo-writer", "--dir"])
         .arg(&crash_dir)
-        .args(["--seed", &seed.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()?;
@@ -688,9 +423,7 @@ fn cmd_demo(dir: Option<PathBuf>) -> CmdResult {
 
     let store = KvStore::open(&crash_dir, &StoreOptions::default())?;
     let r = store.recovery();
-    let offset = store
-        .committed_offset(&workload::changelog_partition())?
-        .unwrap_or(0);
+    let offset = store.committed_offset(&demo_partition())?.unwrap_or(0);
     println!(
         "reopened: previous close clean={}, spilled commit completed={}, uncommitted spill discarded={}",
         r.previous_close_clean, r.rolled_forward, r.discarded_spill
@@ -699,13 +432,23 @@ fn cmd_demo(dir: Option<PathBuf>) -> CmdResult {
         "committed offset recovered: {offset} -> Kafka Streams replays the changelog from {}",
         offset + 1
     );
-    let mut model = Model::default();
-    workload::replay_commits(&mut model, seed, WorkloadConfig::default(), offset as u64);
-    let actual = workload::dump(&store)?;
-    let equal = actual == model.committed;
+    // The state of commit #offset: every key holds that round's value (nothing before the
+    // first commit), whatever the killed round had written.
+    let entries = store
+        .scan(
+            kstate::Isolation::ReadCommitted,
+            &kstate::KeyRange::all(),
+            false,
+        )?
+        .collect::<kstate::Result<Vec<_>>>()?;
+    let expected = demo_value(offset);
+    let equal = entries.len() == if offset == 0 { 0 } else { DEMO_KEYS }
+        && entries.iter().all(|(_, raw)| {
+            kstate::ValueAndTimestamp::decode(raw).is_ok_and(|v| v.value == expected)
+        });
     println!(
-        "store holds {} entries; equal to the model state of commit #{offset}: {}",
-        actual.len(),
+        "store holds {} entries; equal to the state of commit #{offset}: {}",
+        entries.len(),
         if equal { "YES" } else { "NO" }
     );
     store.close()?;
@@ -717,4 +460,35 @@ fn cmd_demo(dir: Option<PathBuf>) -> CmdResult {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Keys of each round of the demo's writer.
+const DEMO_KEYS: usize = 200;
+
+/// The changelog partition the demo's writer commits offsets for.
+fn demo_partition() -> TopicPartition {
+    TopicPartition::new("demo-writer-changelog", 0)
+}
+
+/// The value every key holds after round `round` (about 200 bytes: a round of
+/// [`DEMO_KEYS`] keys is larger than the writer's 32 KiB memory bound, so it spills).
+fn demo_value(round: i64) -> Vec<u8> {
+    format!("round {round:>7} ").repeat(14).into_bytes()
+}
+
+/// The writer `demo` kills: round 1, 2, ... writes every key with the round's value and
+/// commits it with changelog offset = round, until killed.
+fn demo_writer(dir: &Path) -> CmdResult {
+    let options = StoreOptions::default().with_max_uncommitted_bytes(32 << 10);
+    let store = KvStore::open(dir, &options)?;
+    let tp = demo_partition();
+    let mut round = store.committed_offset(&tp)?.unwrap_or(0);
+    loop {
+        round += 1;
+        let value = demo_value(round);
+        for k in 0..DEMO_KEYS {
+            store.put(format!("key-{k:03}").as_bytes(), &value, round)?;
+        }
+        store.commit(&[(tp.clone(), Some(round))], None)?;
+    }
 }

@@ -207,16 +207,7 @@ impl KvStore {
         options: &StoreOptions,
         chunk_bytes: usize,
     ) -> Result<KvStore> {
-        if options.max_uncommitted_bytes == 0 {
-            return Err(Error::InvalidArgument(
-                "max_uncommitted_bytes must be positive".into(),
-            ));
-        }
-        let config = TxnConfig {
-            max_uncommitted_bytes: options.max_uncommitted_bytes,
-            sync_on_commit: options.sync_on_commit,
-            chunk_bytes,
-        };
+        let config = options.txn_config(chunk_bytes)?;
         let (core, recovery) = TxnCore::recover(opened.engine, config)?;
         let live = Live::new(
             core,

@@ -1,5 +1,6 @@
 //! Stores over the transaction layer: key-value stores, and window and session stores,
-//! which share the segmented machinery of [`segmented`].
+//! one generic [`SegmentedStore`] (per kind: [`WindowKind`], [`SessionKind`]) over the
+//! segmented engine (`store/segmented.rs`).
 
 mod adopt_segmented;
 mod adoption;
@@ -16,6 +17,7 @@ mod lock;
 pub(crate) mod open;
 mod options;
 mod segmented;
+mod segmented_store;
 mod session;
 mod swap;
 pub(crate) mod time_order;
@@ -27,10 +29,12 @@ pub use iter::KvIter;
 pub use kv::KvStore;
 pub use options::StoreOptions;
 pub use segmented::NO_TIMESTAMP;
+pub use segmented_store::{SegmentIter, SegmentKind, SegmentSpec, SegmentedStore};
 pub use session::{
-    SessionEntry, SessionIter, SessionOptions, SessionQuery, SessionStore, SESSION_FAMILY,
+    SessionEntry, SessionIter, SessionKind, SessionOptions, SessionQuery, SessionStore,
+    SESSION_FAMILY,
 };
 pub use window::{
-    default_segment_interval, WindowEntry, WindowIter, WindowOptions, WindowQuery, WindowStore,
-    WINDOW_FAMILY,
+    default_segment_interval, WindowEntry, WindowIter, WindowKind, WindowOptions, WindowQuery,
+    WindowStore, WINDOW_FAMILY,
 };

@@ -81,4 +81,22 @@ impl StoreOptions {
         self.adopt_left_open = allow;
         self
     }
+
+    /// The transaction layer's settings for these options; `chunk_bytes` sizes spill and
+    /// roll-forward batches.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a zero `max_uncommitted_bytes`.
+    pub(crate) fn txn_config(&self, chunk_bytes: usize) -> crate::Result<crate::txn::TxnConfig> {
+        if self.max_uncommitted_bytes == 0 {
+            return Err(crate::Error::InvalidArgument(
+                "max_uncommitted_bytes must be positive".into(),
+            ));
+        }
+        Ok(crate::txn::TxnConfig {
+            max_uncommitted_bytes: self.max_uncommitted_bytes,
+            sync_on_commit: self.sync_on_commit,
+            chunk_bytes,
+        })
+    }
 }

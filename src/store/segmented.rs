@@ -46,8 +46,7 @@ use crate::format::segmented::{self as layout, segment_id, segment_prefix};
 use crate::format::{self, value, TopicPartition};
 use crate::sync::{MutexExt, RwLockExt};
 use crate::txn::{
-    CommitExtras, CommittedView, Deletion, Isolation, MergedIter, RecoveryReport, TxnConfig,
-    TxnCore,
+    CommitExtras, CommittedView, Deletion, Isolation, MergedIter, RecoveryReport, TxnCore,
 };
 use crate::{Error, Result};
 
@@ -202,6 +201,39 @@ pub(crate) struct Plan {
     pub time_to: i64,
 }
 
+impl Plan {
+    /// The plan of the times `[from, to]` over the segments from `from`'s to
+    /// `segments_to`'s (a session query reads every segment from its earliest end on),
+    /// every key.
+    pub(crate) fn times(retention: &Retention, from: i64, to: i64, segments_to: i64) -> Plan {
+        let seg = |t: i64| segment_id(t, retention.segment_interval);
+        Plan {
+            seg_lo: seg(from),
+            seg_hi: seg(segments_to),
+            bin_from: None,
+            bin_to: None,
+            key_from: None,
+            key_to: None,
+            time_from: from,
+            time_to: to,
+        }
+    }
+
+    /// Kafka's `all()`: everything visible from `earliest_visible` (and from 0) on.
+    pub(crate) fn all(retention: &Retention, earliest_visible: i64) -> Plan {
+        Plan::times(retention, earliest_visible.max(0), i64::MAX, i64::MAX)
+    }
+
+    /// The plan with the record-key bounds `[from, to]` (`None` = open).
+    pub(crate) fn keys(self, from: Option<&[u8]>, to: Option<&[u8]>) -> Plan {
+        Plan {
+            key_from: from.map(<[u8]>::to_vec),
+            key_to: to.map(<[u8]>::to_vec),
+            ..self
+        }
+    }
+}
+
 impl Segmented {
     /// Recovers the transaction layer over `opened` and restores the committed stream time.
     pub(crate) fn new(
@@ -215,16 +247,7 @@ impl Segmented {
         let by_time = by_time
             .map(|name| opened.engine.registry().require(name))
             .transpose()?;
-        if options.max_uncommitted_bytes == 0 {
-            return Err(Error::InvalidArgument(
-                "max_uncommitted_bytes must be positive".into(),
-            ));
-        }
-        let config = TxnConfig {
-            max_uncommitted_bytes: options.max_uncommitted_bytes,
-            sync_on_commit: options.sync_on_commit,
-            chunk_bytes: crate::txn::CHUNK_BYTES,
-        };
+        let config = options.txn_config(crate::txn::CHUNK_BYTES)?;
         let (core, recovery) = TxnCore::recover(opened.engine, config)?;
         let stream_time = core.committed()?.stream_time.unwrap_or(NO_TIMESTAMP);
         Ok(Segmented {
@@ -358,40 +381,15 @@ impl Segmented {
         reverse: bool,
         plan: impl FnOnce(i64) -> Option<Plan>,
     ) -> Result<KvIter> {
-        let slot = self.with_core(|c| {
-            let (plan, merged) = match isolation {
-                Isolation::ReadUncommitted => {
-                    let w = self.writer.lock_recover();
-                    match plan(w.stream_time) {
-                        Some(p) => {
-                            let it = c.iter(isolation, self.data, &walk_range(&p), reverse)?;
-                            (Some(p), Some(it))
-                        }
-                        None => (None, None),
-                    }
-                }
-                Isolation::ReadCommitted => {
-                    let view = c.committed_view()?;
-                    match plan(committed_time(&view)) {
-                        Some(p) => {
-                            let it = c.iter_view(&view, self.data, &walk_range(&p), reverse)?;
-                            (Some(p), Some(it))
-                        }
-                        None => (None, None),
-                    }
-                }
-            };
-            let walk: Box<dyn crate::txn::Source> = match (plan, merged) {
-                (Some(plan), Some(inner)) => {
-                    Box::new(SegmentWalk::new(inner, plan, self.schema, reverse))
-                }
-                _ => Box::new(Empty),
-            };
-            Ok(self
-                .iterators
-                .register(MergedIter::new(vec![walk], reverse)))
-        })?;
-        Ok(KvIter::new(slot, self.options.value_format))
+        let schema = self.schema;
+        self.walk(
+            isolation,
+            reverse,
+            self.data,
+            plan,
+            walk_range,
+            |inner, plan| Box::new(SegmentWalk::new(inner, plan, schema, reverse)),
+        )
     }
 
     /// Whether the store keeps a time index (a time-ordered store).
@@ -417,40 +415,50 @@ impl Segmented {
             )
         })?;
         let schema = self.schema;
+        let range = |p: &TimePlan| p.range.clone();
+        self.walk(isolation, reverse, by_time, plan, range, |inner, plan| {
+            Box::new(TimeWalk {
+                inner,
+                plan,
+                schema,
+            })
+        })
+    }
+
+    /// Opens, registered with the store, the walk `walk` makes over the merged iterator of
+    /// `family` in `range` of the plan that `plan` derives from the stream time of
+    /// `isolation` (`None` = an empty result). The plan and the iterator come from one view:
+    /// the writer's under its lock, or one committed view.
+    fn walk<P>(
+        &self,
+        isolation: Isolation,
+        reverse: bool,
+        family: Family,
+        plan: impl FnOnce(i64) -> Option<P>,
+        range: impl Fn(&P) -> KeyRange,
+        walk: impl FnOnce(MergedIter, P) -> Box<dyn crate::txn::Source>,
+    ) -> Result<KvIter> {
         let slot = self.with_core(|c| {
-            let walk: Box<dyn crate::txn::Source> = match isolation {
+            let source = match isolation {
                 Isolation::ReadUncommitted => {
                     let w = self.writer.lock_recover();
-                    match plan(w.stream_time) {
-                        Some(p) => {
-                            let it = c.iter(isolation, by_time, &p.range, reverse)?;
-                            Box::new(TimeWalk {
-                                inner: it,
-                                plan: p,
-                                schema,
-                            })
-                        }
-                        None => Box::new(Empty),
-                    }
+                    let plan = plan(w.stream_time);
+                    plan.map(|p| {
+                        Ok::<_, Error>(walk(c.iter(isolation, family, &range(&p), reverse)?, p))
+                    })
                 }
                 Isolation::ReadCommitted => {
                     let view = c.committed_view()?;
-                    match plan(committed_time(&view)) {
-                        Some(p) => {
-                            let it = c.iter_view(&view, by_time, &p.range, reverse)?;
-                            Box::new(TimeWalk {
-                                inner: it,
-                                plan: p,
-                                schema,
-                            })
-                        }
-                        None => Box::new(Empty),
-                    }
+                    let plan = plan(committed_time(&view));
+                    plan.map(|p| {
+                        Ok::<_, Error>(walk(c.iter_view(&view, family, &range(&p), reverse)?, p))
+                    })
                 }
             };
+            let source = source.transpose()?.unwrap_or_else(|| Box::new(Empty));
             Ok(self
                 .iterators
-                .register(MergedIter::new(vec![walk], reverse)))
+                .register(MergedIter::new(vec![source], reverse)))
         })?;
         Ok(KvIter::new(slot, self.options.value_format))
     }

@@ -2,23 +2,20 @@
 //! `RocksDBWindowStore`) on the one transaction layer. Semantics, result order and
 //! retention follow Kafka's segmented stores; see [`super::segmented`].
 
-use std::path::Path;
 use std::sync::Arc;
 
-use super::iter::KvIter;
-use super::open::{open_memory_families, open_rocksdb_kind};
-use super::segmented::{
-    segment_budget, Plan, Retention, Schema, Segmented, TimePlan, WINDOW_BY_TIME_FAMILY,
+use super::segmented::{Plan, TimePlan, WINDOW_BY_TIME_FAMILY};
+use super::segmented_store::{
+    forward_and_backward, segmented_options, Sealed, SegmentIter, SegmentKind, SegmentSpec,
+    SegmentedStore,
 };
 use super::StoreOptions;
-use crate::engine::EngineKind;
 use crate::format::meta::{StoreKind, ValueFormat};
 use crate::format::segmented::{
-    ordered_lower_range, parse_window_key, segment_id, window_key, window_upper_range,
-    WINDOW_SUFFIX,
+    ordered_lower_range, parse_window_key, window_key, window_upper_range, WINDOW_SUFFIX,
 };
-use crate::format::{value, TopicPartition, ValueAndTimestamp};
-use crate::txn::{Isolation, RecoveryReport};
+use crate::format::{value, ValueAndTimestamp};
+use crate::txn::Isolation;
 use crate::{Error, Result};
 
 /// Column family of window stores: `[segment][Kafka window key]` -> value.
@@ -84,17 +81,7 @@ impl WindowOptions {
         self.time_ordered.then_some(WINDOW_BY_TIME_FAMILY)
     }
 
-    /// Sets the store options (engine, value format, ...).
-    pub fn with_store(mut self, store: StoreOptions) -> Self {
-        self.store = store;
-        self
-    }
-
-    /// Sets the segment interval of a new store.
-    pub fn with_segment_interval(mut self, interval: i64) -> Self {
-        self.segment_interval = Some(interval);
-        self
-    }
+    segmented_options!();
 
     /// Checks the values as Kafka's `Stores.persistentWindowStore` does.
     ///
@@ -102,11 +89,7 @@ impl WindowOptions {
     /// [`Error::InvalidArgument`]: negative retention or window size, a window larger
     /// than the retention, a segment interval below 1.
     pub fn validate(&self) -> Result<()> {
-        if self.retention_period < 0 {
-            return Err(Error::InvalidArgument(
-                "retention_period cannot be negative".into(),
-            ));
-        }
+        self.check_segmenting()?;
         if self.window_size < 0 {
             return Err(Error::InvalidArgument(
                 "window_size cannot be negative".into(),
@@ -118,19 +101,12 @@ impl WindowOptions {
                 self.retention_period, self.window_size
             )));
         }
-        if self.segment_interval.is_some_and(|i| i < 1) {
-            return Err(Error::InvalidArgument(
-                "segment_interval must be positive".into(),
-            ));
-        }
         Ok(())
     }
 
     pub(crate) fn kind(&self) -> StoreKind {
         StoreKind::Window {
-            segment_interval: self
-                .segment_interval
-                .unwrap_or_else(|| default_segment_interval(self.retention_period)),
+            segment_interval: self.segment_interval_or_default(),
         }
     }
 }
@@ -193,6 +169,55 @@ pub enum WindowQuery {
     All,
 }
 
+/// What sets a window store apart from other segmented stores: Kafka's window key layout
+/// (`key ‖ BE i64 start ‖ BE i32 seqnum`, segmented by window start) and the window
+/// settings a handle keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowKind {
+    window_size: i64,
+    retain_duplicates: bool,
+    /// Kafka's `hasIndex` of a time-ordered store.
+    key_index: bool,
+}
+
+impl Sealed for WindowKind {}
+
+impl SegmentKind for WindowKind {
+    type Options = WindowOptions;
+    type Entry = WindowEntry;
+    const NAME: &'static str = "WindowStore";
+    const FAMILY: &'static str = WINDOW_FAMILY;
+
+    const DESCRIPTION: &'static str = "window store";
+    const KEY_SUFFIX: usize = WINDOW_SUFFIX;
+
+    fn spec(options: &WindowOptions) -> Result<(SegmentSpec, Self)> {
+        options.validate()?;
+        let spec = SegmentSpec::new(
+            options.store.clone(),
+            options.kind(),
+            options.retention_period,
+            options.by_time(),
+            options.time_ordered,
+        );
+        let spec = if options.time_ordered {
+            spec.recording_kafka_index(options.key_index)
+        } else {
+            spec
+        };
+        let settings = WindowKind {
+            window_size: options.window_size,
+            retain_duplicates: options.retain_duplicates,
+            key_index: options.key_index,
+        };
+        Ok((spec, settings))
+    }
+
+    fn decode(kafka_key: &[u8], raw_value: Vec<u8>) -> Result<WindowEntry> {
+        decode_window(kafka_key, raw_value)
+    }
+}
+
 /// A transactional window store. Cloning gives another handle to the same store.
 ///
 /// ```
@@ -209,130 +234,28 @@ pub enum WindowQuery {
 /// store.close()?;
 /// # Ok::<(), kstate::Error>(())
 /// ```
-#[derive(Clone)]
-pub struct WindowStore {
-    inner: Arc<Segmented>,
-    window_size: i64,
-    retain_duplicates: bool,
-    /// Kafka's `hasIndex` of a time-ordered store.
-    key_index: bool,
-}
+pub type WindowStore = SegmentedStore<WindowKind>;
 
-impl std::fmt::Debug for WindowStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WindowStore")
-            .field("path", &self.inner.path())
-            .field("retention", &self.inner.retention.period)
-            .field("segment_interval", &self.inner.retention.segment_interval)
-            .field("window_size", &self.window_size)
-            .field("retain_duplicates", &self.retain_duplicates)
-            .field("open", &self.is_open())
-            .finish()
-    }
-}
+/// Windows of a query, in Kafka's order; fixed when created, closed with its store.
+pub type WindowIter = SegmentIter<WindowKind>;
 
-impl WindowStore {
-    /// Opens (creating if absent) and recovers the window store at `path`; for the memory
-    /// engine the path only names the store.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for invalid options; [`Error::FormatMismatch`] for a
-    /// store of another kind or value format; otherwise as [`crate::KvStore::open`].
-    pub fn open(path: impl AsRef<Path>, options: &WindowOptions) -> Result<WindowStore> {
-        options.validate()?;
-        let path = path.as_ref();
-        let (opened, kind) = match options.store.engine {
-            EngineKind::RocksDb => {
-                let kind = options.kind();
-                let StoreKind::Window { segment_interval } = kind else {
-                    return Err(Error::Internal("a window store of another kind".into()));
-                };
-                let budget =
-                    segment_budget(&options.store, options.retention_period, segment_interval);
-                let opened = open_rocksdb_kind(
-                    path,
-                    &budget,
-                    kind,
-                    options.retention_period,
-                    WINDOW_FAMILY,
-                    options.by_time(),
-                )?;
-                if options.time_ordered {
-                    // What an export to Kafka's layout needs to know (super::time_order).
-                    super::time_order::record_kafka_index(&opened.0, options.key_index)?;
-                }
-                opened
-            }
-            EngineKind::Memory => {
-                if path.as_os_str().is_empty() {
-                    return Err(Error::InvalidArgument("the store path is empty".into()));
-                }
-                let kind = options.kind();
-                let opened =
-                    open_memory_families(&options.store, kind, WINDOW_FAMILY, options.by_time())?;
-                (opened, kind)
-            }
-        };
-        Self::build(opened, kind, Some(path.to_path_buf()), options)
-    }
-
-    /// Opens a fresh window store on the memory engine.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for invalid options.
-    pub fn open_in_memory(options: &WindowOptions) -> Result<WindowStore> {
-        options.validate()?;
-        let mut options = options.clone();
-        options.store.engine = EngineKind::Memory;
-        let kind = options.kind();
-        let opened = open_memory_families(&options.store, kind, WINDOW_FAMILY, options.by_time())?;
-        Self::build(opened, kind, None, &options)
-    }
-
-    /// A window store over an engine a test opened (a fault-injecting one, say).
-    #[cfg(test)]
-    pub(crate) fn over_engine(
-        opened: super::open::Opened,
-        options: &WindowOptions,
-    ) -> Result<WindowStore> {
-        Self::build(opened, options.kind(), None, options)
-    }
-
-    fn build(
-        opened: super::open::Opened,
-        kind: StoreKind,
-        path: Option<std::path::PathBuf>,
-        options: &WindowOptions,
-    ) -> Result<WindowStore> {
-        let StoreKind::Window { segment_interval } = kind else {
-            return Err(Error::Internal("a window store of another kind".into()));
-        };
-        let retention = Retention {
-            period: options.retention_period,
-            segment_interval,
-            time_first_floor: options.time_ordered,
-        };
-        Ok(WindowStore {
-            inner: Arc::new(Segmented::new(
-                opened,
-                Schema::Window,
-                retention,
-                path,
-                &options.store,
-                options.by_time(),
-            )?),
-            window_size: options.window_size,
-            retain_duplicates: options.retain_duplicates,
-            key_index: options.key_index,
-        })
-    }
-
+impl SegmentedStore<WindowKind> {
     fn timestamped_only(&self, what: &str) -> Result<()> {
         match self.inner.value_format() {
             ValueFormat::Timestamped => Ok(()),
             ValueFormat::Plain | ValueFormat::Headers => Err(Error::FormatMismatch(format!(
                 "{what} needs a timestamped window store; use the raw-bytes methods"
             ))),
+        }
+    }
+
+    /// The seqnum a window is read and written with: the store's current one with
+    /// duplicates (`next`: the next one, for a put), else 0.
+    fn seqnum(&self, next: bool) -> i32 {
+        match (self.kind.retain_duplicates, next) {
+            (false, _) => 0,
+            (true, false) => self.inner.seqnum(),
+            (true, true) => self.inner.next_seqnum(),
         }
     }
 
@@ -368,48 +291,13 @@ impl WindowStore {
         if let Some(v) = value {
             self.inner.check_raw(v)?;
         }
-        if key.len() > crate::MAX_KEY_BYTES - WINDOW_SUFFIX {
-            return Err(Error::KeyTooLarge {
-                len: key.len(),
-                max: crate::MAX_KEY_BYTES - WINDOW_SUFFIX,
-            });
-        }
-        if value.is_none() && self.retain_duplicates {
+        Self::check_record_key(key)?;
+        if value.is_none() && self.kind.retain_duplicates {
             return Ok(true);
         }
-        let seqnum = if self.retain_duplicates {
-            self.inner.next_seqnum()
-        } else {
-            0
-        };
-        let kafka_key = window_key(key, window_start, seqnum);
+        let kafka_key = window_key(key, window_start, self.seqnum(true));
         self.inner
             .write(&kafka_key, window_start, value.map(Arc::from))
-    }
-
-    /// Writes entries keyed by Kafka window store keys (`key ‖ BE i64 start ‖ BE i32
-    /// seqnum`, the changelog's key layout) with raw values (`None` deletes), as Kafka's
-    /// restore does: each through the segmented put (stream time, expiry), keeping the
-    /// seqnum of the key. Every entry is validated before any is written.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a key shorter than 12 bytes; as [`Self::put_raw`].
-    pub fn put_all_kafka_keys(&self, entries: &[(&[u8], Option<&[u8]>)]) -> Result<()> {
-        let mut times = Vec::with_capacity(entries.len());
-        for (k, v) in entries {
-            let (_, start, _) = parse_window_key(k).map_err(|_| {
-                Error::InvalidArgument("a window store key is shorter than 12 bytes".into())
-            })?;
-            crate::format::check_key(k)?;
-            if let Some(v) = v {
-                self.inner.check_raw(v)?;
-            }
-            times.push(start);
-        }
-        for ((k, v), t) in entries.iter().zip(times) {
-            self.inner.write(k, t, v.map(Arc::from))?;
-        }
-        Ok(())
     }
 
     // ----- point reads --------------------------------------------------------------------
@@ -430,16 +318,8 @@ impl WindowStore {
         key: &[u8],
         window_start: i64,
     ) -> Result<Option<Vec<u8>>> {
-        let seqnum = if self.retain_duplicates {
-            self.inner.seqnum()
-        } else {
-            0
-        };
-        self.inner.get(
-            isolation,
-            &window_key(key, window_start, seqnum),
-            window_start,
-        )
+        let kafka_key = window_key(key, window_start, self.seqnum(false));
+        self.inner.get(isolation, &kafka_key, window_start)
     }
 
     // ----- iteration ----------------------------------------------------------------------
@@ -463,7 +343,7 @@ impl WindowStore {
                     key_to,
                     from,
                     to,
-                } if !self.key_index => {
+                } if !self.kind.key_index => {
                     if matches!((key_from, key_to), (Some(f), Some(t)) if f > t) {
                         Some((key_from.clone(), key_to.clone(), 1, 0))
                     } else {
@@ -486,26 +366,19 @@ impl WindowStore {
                         plan
                     })
                 })?;
-                return Ok(WindowIter { inner: iter });
+                return Ok(WindowIter::new(iter));
             }
         }
-        let interval = self.inner.retention.segment_interval;
         let retention = self.inner.retention;
         let iter = self.inner.scan(isolation, reverse, |stream_time| {
             let ev = retention.earliest_visible(stream_time);
-            let seg = |t: i64| segment_id(t, interval);
             match query {
                 WindowQuery::Key { key, from, to } => {
                     let af = (*from).max(ev);
                     (*to >= af).then(|| Plan {
-                        seg_lo: seg(af),
-                        seg_hi: seg(*to),
                         bin_from: Some(window_key(key, af.max(0), 0)),
                         bin_to: Some(window_key(key, *to, i32::MAX)),
-                        key_from: Some(key.clone()),
-                        key_to: Some(key.clone()),
-                        time_from: af,
-                        time_to: *to,
+                        ..Plan::times(&retention, af, *to, *to).keys(Some(key), Some(key))
                     })
                 }
                 WindowQuery::KeyRange {
@@ -519,217 +392,75 @@ impl WindowStore {
                     }
                     let af = (*from).max(ev);
                     (*to >= af).then(|| Plan {
-                        seg_lo: seg(af),
-                        seg_hi: seg(*to),
                         bin_from: key_from
                             .as_deref()
                             .map(|k| ordered_lower_range(k, WINDOW_SUFFIX)),
                         bin_to: key_to.as_deref().map(|k| window_upper_range(k, *to)),
-                        key_from: key_from.clone(),
-                        key_to: key_to.clone(),
-                        time_from: af,
-                        time_to: *to,
+                        ..Plan::times(&retention, af, *to, *to)
+                            .keys(key_from.as_deref(), key_to.as_deref())
                     })
                 }
                 WindowQuery::Time { from, to } => {
                     let af = (*from).max(ev);
-                    (*to >= af).then(|| Plan {
-                        seg_lo: seg(af),
-                        seg_hi: seg(*to),
-                        bin_from: None,
-                        bin_to: None,
-                        key_from: None,
-                        key_to: None,
-                        time_from: af,
-                        time_to: *to,
-                    })
+                    (*to >= af).then(|| Plan::times(&retention, af, *to, *to))
                 }
-                WindowQuery::All => {
-                    let af = ev.max(0);
-                    Some(Plan {
-                        seg_lo: seg(af),
-                        seg_hi: seg(i64::MAX),
-                        bin_from: None,
-                        bin_to: None,
-                        key_from: None,
-                        key_to: None,
-                        time_from: af,
-                        time_to: i64::MAX,
-                    })
-                }
+                WindowQuery::All => Some(Plan::all(&retention, ev)),
             }
         })?;
-        Ok(WindowIter { inner: iter })
+        Ok(WindowIter::new(iter))
     }
 
-    /// Kafka's `fetch(key, timeFrom, timeTo)` in the writer's view.
-    pub fn fetch_range(&self, key: &[u8], from: i64, to: i64) -> Result<WindowIter> {
-        self.query(Isolation::ReadUncommitted, &key_query(key, from, to), false)
-    }
+    forward_and_backward! {
+        /// Kafka's `fetch(key, timeFrom, timeTo)` in the writer's view.
+        fn fetch_range /
+        /// Kafka's `backwardFetch(key, timeFrom, timeTo)` in the writer's view.
+        fn backward_fetch_range(&self, key: &[u8], from: i64, to: i64) -> Result<WindowIter>
+        |reverse| {
+            let q = key_query(key, from, to);
+            self.query(Isolation::ReadUncommitted, &q, reverse)
+        }
 
-    /// Kafka's `backwardFetch(key, timeFrom, timeTo)` in the writer's view.
-    pub fn backward_fetch_range(&self, key: &[u8], from: i64, to: i64) -> Result<WindowIter> {
-        self.query(Isolation::ReadUncommitted, &key_query(key, from, to), true)
-    }
+        /// Kafka's `fetch(keyFrom, keyTo, timeFrom, timeTo)` (`None` = open end).
+        fn fetch_key_range /
+        /// Kafka's `backwardFetch(keyFrom, keyTo, timeFrom, timeTo)`.
+        fn backward_fetch_key_range(
+            &self,
+            key_from: Option<&[u8]>,
+            key_to: Option<&[u8]>,
+            from: i64,
+            to: i64
+        ) -> Result<WindowIter>
+        |reverse| {
+            let q = range_query(key_from, key_to, from, to);
+            self.query(Isolation::ReadUncommitted, &q, reverse)
+        }
 
-    /// Kafka's `fetch(keyFrom, keyTo, timeFrom, timeTo)` (`None` = open end).
-    pub fn fetch_key_range(
-        &self,
-        key_from: Option<&[u8]>,
-        key_to: Option<&[u8]>,
-        from: i64,
-        to: i64,
-    ) -> Result<WindowIter> {
-        let q = range_query(key_from, key_to, from, to);
-        self.query(Isolation::ReadUncommitted, &q, false)
-    }
+        /// Kafka's `fetchAll(timeFrom, timeTo)`.
+        fn fetch_all /
+        /// Kafka's `backwardFetchAll(timeFrom, timeTo)`.
+        fn backward_fetch_all(&self, from: i64, to: i64) -> Result<WindowIter>
+        |reverse| {
+            let q = WindowQuery::Time { from, to };
+            self.query(Isolation::ReadUncommitted, &q, reverse)
+        }
 
-    /// Kafka's `backwardFetch(keyFrom, keyTo, timeFrom, timeTo)`.
-    pub fn backward_fetch_key_range(
-        &self,
-        key_from: Option<&[u8]>,
-        key_to: Option<&[u8]>,
-        from: i64,
-        to: i64,
-    ) -> Result<WindowIter> {
-        let q = range_query(key_from, key_to, from, to);
-        self.query(Isolation::ReadUncommitted, &q, true)
-    }
-
-    /// Kafka's `fetchAll(timeFrom, timeTo)`.
-    pub fn fetch_all(&self, from: i64, to: i64) -> Result<WindowIter> {
-        self.query(
-            Isolation::ReadUncommitted,
-            &WindowQuery::Time { from, to },
-            false,
-        )
-    }
-
-    /// Kafka's `backwardFetchAll(timeFrom, timeTo)`.
-    pub fn backward_fetch_all(&self, from: i64, to: i64) -> Result<WindowIter> {
-        self.query(
-            Isolation::ReadUncommitted,
-            &WindowQuery::Time { from, to },
-            true,
-        )
-    }
-
-    /// Kafka's `all()`.
-    pub fn all(&self) -> Result<WindowIter> {
-        self.query(Isolation::ReadUncommitted, &WindowQuery::All, false)
-    }
-
-    /// Kafka's `backwardAll()`.
-    pub fn backward_all(&self) -> Result<WindowIter> {
-        self.query(Isolation::ReadUncommitted, &WindowQuery::All, true)
-    }
-
-    // ----- transactions and life cycle ------------------------------------------------
-
-    /// Commits every uncommitted write with `offsets` (Kafka's map semantics, as
-    /// [`crate::KvStore::commit`]) and `metadata`, together with the stream time and the
-    /// deletion of the segments it expired, atomically.
-    pub fn commit(
-        &self,
-        offsets: &[(TopicPartition, Option<i64>)],
-        metadata: Option<&[u8]>,
-    ) -> Result<()> {
-        self.inner.commit(offsets, metadata)
-    }
-
-    /// The changelog offset committed for `tp`.
-    pub fn committed_offset(&self, tp: &TopicPartition) -> Result<Option<i64>> {
-        self.inner.committed_offset(tp)
-    }
-
-    /// Every committed changelog offset.
-    pub fn committed_offsets(&self) -> Result<Vec<(TopicPartition, i64)>> {
-        self.inner.committed_offsets()
-    }
-
-    /// The metadata blob of the last commit carrying one.
-    pub fn committed_metadata(&self) -> Result<Option<Vec<u8>>> {
-        self.inner.committed_metadata()
-    }
-
-    /// Number of commits completed on this store over its life.
-    pub fn commit_sequence(&self) -> Result<u64> {
-        self.inner.commit_sequence()
-    }
-
-    /// Discards every uncommitted write (the stream time returns to the committed one).
-    pub fn rollback(&self) -> Result<()> {
-        self.inner.rollback()
-    }
-
-    /// Kafka's observed stream time under `isolation` (-1 before any write).
-    pub fn stream_time(&self, isolation: Isolation) -> Result<i64> {
-        self.inner.stream_time(isolation)
-    }
-
-    /// Approximate bytes of uncommitted writes.
-    pub fn approximate_num_uncommitted_bytes(&self) -> Result<u64> {
-        self.inner.uncommitted_bytes()
-    }
-
-    /// Approximate number of stored windows under `isolation`.
-    pub fn approximate_num_entries(&self, isolation: Isolation) -> Result<u64> {
-        self.inner.approximate_count(isolation)
-    }
-
-    /// An engine property or kstate counter, as [`crate::KvStore::property`].
-    pub fn property(&self, name: &str) -> Result<Option<u64>> {
-        self.inner.property(name)
-    }
-
-    /// Closes the store (uncommitted writes discarded, iterators closed). Idempotent.
-    pub fn close(&self) -> Result<()> {
-        self.inner.shutdown()
-    }
-
-    /// True until closed.
-    pub fn is_open(&self) -> bool {
-        self.inner.is_open()
-    }
-
-    /// Retention period (ms).
-    pub fn retention_period(&self) -> i64 {
-        self.inner.retention.period
-    }
-
-    /// The segment interval (ms) the store was created with.
-    pub fn segment_interval(&self) -> i64 {
-        self.inner.retention.segment_interval
+        /// Kafka's `all()`.
+        fn all /
+        /// Kafka's `backwardAll()`.
+        fn backward_all(&self) -> Result<WindowIter>
+        |reverse| {
+            self.query(Isolation::ReadUncommitted, &WindowQuery::All, reverse)
+        }
     }
 
     /// Window size (ms).
     pub fn window_size(&self) -> i64 {
-        self.window_size
+        self.kind.window_size
     }
 
     /// Whether puts are kept as duplicates.
     pub fn retain_duplicates(&self) -> bool {
-        self.retain_duplicates
-    }
-
-    /// What recovery found on open.
-    pub fn recovery(&self) -> &RecoveryReport {
-        self.inner.recovery()
-    }
-
-    /// The options' store part (engine, value format, ...).
-    pub fn options(&self) -> &StoreOptions {
-        self.inner.options()
-    }
-
-    /// Number of open iterators.
-    pub fn open_iterators(&self) -> usize {
-        self.inner.open_iterators()
-    }
-
-    /// Flushes and compacts the data (reclaims expired segments on disk at once).
-    pub fn compact(&self) -> Result<()> {
-        self.inner.compact()
+        self.kind.retain_duplicates
     }
 }
 
@@ -750,34 +481,10 @@ fn range_query(key_from: Option<&[u8]>, key_to: Option<&[u8]>, from: i64, to: i6
     }
 }
 
-/// Windows of a query, in Kafka's order; fixed when created, closed with its store.
-pub struct WindowIter {
-    inner: KvIter,
-}
-
-impl WindowIter {
+impl SegmentIter<WindowKind> {
     /// The next window, or `None` at the end.
     pub fn next_window(&mut self) -> Result<Option<WindowEntry>> {
-        match self.inner.next_raw()? {
-            None => Ok(None),
-            Some((k, v)) => Ok(Some(decode_window(&k, v)?)),
-        }
-    }
-
-    /// Closes the iterator. Idempotent.
-    pub fn close(&mut self) {
-        self.inner.close();
-    }
-
-    /// True until it or its store is closed.
-    pub fn is_open(&self) -> bool {
-        self.inner.is_open()
-    }
-
-    /// The underlying raw iterator (Kafka window keys and raw values).
-    #[allow(dead_code)] // used by the C and JNI bridge (next commit)
-    pub(crate) fn into_raw(self) -> KvIter {
-        self.inner
+        self.next_entry()
     }
 }
 
@@ -790,20 +497,4 @@ pub(crate) fn decode_window(kafka_key: &[u8], raw_value: Vec<u8>) -> Result<Wind
         seqnum,
         raw_value,
     })
-}
-
-impl Iterator for WindowIter {
-    type Item = Result<WindowEntry>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.next_window().transpose()
-    }
-}
-
-impl std::fmt::Debug for WindowIter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WindowIter")
-            .field("open", &self.is_open())
-            .finish()
-    }
 }

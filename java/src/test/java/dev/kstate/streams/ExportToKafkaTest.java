@@ -68,10 +68,10 @@ public class ExportToKafkaTest {
      */
     @Test
     public void kafkasRocksDbOpensAKstateStoreKilledMidWrite() throws Exception {
-        String cli = TestSupport.kstateCli();
+        String worker = TestSupport.kstateTestWorker();
         File store = new File(dir, "killed");
         // Restores on small memtables: table files (flushed and ingested) as well as a log.
-        Process p = new ProcessBuilder(cli, "crash-worker", "--dir", store.getPath(), "--seed", "7",
+        Process p = new ProcessBuilder(worker, "crash-worker", "--dir", store.getPath(), "--seed", "7",
             "--restore-percent", "50").redirectErrorStream(true).start();
         java.io.BufferedReader out = new java.io.BufferedReader(
             new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));

@@ -34,6 +34,14 @@ public final class TestSupport {
     }
 
     /**
+     * The process the kill tests SIGKILL (crash-worker): {@code -Dkstate.test.worker}, or the
+     * release build's {@code kstate-test-worker} (tests/support/worker.rs, not shipped).
+     */
+    static String kstateTestWorker() {
+        return System.getProperty("kstate.test.worker", "../target/release/kstate-test-worker");
+    }
+
+    /**
      * Runs the kstate CLI with {@code args} and returns what it printed (standard output and
      * error), asserting that it finishes within two minutes with {@code expectedExit}.
      */

@@ -1,5 +1,5 @@
 //! A deterministic random workload for window and session stores, shared (as source) by
-//! the `kstate crash-worker --kind window|session` process and the crash test that checks
+//! the `kstate-test-worker crash-worker --kind window|session` process and the crash test that checks
 //! what it left. Stream time moves forward with out-of-order jitter, so segments expire
 //! and are dropped by commits; transactions are sometimes large enough to spill.
 

@@ -3,7 +3,8 @@
 //! The same seed yields the same sequence of transactions everywhere, so a process that
 //! runs the workload against a store (and may be killed at any instant) and another that
 //! replays it against a `BTreeMap` model agree on what every commit contains. The crash
-//! tests, the `kstate demo` command and the benchmarks share it.
+//! tests (through `kstate-test-worker`, tests/support/worker.rs) and the benchmarks share
+//! it.
 
 use std::collections::BTreeMap;
 
