@@ -709,12 +709,12 @@ typedef struct kstate_window_options_t {
     size_t rocksdb_bounded_memtable_bytes;
     /**
      * Kafka's time-ordered window store (`RocksDbIndexedTimeOrderedWindowBytesStoreSupplier`,
-     * what `EmitStrategy.onWindowClose()` uses): `kstate_window_fetch_all`, `kstate_window_all` and
-     * (without `key_index`) key-range fetches return windows by start, then key, from a time index
-     * kept in the same transaction (values are stored twice); the retention floor is
-     * Kafka's time-ordered one. Fixed when the store is created: opening it with the other
-     * setting is `KSTATE_ERR_FORMAT_MISMATCH`. Default false. (Since layout
-     * `KSTATE_WINDOW_OPTIONS_SIZE_V2`.)
+     * what `EmitStrategy.onWindowClose()` uses): `kstate_window_fetch_all`,
+     * `kstate_window_all` and (without `key_index`) key-range fetches return windows by
+     * start, then key, from a time index kept in the same transaction (values are stored
+     * twice); the retention floor is Kafka's time-ordered one. Fixed when the store is
+     * created: opening it with the other setting is `KSTATE_ERR_FORMAT_MISMATCH`. Default
+     * false. (Since layout `KSTATE_WINDOW_OPTIONS_SIZE_V2`.)
      */
     bool time_ordered;
     /**

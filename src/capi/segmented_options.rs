@@ -82,12 +82,12 @@ pub struct kstate_window_options_t {
     /// `rocksdb_bounded_memory_bytes`. Ignored when the budget is 0.
     pub rocksdb_bounded_memtable_bytes: usize,
     /// Kafka's time-ordered window store (`RocksDbIndexedTimeOrderedWindowBytesStoreSupplier`,
-    /// what `EmitStrategy.onWindowClose()` uses): `kstate_window_fetch_all`, `kstate_window_all` and
-    /// (without `key_index`) key-range fetches return windows by start, then key, from a time index
-    /// kept in the same transaction (values are stored twice); the retention floor is
-    /// Kafka's time-ordered one. Fixed when the store is created: opening it with the other
-    /// setting is `KSTATE_ERR_FORMAT_MISMATCH`. Default false. (Since layout
-    /// `KSTATE_WINDOW_OPTIONS_SIZE_V2`.)
+    /// what `EmitStrategy.onWindowClose()` uses): `kstate_window_fetch_all`,
+    /// `kstate_window_all` and (without `key_index`) key-range fetches return windows by
+    /// start, then key, from a time index kept in the same transaction (values are stored
+    /// twice); the retention floor is Kafka's time-ordered one. Fixed when the store is
+    /// created: opening it with the other setting is `KSTATE_ERR_FORMAT_MISMATCH`. Default
+    /// false. (Since layout `KSTATE_WINDOW_OPTIONS_SIZE_V2`.)
     pub time_ordered: bool,
     /// With `time_ordered`: Kafka's `hasIndex` (sliding windows), under which key-range
     /// fetches keep the key-first order. True without `time_ordered` is

@@ -157,7 +157,8 @@ static void test_headers_window(void) {
         CHECK_OK(kstate_window_close(w));
         if (ENGINES[e] == KSTATE_ENGINE_ROCKSDB) {
             /* Reopened in another layout: refused; in its own: the data is there. */
-            kstate_window_options_t other = wopts(ENGINES[e], KSTATE_FORMAT_TIMESTAMPED, false, false);
+            kstate_window_options_t other =
+                wopts(ENGINES[e], KSTATE_FORMAT_TIMESTAMPED, false, false);
             CHECK_ERR(kstate_window_open(path, &other, &w), KSTATE_ERR_FORMAT_MISMATCH);
             CHECK(w == NULL);
             CHECK_OK(kstate_window_open(path, &o, &w));
@@ -186,11 +187,13 @@ static void test_headers_session(void) {
         CHECK_OK(kstate_session_put(s, KEY("k"), 0, 5, none, sizeof none));
         CHECK_OK(kstate_session_put(s, KEY("k"), 10, 15, one, 10));
         const uint8_t bad[2] = {0x0A, 0x01};
-        CHECK_ERR(kstate_session_put(s, KEY("k"), 20, 25, bad, sizeof bad), KSTATE_ERR_INVALID_VALUE);
+        CHECK_ERR(kstate_session_put(s, KEY("k"), 20, 25, bad, sizeof bad),
+                  KSTATE_ERR_INVALID_VALUE);
         CHECK_OK(kstate_session_commit(s, NULL, 0, NULL, 0));
         kstate_bytes_t agg;
         bool found;
-        CHECK_OK(kstate_session_fetch_session(s, KSTATE_READ_COMMITTED, KEY("k"), 10, 15, &agg, &found));
+        CHECK_OK(kstate_session_fetch_session(s, KSTATE_READ_COMMITTED, KEY("k"), 10, 15, &agg,
+                                              &found));
         CHECK(found && bytes_is(agg, one, 10));
         kstate_bytes_free(&agg);
         kstate_session_iter_t *it = NULL;
@@ -618,7 +621,8 @@ static void test_layout_1_options(void) {
     CHECK_OK(kstate_session_commit(s, NULL, 0, NULL, 0));
     CHECK_OK(kstate_session_close(s));
     /* They were created regular: a time-ordered open is refused, a regular one works. */
-    kstate_window_options_t w2 = wopts(KSTATE_ENGINE_ROCKSDB, KSTATE_FORMAT_TIMESTAMPED, true, false);
+    kstate_window_options_t w2 =
+        wopts(KSTATE_ENGINE_ROCKSDB, KSTATE_FORMAT_TIMESTAMPED, true, false);
     CHECK_ERR(kstate_window_open(wpath, &w2, &w), KSTATE_ERR_FORMAT_MISMATCH);
     w2.time_ordered = false;
     CHECK_OK(kstate_window_open(wpath, &w2, &w));
