@@ -193,16 +193,28 @@
 #define KSTATE_KV_OPTIONS_SIZE_V2 72
 
 /**
- * `struct_size` of the first layout of `kstate_window_options_t` (this header's
- * `sizeof(kstate_window_options_t)`): 96 bytes.
+ * `struct_size` of the first layout of `kstate_window_options_t` (up to
+ * `rocksdb_bounded_memtable_bytes`): 96 bytes.
  */
 #define KSTATE_WINDOW_OPTIONS_SIZE_V1 96
 
 /**
- * `struct_size` of the first layout of `kstate_session_options_t` (this header's
- * `sizeof(kstate_session_options_t)`): 80 bytes.
+ * `struct_size` of the second layout of `kstate_window_options_t` (adds `time_ordered`,
+ * `key_index`): 104 bytes, this header's `sizeof(kstate_window_options_t)`.
+ */
+#define KSTATE_WINDOW_OPTIONS_SIZE_V2 104
+
+/**
+ * `struct_size` of the first layout of `kstate_session_options_t` (up to
+ * `rocksdb_bounded_memtable_bytes`): 80 bytes.
  */
 #define KSTATE_SESSION_OPTIONS_SIZE_V1 80
+
+/**
+ * `struct_size` of the second layout of `kstate_session_options_t` (adds `value_format`,
+ * `time_ordered`): 88 bytes, this header's `sizeof(kstate_session_options_t)`.
+ */
+#define KSTATE_SESSION_OPTIONS_SIZE_V2 88
 
 /**
  * An error returned by a kstate function. Opaque: read it with `kstate_error_code` and
@@ -519,7 +531,7 @@ typedef void (*kstate_progress_fn)(uint64_t done, uint64_t total, void *user_dat
  * Options for `kstate_session_open`. Initialise them with
  * `kstate_session_options_init(&options, sizeof options)`, then set at least
  * `retention_ms` and change the other fields you need. Aggregates are stored as given
- * (Kafka's session stores are not timestamped), so there is no value format.
+ * (Kafka's session stores are not timestamped).
  *
  * ABI: as `kstate_window_options_t`.
  */
@@ -581,6 +593,24 @@ typedef struct kstate_session_options_t {
      * As `kstate_window_options_t`.
      */
     size_t rocksdb_bounded_memtable_bytes;
+    /**
+     * `KSTATE_FORMAT_PLAIN` (default: aggregates as given, Kafka's session store) or
+     * `KSTATE_FORMAT_HEADERS` (Kafka 4.3+'s `AggregationWithHeaders` layout, KIP-1271:
+     * `[varint headersSize][headers][aggregation]`, which every aggregate given and
+     * returned then has). `KSTATE_FORMAT_TIMESTAMPED` is `KSTATE_ERR_INVALID_ARGUMENT`
+     * (session aggregates carry no timestamp). An existing store must be opened with the
+     * format it was created with (else `KSTATE_ERR_FORMAT_MISMATCH`). (Since layout
+     * `KSTATE_SESSION_OPTIONS_SIZE_V2`.)
+     */
+    kstate_value_format_t value_format;
+    /**
+     * Kafka's time-ordered session store (`RocksDbTimeOrderedSessionBytesStoreSupplier`,
+     * what `EmitStrategy.onWindowClose()` uses), which also answers
+     * `kstate_session_find_sessions_by_end`. Fixed when the store is created: opening it
+     * with the other setting is `KSTATE_ERR_FORMAT_MISMATCH`. Default false. (Since layout
+     * `KSTATE_SESSION_OPTIONS_SIZE_V2`.)
+     */
+    bool time_ordered;
 } kstate_session_options_t;
 
 /**
@@ -604,9 +634,11 @@ typedef struct kstate_window_options_t {
     kstate_engine_t engine;
     /**
      * `KSTATE_FORMAT_TIMESTAMPED` (default; Kafka's timestamped window store, whose values
-     * carry the record timestamp) or `KSTATE_FORMAT_PLAIN` (Kafka's plain window store).
-     * An existing store must be opened with the format it was created with.
-     * `KSTATE_FORMAT_HEADERS` is for key-value stores only (`KSTATE_ERR_INVALID_ARGUMENT`).
+     * carry the record timestamp), `KSTATE_FORMAT_PLAIN` (Kafka's plain window store) or
+     * `KSTATE_FORMAT_HEADERS` (Kafka 4.3+'s `ValueTimestampHeaders` layout, KIP-1271: the
+     * typed calls write no headers and return value and timestamp, the raw calls take and
+     * return the whole layout). An existing store must be opened with the format it was
+     * created with (else `KSTATE_ERR_FORMAT_MISMATCH`).
      */
     kstate_value_format_t value_format;
     /**
@@ -675,6 +707,23 @@ typedef struct kstate_window_options_t {
      * `rocksdb_bounded_memory_bytes`. Ignored when the budget is 0.
      */
     size_t rocksdb_bounded_memtable_bytes;
+    /**
+     * Kafka's time-ordered window store (`RocksDbIndexedTimeOrderedWindowBytesStoreSupplier`,
+     * what `EmitStrategy.onWindowClose()` uses): `kstate_window_fetch_all`,
+     * `kstate_window_all` and (without `key_index`) key-range fetches return windows by
+     * start, then key, from a time index kept in the same transaction (values are stored
+     * twice); the retention floor is Kafka's time-ordered one. Fixed when the store is
+     * created: opening it with the other setting is `KSTATE_ERR_FORMAT_MISMATCH`. Default
+     * false. (Since layout `KSTATE_WINDOW_OPTIONS_SIZE_V2`.)
+     */
+    bool time_ordered;
+    /**
+     * With `time_ordered`: Kafka's `hasIndex` (sliding windows), under which key-range
+     * fetches keep the key-first order. True without `time_ordered` is
+     * `KSTATE_ERR_INVALID_ARGUMENT`. Default false. (Since layout
+     * `KSTATE_WINDOW_OPTIONS_SIZE_V2`.)
+     */
+    bool key_index;
 } kstate_window_options_t;
 
 /**
@@ -2003,6 +2052,36 @@ struct kstate_error_t *kstate_session_find_sessions(struct kstate_session_t *sto
                                                     struct kstate_session_iter_t **iter_out);
 
 /**
+ * Kafka's `findSessions(earliestSessionEndTime, latestSessionEndTime)` of its time-ordered
+ * session store (KIP-825, what `EmitStrategy.onWindowClose()` reads): the sessions of every
+ * key whose end is in `[earliest_end, latest_end]`, by end, then start, then key bytes,
+ * from the live segments (as Kafka, no finer retention filter). Kafka has no backward
+ * form of this query.
+ *
+ * # Arguments
+ * * `store` - a session store opened with `time_ordered`.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `earliest_end`, `latest_end` - the bounds of the session end, inclusive.
+ * * `iter_out` - receives the iterator (release it with `kstate_session_iter_close`);
+ *   NULL on entry and on failure.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - the store is not time-ordered (as Kafka's
+ *   `RocksDBSessionStore`, which does not support this query); `iter_out` NULL; an
+ *   unknown isolation.
+ * * `KSTATE_ERR_STORAGE`.
+ *
+ * # Safety
+ * `iter_out` NULL or writable.
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_session_find_sessions_by_end(struct kstate_session_t *store,
+                                                           kstate_isolation_t isolation,
+                                                           int64_t earliest_end,
+                                                           int64_t latest_end,
+                                                           struct kstate_session_iter_t **iter_out);
+
+/**
  * Kafka's `findSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime)`:
  * as `kstate_session_find_sessions` for the keys in `[key_from, key_to]`, in Kafka's
  * order (segment by segment of session ends; within one by key bytes, end, start).
@@ -2095,11 +2174,13 @@ struct kstate_error_t *kstate_session_open(const char *path,
 /**
  * Sets session store options to the defaults: RocksDB, retention 1 day, Kafka's segment
  * interval, 64 MiB of uncommitted writes in memory, no fsync on commit, Kafka Streams'
- * RocksDB tuning; and `struct_size` to `struct_size`.
+ * RocksDB tuning, plain aggregates, not time-ordered; and `struct_size` to `struct_size`.
  *
  * # Arguments
  * * `options` - the options to initialise.
- * * `struct_size` - `sizeof` the caller's `kstate_session_options_t`: `sizeof options`.
+ * * `struct_size` - `sizeof` the caller's `kstate_session_options_t`: `sizeof options`
+ *   (`KSTATE_SESSION_OPTIONS_SIZE_V2` with this header; `KSTATE_SESSION_OPTIONS_SIZE_V1`
+ *   from a caller built against layout 1, and only that layout's bytes are written).
  *
  * # Returns
  * NULL on success, else an error; `options` is left unchanged then.
@@ -2124,11 +2205,14 @@ struct kstate_error_t *kstate_session_options_init(struct kstate_session_options
  * * `store` - a session store.
  * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
  * * `start`, `end` - the session's start and end (ms).
- * * `aggregate`, `aggregate_len` - the aggregate, stored as given; NULL only when
- *   `aggregate_len` is 0 (the empty aggregate; use `kstate_session_remove` to delete).
+ * * `aggregate`, `aggregate_len` - the aggregate, stored as given (in a headers-format
+ *   store: Kafka's `AggregationWithHeaders` layout, `[varint headersSize][headers]
+ *   [aggregation]`); NULL only when `aggregate_len` is 0 (the empty aggregate; use
+ *   `kstate_session_remove` to delete).
  *
  * # Errors
  * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
+ * * `KSTATE_ERR_INVALID_VALUE` - a headers-format store got a malformed aggregate.
  * * `KSTATE_ERR_KEY_TOO_LARGE` (over `KSTATE_MAX_KEY_BYTES` - 16),
  *   `KSTATE_ERR_VALUE_TOO_LARGE`.
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
@@ -2345,8 +2429,9 @@ struct kstate_error_t *kstate_window_committed_offset(struct kstate_window_t *st
  *   `KSTATE_READ_COMMITTED` (committed data only).
  * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
  * * `window_start` - the window start.
- * * `value_out` - receives the value (without timestamp in a timestamped store; free with
- *   `kstate_bytes_free`); `{NULL, 0}` on entry and when not found.
+ * * `value_out` - receives the value (without timestamp in a timestamped store, without
+ *   timestamp and headers in a headers-format one; free with `kstate_bytes_free`);
+ *   `{NULL, 0}` on entry and when not found.
  * * `timestamp_out` - receives the record timestamp (-1 in a plain store); 0 on entry.
  * * `found_out` - true when the window exists and has not expired; false on entry.
  *
@@ -2457,6 +2542,42 @@ struct kstate_error_t *kstate_window_fetch_range(struct kstate_window_t *store,
                                                  struct kstate_window_iter_t **iter_out);
 
 /**
+ * Kafka's `fetch(key, windowStart)` returning the value in the store's own layout, as
+ * `kstate_window_put_raw` takes it (timestamp prefix in a timestamped store, Kafka's
+ * `ValueTimestampHeaders` layout with its headers in a headers-format store, the bytes of
+ * a plain one).
+ *
+ * # Arguments
+ * * `store` - a window store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` (the writer's view) or
+ *   `KSTATE_READ_COMMITTED` (committed data only).
+ * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `window_start` - the window start.
+ * * `value_out` - receives the raw value (free with `kstate_bytes_free`); `{NULL, 0}` on
+ *   entry and when not found.
+ * * `found_out` - true when the window exists and has not expired; false on entry.
+ *
+ * # Returns
+ * NULL on success (found or not), else an error.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
+ *   an unknown isolation.
+ * * `KSTATE_ERR_STORAGE`.
+ *
+ * # Safety
+ * As `kstate_window_fetch`.
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_window_fetch_raw(struct kstate_window_t *store,
+                                               kstate_isolation_t isolation,
+                                               const uint8_t *key,
+                                               size_t key_len,
+                                               int64_t window_start,
+                                               struct kstate_bytes_t *value_out,
+                                               bool *found_out);
+
+/**
  * Releases a window store iterator, as `kstate_kv_iter_close` (same errors, safety,
  * thread safety; a handle of another kind is `KSTATE_ERR_INVALID_HANDLE`).
  */
@@ -2469,8 +2590,9 @@ KSTATE_MUST_USE struct kstate_error_t *kstate_window_iter_close(struct kstate_wi
  * * `iter` - the iterator.
  * * `key_out` - receives the record key (free with `kstate_bytes_free`); `{NULL, 0}` on
  *   entry and at the end.
- * * `value_out` - receives the value (without timestamp in a timestamped store; free
- *   with `kstate_bytes_free`); `{NULL, 0}` on entry and at the end.
+ * * `value_out` - receives the value (without timestamp in a timestamped store, without
+ *   timestamp and headers in a headers-format one; free with `kstate_bytes_free`);
+ *   `{NULL, 0}` on entry and at the end.
  * * `timestamp_out` - the record timestamp (-1 in a plain store); 0 on entry.
  * * `window_start_out` - the window start; 0 on entry.
  * * `window_end_out` - the window end: start + the store's window size
@@ -2524,12 +2646,14 @@ struct kstate_error_t *kstate_window_open(const char *path,
 /**
  * Sets window store options to the defaults: RocksDB, timestamped values, retention 1
  * day, window size 0, Kafka's segment interval, no duplicates, 64 MiB of uncommitted
- * writes in memory, no fsync on commit, Kafka Streams' RocksDB tuning; and `struct_size`
- * to `struct_size`.
+ * writes in memory, no fsync on commit, Kafka Streams' RocksDB tuning, not time-ordered;
+ * and `struct_size` to `struct_size`.
  *
  * # Arguments
  * * `options` - the options to initialise.
- * * `struct_size` - `sizeof` the caller's `kstate_window_options_t`: `sizeof options`.
+ * * `struct_size` - `sizeof` the caller's `kstate_window_options_t`: `sizeof options`
+ *   (`KSTATE_WINDOW_OPTIONS_SIZE_V2` with this header; a caller built against layout 1
+ *   passes `KSTATE_WINDOW_OPTIONS_SIZE_V1`, and only that layout's bytes are written).
  *
  * # Returns
  * NULL on success, else an error (free it with `kstate_error_free`); `options` is left
@@ -2548,12 +2672,13 @@ struct kstate_error_t *kstate_window_options_init(struct kstate_window_options_t
 
 /**
  * Kafka's `put(key, ValueAndTimestamp(value, timestamp), windowStart)` on a timestamped
- * window store, in the current transaction. The write advances the stream time to
+ * window store (on a headers-format store: the value with its timestamp and no headers, as
+ * `kstate_kv_put` does there), in the current transaction. The write advances the stream time to
  * `window_start`; a window already expired by the stream time is dropped silently, as in
  * Kafka. With `retain_duplicates`, every put is kept as a new entry.
  *
  * # Arguments
- * * `store` - a timestamped window store.
+ * * `store` - a timestamped or headers-format window store.
  * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
  * * `value`, `value_len` - the value without timestamp; NULL only when `value_len` is 0.
  * * `timestamp` - the record timestamp.
@@ -2580,8 +2705,10 @@ struct kstate_error_t *kstate_window_put(struct kstate_window_t *store,
 
 /**
  * Kafka's `put(key, rawValue, windowStart)` with the value in the store's layout (an
- * 8-byte big-endian timestamp prefix in a timestamped store); a NULL value deletes the
- * window (ignored with `retain_duplicates`, as in Kafka).
+ * 8-byte big-endian timestamp prefix in a timestamped store; Kafka's
+ * `ValueTimestampHeaders` layout, `[varint headersSize][headers][8-byte big-endian
+ * timestamp][value]`, in a headers-format store); a NULL value deletes the window (ignored
+ * with `retain_duplicates`, as in Kafka).
  *
  * # Arguments
  * * `store` - a window store.
@@ -2591,7 +2718,8 @@ struct kstate_error_t *kstate_window_put(struct kstate_window_t *store,
  *
  * # Errors
  * As `kstate_window_put` (without `KSTATE_ERR_FORMAT_MISMATCH`), plus
- * `KSTATE_ERR_INVALID_VALUE` for a timestamped value shorter than 8 bytes.
+ * `KSTATE_ERR_INVALID_VALUE` for a timestamped value shorter than 8 bytes or a malformed
+ * headers-format value.
  *
  * # Safety
  * As `kstate_window_put`.

@@ -56,14 +56,16 @@ pub use options::{
 };
 pub use segmented_options::{
     kstate_session_options_init, kstate_session_options_t, kstate_window_options_init,
-    kstate_window_options_t, KSTATE_SESSION_OPTIONS_SIZE_V1, KSTATE_WINDOW_OPTIONS_SIZE_V1,
+    kstate_window_options_t, KSTATE_SESSION_OPTIONS_SIZE_V1, KSTATE_SESSION_OPTIONS_SIZE_V2,
+    KSTATE_WINDOW_OPTIONS_SIZE_V1, KSTATE_WINDOW_OPTIONS_SIZE_V2,
 };
 pub use session::{
     kstate_session_backward_fetch, kstate_session_backward_fetch_range,
     kstate_session_backward_find_sessions, kstate_session_backward_find_sessions_range,
     kstate_session_fetch, kstate_session_fetch_range, kstate_session_fetch_session,
-    kstate_session_find_sessions, kstate_session_find_sessions_range, kstate_session_iter_next,
-    kstate_session_iter_t, kstate_session_put, kstate_session_remove, kstate_session_t,
+    kstate_session_find_sessions, kstate_session_find_sessions_by_end,
+    kstate_session_find_sessions_range, kstate_session_iter_next, kstate_session_iter_t,
+    kstate_session_put, kstate_session_remove, kstate_session_t,
 };
 pub use shared::{
     kstate_kv_approximate_num_uncommitted_bytes, kstate_kv_close, kstate_kv_commit,
@@ -79,8 +81,8 @@ pub use window::{
     kstate_window_all, kstate_window_backward_all, kstate_window_backward_fetch_all,
     kstate_window_backward_fetch_key_range, kstate_window_backward_fetch_range,
     kstate_window_fetch, kstate_window_fetch_all, kstate_window_fetch_key_range,
-    kstate_window_fetch_range, kstate_window_iter_next, kstate_window_iter_t, kstate_window_put,
-    kstate_window_put_raw, kstate_window_t,
+    kstate_window_fetch_range, kstate_window_fetch_raw, kstate_window_iter_next,
+    kstate_window_iter_t, kstate_window_put, kstate_window_put_raw, kstate_window_t,
 };
 
 use std::ffi::c_char;

@@ -6,6 +6,9 @@
 //! layout the caller's `struct_size` names, and an unknown size is
 //! `KSTATE_ERR_INVALID_ARGUMENT`. The store fields are those of `kstate_kv_options_t`; they
 //! are validated by its one conversion (plus the RocksDB knobs it lacks on this branch).
+//!
+//! Each first layout ends without tail padding, so it is a byte prefix of the second: a
+//! caller of layout 1 is read by copying its bytes over the defaults.
 
 use crate::engine::rocksdb::BoundedMemory;
 use crate::{bridge, Error, Result, SessionOptions, StoreOptions, WindowOptions};
@@ -32,9 +35,11 @@ pub struct kstate_window_options_t {
     /// `KSTATE_ENGINE_ROCKSDB` (default) or `KSTATE_ENGINE_MEMORY`.
     pub engine: kstate_engine_t,
     /// `KSTATE_FORMAT_TIMESTAMPED` (default; Kafka's timestamped window store, whose values
-    /// carry the record timestamp) or `KSTATE_FORMAT_PLAIN` (Kafka's plain window store).
-    /// An existing store must be opened with the format it was created with.
-    /// `KSTATE_FORMAT_HEADERS` is for key-value stores only (`KSTATE_ERR_INVALID_ARGUMENT`).
+    /// carry the record timestamp), `KSTATE_FORMAT_PLAIN` (Kafka's plain window store) or
+    /// `KSTATE_FORMAT_HEADERS` (Kafka 4.3+'s `ValueTimestampHeaders` layout, KIP-1271: the
+    /// typed calls write no headers and return value and timestamp, the raw calls take and
+    /// return the whole layout). An existing store must be opened with the format it was
+    /// created with (else `KSTATE_ERR_FORMAT_MISMATCH`).
     pub value_format: kstate_value_format_t,
     /// How long windows are kept, in ms (>= `window_size_ms`). With stream time T (the
     /// largest window start written), reads no longer return windows starting at or
@@ -76,12 +81,25 @@ pub struct kstate_window_options_t {
     /// With a budget: the part of it memtables may use; > 0 and <
     /// `rocksdb_bounded_memory_bytes`. Ignored when the budget is 0.
     pub rocksdb_bounded_memtable_bytes: usize,
+    /// Kafka's time-ordered window store (`RocksDbIndexedTimeOrderedWindowBytesStoreSupplier`,
+    /// what `EmitStrategy.onWindowClose()` uses): `kstate_window_fetch_all`,
+    /// `kstate_window_all` and (without `key_index`) key-range fetches return windows by
+    /// start, then key, from a time index kept in the same transaction (values are stored
+    /// twice); the retention floor is Kafka's time-ordered one. Fixed when the store is
+    /// created: opening it with the other setting is `KSTATE_ERR_FORMAT_MISMATCH`. Default
+    /// false. (Since layout `KSTATE_WINDOW_OPTIONS_SIZE_V2`.)
+    pub time_ordered: bool,
+    /// With `time_ordered`: Kafka's `hasIndex` (sliding windows), under which key-range
+    /// fetches keep the key-first order. True without `time_ordered` is
+    /// `KSTATE_ERR_INVALID_ARGUMENT`. Default false. (Since layout
+    /// `KSTATE_WINDOW_OPTIONS_SIZE_V2`.)
+    pub key_index: bool,
 }
 
 /// Options for `kstate_session_open`. Initialise them with
 /// `kstate_session_options_init(&options, sizeof options)`, then set at least
 /// `retention_ms` and change the other fields you need. Aggregates are stored as given
-/// (Kafka's session stores are not timestamped), so there is no value format.
+/// (Kafka's session stores are not timestamped).
 ///
 /// ABI: as `kstate_window_options_t`.
 #[repr(C)]
@@ -118,20 +136,67 @@ pub struct kstate_session_options_t {
     pub rocksdb_bounded_memory_bytes: usize,
     /// As `kstate_window_options_t`.
     pub rocksdb_bounded_memtable_bytes: usize,
+    /// `KSTATE_FORMAT_PLAIN` (default: aggregates as given, Kafka's session store) or
+    /// `KSTATE_FORMAT_HEADERS` (Kafka 4.3+'s `AggregationWithHeaders` layout, KIP-1271:
+    /// `[varint headersSize][headers][aggregation]`, which every aggregate given and
+    /// returned then has). `KSTATE_FORMAT_TIMESTAMPED` is `KSTATE_ERR_INVALID_ARGUMENT`
+    /// (session aggregates carry no timestamp). An existing store must be opened with the
+    /// format it was created with (else `KSTATE_ERR_FORMAT_MISMATCH`). (Since layout
+    /// `KSTATE_SESSION_OPTIONS_SIZE_V2`.)
+    pub value_format: kstate_value_format_t,
+    /// Kafka's time-ordered session store (`RocksDbTimeOrderedSessionBytesStoreSupplier`,
+    /// what `EmitStrategy.onWindowClose()` uses), which also answers
+    /// `kstate_session_find_sessions_by_end`. Fixed when the store is created: opening it
+    /// with the other setting is `KSTATE_ERR_FORMAT_MISMATCH`. Default false. (Since layout
+    /// `KSTATE_SESSION_OPTIONS_SIZE_V2`.)
+    pub time_ordered: bool,
 }
 
-/// `struct_size` of the first layout of `kstate_window_options_t` (this header's
-/// `sizeof(kstate_window_options_t)`): 96 bytes.
+/// `struct_size` of the first layout of `kstate_window_options_t` (up to
+/// `rocksdb_bounded_memtable_bytes`): 96 bytes.
 pub const KSTATE_WINDOW_OPTIONS_SIZE_V1: usize = 96;
-/// `struct_size` of the first layout of `kstate_session_options_t` (this header's
-/// `sizeof(kstate_session_options_t)`): 80 bytes.
+/// `struct_size` of the second layout of `kstate_window_options_t` (adds `time_ordered`,
+/// `key_index`): 104 bytes, this header's `sizeof(kstate_window_options_t)`.
+pub const KSTATE_WINDOW_OPTIONS_SIZE_V2: usize = 104;
+/// `struct_size` of the first layout of `kstate_session_options_t` (up to
+/// `rocksdb_bounded_memtable_bytes`): 80 bytes.
 pub const KSTATE_SESSION_OPTIONS_SIZE_V1: usize = 80;
+/// `struct_size` of the second layout of `kstate_session_options_t` (adds `value_format`,
+/// `time_ordered`): 88 bytes, this header's `sizeof(kstate_session_options_t)`.
+pub const KSTATE_SESSION_OPTIONS_SIZE_V2: usize = 88;
 
-// The constants are the ABI: a layout change that moves them fails the build.
+// The constants are the ABI: a layout change that moves them fails the build. Layout 1 is
+// a byte prefix of layout 2 (the first new field starts where layout 1 ended).
 const _: () =
-    assert!(std::mem::size_of::<kstate_window_options_t>() == KSTATE_WINDOW_OPTIONS_SIZE_V1);
+    assert!(std::mem::size_of::<kstate_window_options_t>() == KSTATE_WINDOW_OPTIONS_SIZE_V2);
+const _: () = assert!(
+    std::mem::offset_of!(kstate_window_options_t, time_ordered) == KSTATE_WINDOW_OPTIONS_SIZE_V1
+);
 const _: () =
-    assert!(std::mem::size_of::<kstate_session_options_t>() == KSTATE_SESSION_OPTIONS_SIZE_V1);
+    assert!(std::mem::size_of::<kstate_session_options_t>() == KSTATE_SESSION_OPTIONS_SIZE_V2);
+const _: () = assert!(
+    std::mem::offset_of!(kstate_session_options_t, value_format) == KSTATE_SESSION_OPTIONS_SIZE_V1
+);
+
+/// The known layouts of a sized options struct: the first's size and the current one's.
+#[derive(Clone, Copy)]
+struct Layouts {
+    v1: usize,
+    v2: usize,
+    name: &'static str,
+}
+
+const WINDOW_LAYOUTS: Layouts = Layouts {
+    v1: KSTATE_WINDOW_OPTIONS_SIZE_V1,
+    v2: KSTATE_WINDOW_OPTIONS_SIZE_V2,
+    name: "kstate_window_options",
+};
+
+const SESSION_LAYOUTS: Layouts = Layouts {
+    v1: KSTATE_SESSION_OPTIONS_SIZE_V1,
+    v2: KSTATE_SESSION_OPTIONS_SIZE_V2,
+    name: "kstate_session_options",
+};
 
 /// Default retention of both option structs: one day, Kafka's default for windowed stores.
 const DEFAULT_RETENTION_MS: i64 = 86_400_000;
@@ -189,7 +254,7 @@ impl kstate_window_options_t {
         let kv = kstate_kv_options_t::defaults();
         let rocks = StoreOptions::default().rocksdb;
         kstate_window_options_t {
-            struct_size: KSTATE_WINDOW_OPTIONS_SIZE_V1,
+            struct_size: KSTATE_WINDOW_OPTIONS_SIZE_V2,
             engine: KSTATE_ENGINE_ROCKSDB,
             value_format: KSTATE_FORMAT_TIMESTAMPED,
             retention_ms: DEFAULT_RETENTION_MS,
@@ -205,10 +270,13 @@ impl kstate_window_options_t {
             rocksdb_statistics: rocks.statistics,
             rocksdb_bounded_memory_bytes: 0,
             rocksdb_bounded_memtable_bytes: 0,
+            time_ordered: false,
+            key_index: false,
         }
     }
 
-    /// Reads a caller's options in the layout its `struct_size` names; NULL is the defaults.
+    /// Reads a caller's options in the layout its `struct_size` names (the fields a layout 1
+    /// caller lacks take their defaults); NULL is the defaults.
     ///
     /// # Safety
     /// `options` is NULL or points to at least `size_of::<usize>()` readable bytes, and to
@@ -218,13 +286,7 @@ impl kstate_window_options_t {
             return Ok(Self::defaults());
         }
         // SAFETY: forwarded to the caller.
-        unsafe {
-            read_sized(
-                options,
-                KSTATE_WINDOW_OPTIONS_SIZE_V1,
-                "kstate_window_options",
-            )
-        }
+        unsafe { read_sized(options, Self::defaults(), WINDOW_LAYOUTS) }
     }
 
     /// Validates and converts to the core's options.
@@ -243,11 +305,11 @@ impl kstate_window_options_t {
             rocksdb_bounded_memtable_bytes: self.rocksdb_bounded_memtable_bytes,
         }
         .to_store_options()?;
-        // The C window calls split values as timestamped or plain; headers-format window
-        // stores are served to Java (JNI) only.
-        if store.value_format == crate::ValueFormat::Headers {
+        if self.key_index && !self.time_ordered {
             return Err(Error::InvalidArgument(
-                "KSTATE_FORMAT_HEADERS is for key-value stores in the C API".into(),
+                "options.key_index is Kafka's hasIndex of a time-ordered window store: it \
+                 needs options.time_ordered"
+                    .into(),
             ));
         }
         let mut options = WindowOptions::new(
@@ -257,6 +319,9 @@ impl kstate_window_options_t {
         )
         .with_store(store);
         options.segment_interval = bridge::segment_interval(self.segment_interval_ms);
+        if self.time_ordered {
+            options = options.time_ordered(self.key_index);
+        }
         options.validate()?;
         Ok(options)
     }
@@ -267,7 +332,7 @@ impl kstate_session_options_t {
     pub(crate) fn defaults() -> Self {
         let w = kstate_window_options_t::defaults();
         kstate_session_options_t {
-            struct_size: KSTATE_SESSION_OPTIONS_SIZE_V1,
+            struct_size: KSTATE_SESSION_OPTIONS_SIZE_V2,
             engine: w.engine,
             sync_on_commit: w.sync_on_commit,
             retention_ms: w.retention_ms,
@@ -280,6 +345,8 @@ impl kstate_session_options_t {
             rocksdb_statistics: w.rocksdb_statistics,
             rocksdb_bounded_memory_bytes: 0,
             rocksdb_bounded_memtable_bytes: 0,
+            value_format: KSTATE_FORMAT_PLAIN,
+            time_ordered: false,
         }
     }
 
@@ -292,20 +359,22 @@ impl kstate_session_options_t {
             return Ok(Self::defaults());
         }
         // SAFETY: forwarded to the caller.
-        unsafe {
-            read_sized(
-                options,
-                KSTATE_SESSION_OPTIONS_SIZE_V1,
-                "kstate_session_options",
-            )
-        }
+        unsafe { read_sized(options, Self::defaults(), SESSION_LAYOUTS) }
     }
 
     /// Validates and converts to the core's options.
     pub(crate) fn to_session_options(self) -> Result<SessionOptions> {
+        // The core reads timestamped as plain for sessions; C callers are told instead.
+        if self.value_format == KSTATE_FORMAT_TIMESTAMPED {
+            return Err(Error::InvalidArgument(
+                "options.value_format: a session store is KSTATE_FORMAT_PLAIN or \
+                 KSTATE_FORMAT_HEADERS (session aggregates carry no timestamp)"
+                    .into(),
+            ));
+        }
         let store = StoreFields {
             engine: self.engine,
-            value_format: KSTATE_FORMAT_PLAIN,
+            value_format: self.value_format,
             sync_on_commit: self.sync_on_commit,
             max_uncommitted_bytes: self.max_uncommitted_bytes,
             rocksdb_block_cache_bytes: self.rocksdb_block_cache_bytes,
@@ -319,61 +388,79 @@ impl kstate_session_options_t {
         .to_store_options()?;
         let mut options = SessionOptions::new(self.retention_ms).with_store(store);
         options.segment_interval = bridge::segment_interval(self.segment_interval_ms);
+        options.time_ordered = self.time_ordered;
         options.validate()?;
         Ok(options)
     }
 }
 
-/// Reads a sized struct whose only layout so far is `size` bytes.
+/// Reads a sized struct in the layout its leading size names: the current one whole, the
+/// first one over `defaults` (its bytes are a prefix of the current layout).
 ///
 /// # Safety
 /// `options` is non-NULL and points to at least `size_of::<usize>()` readable bytes, and to
-/// a whole `T` when its leading size is `size`.
-unsafe fn read_sized<T: Copy>(options: *const T, size: usize, name: &str) -> Result<T> {
+/// as many readable bytes as its leading size when that is a known layout's size.
+unsafe fn read_sized<T: Copy>(options: *const T, defaults: T, layouts: Layouts) -> Result<T> {
     if !options.is_aligned() {
         return Err(Error::InvalidArgument("options is misaligned".into()));
     }
     // SAFETY: aligned and readable for the leading size field (caller's guarantee).
     let got = unsafe { options.cast::<usize>().read() };
-    if got == size {
+    if got == layouts.v2 {
         // SAFETY: the caller's struct has this layout, all readable; plain old data.
         return Ok(unsafe { options.read() });
     }
-    Err(Error::InvalidArgument(size_error(got, size, name)))
+    if got == layouts.v1 {
+        let mut read = defaults;
+        // SAFETY: the caller's `v1` bytes are readable (its size says so); they are the
+        // leading fields of `T` in the same places (asserted at compile time), so copying
+        // them over the defaults leaves the later fields at their defaults. The leading
+        // size is copied too: the layout-1 value the caller set.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                options.cast::<u8>(),
+                std::ptr::addr_of_mut!(read).cast::<u8>(),
+                layouts.v1,
+            );
+        }
+        return Ok(read);
+    }
+    Err(Error::InvalidArgument(size_error(got, layouts)))
 }
 
 /// The message for a `struct_size` no layout has.
-fn size_error(got: usize, size: usize, name: &str) -> String {
+fn size_error(got: usize, layouts: Layouts) -> String {
+    let Layouts { v1, v2, name } = layouts;
     if got == 0 {
         format!(
             "options.struct_size is 0: initialise the options with \
              {name}_init(&options, sizeof options)"
         )
-    } else if got > size {
+    } else if got > v2 {
         format!(
             "options.struct_size {got} is larger than any {name}_t this library ({}) knows \
-             ({size} bytes): the program was built against a newer kstate.h, or the options \
-             were not initialised with {name}_init",
+             ({v2} bytes at most): the program was built against a newer kstate.h, or the \
+             options were not initialised with {name}_init",
             env!("CARGO_PKG_VERSION")
         )
     } else {
         format!(
-            "options.struct_size {got} is not the size of a {name}_t layout ({size}): \
+            "options.struct_size {got} is not the size of a {name}_t layout ({v1} or {v2}): \
              initialise the options with {name}_init(&options, sizeof options)"
         )
     }
 }
 
-/// Writes `defaults` to a caller's struct of `struct_size` bytes.
+/// Writes the first `struct_size` bytes of `defaults` (a known layout's size; its leading
+/// size set to `struct_size`) to a caller's struct.
 ///
 /// # Safety
 /// `options` is NULL or valid for writing `struct_size` bytes.
 unsafe fn init_sized<T>(
     options: *mut T,
     struct_size: usize,
-    defaults: T,
-    size: usize,
-    name: &str,
+    mut defaults: T,
+    layouts: Layouts,
 ) -> Result<()> {
     if options.is_null() {
         return Err(Error::InvalidArgument("options is NULL".into()));
@@ -381,25 +468,40 @@ unsafe fn init_sized<T>(
     if !options.is_aligned() {
         return Err(Error::InvalidArgument("options is misaligned".into()));
     }
-    if struct_size != size {
+    if struct_size != layouts.v1 && struct_size != layouts.v2 {
         return Err(Error::InvalidArgument(
-            size_error(struct_size, size, name).replace("options.struct_size", "struct_size"),
+            size_error(struct_size, layouts).replace("options.struct_size", "struct_size"),
         ));
     }
-    // SAFETY: non-NULL, aligned, writable for this layout's size (caller's guarantee with
-    // this `struct_size`).
-    unsafe { options.write(defaults) };
+    // SAFETY: `defaults` is a live `T`, which starts with its `usize` size field.
+    unsafe {
+        std::ptr::addr_of_mut!(defaults)
+            .cast::<usize>()
+            .write(struct_size)
+    };
+    // SAFETY: `options` is non-NULL, aligned and writable for `struct_size` bytes (caller's
+    // guarantee); `struct_size` is at most `size_of::<T>()`, the layouts being prefixes of
+    // `T`, so the copy reads within `defaults` and writes only the caller's layout.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            std::ptr::addr_of!(defaults).cast::<u8>(),
+            options.cast::<u8>(),
+            struct_size,
+        );
+    }
     Ok(())
 }
 
 /// Sets window store options to the defaults: RocksDB, timestamped values, retention 1
 /// day, window size 0, Kafka's segment interval, no duplicates, 64 MiB of uncommitted
-/// writes in memory, no fsync on commit, Kafka Streams' RocksDB tuning; and `struct_size`
-/// to `struct_size`.
+/// writes in memory, no fsync on commit, Kafka Streams' RocksDB tuning, not time-ordered;
+/// and `struct_size` to `struct_size`.
 ///
 /// # Arguments
 /// * `options` - the options to initialise.
-/// * `struct_size` - `sizeof` the caller's `kstate_window_options_t`: `sizeof options`.
+/// * `struct_size` - `sizeof` the caller's `kstate_window_options_t`: `sizeof options`
+///   (`KSTATE_WINDOW_OPTIONS_SIZE_V2` with this header; a caller built against layout 1
+///   passes `KSTATE_WINDOW_OPTIONS_SIZE_V1`, and only that layout's bytes are written).
 ///
 /// # Returns
 /// NULL on success, else an error (free it with `kstate_error_free`); `options` is left
@@ -424,8 +526,7 @@ pub unsafe extern "C" fn kstate_window_options_init(
                 options,
                 struct_size,
                 kstate_window_options_t::defaults(),
-                KSTATE_WINDOW_OPTIONS_SIZE_V1,
-                "kstate_window_options",
+                WINDOW_LAYOUTS,
             )
         }
     })
@@ -433,11 +534,13 @@ pub unsafe extern "C" fn kstate_window_options_init(
 
 /// Sets session store options to the defaults: RocksDB, retention 1 day, Kafka's segment
 /// interval, 64 MiB of uncommitted writes in memory, no fsync on commit, Kafka Streams'
-/// RocksDB tuning; and `struct_size` to `struct_size`.
+/// RocksDB tuning, plain aggregates, not time-ordered; and `struct_size` to `struct_size`.
 ///
 /// # Arguments
 /// * `options` - the options to initialise.
-/// * `struct_size` - `sizeof` the caller's `kstate_session_options_t`: `sizeof options`.
+/// * `struct_size` - `sizeof` the caller's `kstate_session_options_t`: `sizeof options`
+///   (`KSTATE_SESSION_OPTIONS_SIZE_V2` with this header; `KSTATE_SESSION_OPTIONS_SIZE_V1`
+///   from a caller built against layout 1, and only that layout's bytes are written).
 ///
 /// # Returns
 /// NULL on success, else an error; `options` is left unchanged then.
@@ -461,8 +564,7 @@ pub unsafe extern "C" fn kstate_session_options_init(
                 options,
                 struct_size,
                 kstate_session_options_t::defaults(),
-                KSTATE_SESSION_OPTIONS_SIZE_V1,
-                "kstate_session_options",
+                SESSION_LAYOUTS,
             )
         }
     })

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use super::bytes::{init, kstate_bytes_t, out, span};
 use super::error::{ffi_call, kstate_error_t};
 use super::segmented::{key_query, key_range_query};
-use super::{isolation, kstate_isolation_t, number};
-use crate::bridge::SessionIterHandle;
+use super::{isolation, kstate_isolation_t, number, pointer};
+use crate::bridge::{self, SessionIterHandle};
 use crate::format::segmented::parse_session_key;
 use crate::handle::HANDLES;
 use crate::{Result, SessionStore};
@@ -44,11 +44,14 @@ fn store(handle: *const kstate_session_t) -> Result<Arc<SessionStore>> {
 /// * `store` - a session store.
 /// * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
 /// * `start`, `end` - the session's start and end (ms).
-/// * `aggregate`, `aggregate_len` - the aggregate, stored as given; NULL only when
-///   `aggregate_len` is 0 (the empty aggregate; use `kstate_session_remove` to delete).
+/// * `aggregate`, `aggregate_len` - the aggregate, stored as given (in a headers-format
+///   store: Kafka's `AggregationWithHeaders` layout, `[varint headersSize][headers]
+///   [aggregation]`); NULL only when `aggregate_len` is 0 (the empty aggregate; use
+///   `kstate_session_remove` to delete).
 ///
 /// # Errors
 /// * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
+/// * `KSTATE_ERR_INVALID_VALUE` - a headers-format store got a malformed aggregate.
 /// * `KSTATE_ERR_KEY_TOO_LARGE` (over `KSTATE_MAX_KEY_BYTES` - 16),
 ///   `KSTATE_ERR_VALUE_TOO_LARGE`.
 /// * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
@@ -234,6 +237,50 @@ pub unsafe extern "C" fn kstate_session_iter_next(
         *start_out = start;
         *end_out = end;
         *found_out = true;
+        Ok(())
+    })
+}
+
+/// Kafka's `findSessions(earliestSessionEndTime, latestSessionEndTime)` of its time-ordered
+/// session store (KIP-825, what `EmitStrategy.onWindowClose()` reads): the sessions of every
+/// key whose end is in `[earliest_end, latest_end]`, by end, then start, then key bytes,
+/// from the live segments (as Kafka, no finer retention filter). Kafka has no backward
+/// form of this query.
+///
+/// # Arguments
+/// * `store` - a session store opened with `time_ordered`.
+/// * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+/// * `earliest_end`, `latest_end` - the bounds of the session end, inclusive.
+/// * `iter_out` - receives the iterator (release it with `kstate_session_iter_close`);
+///   NULL on entry and on failure.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - the store is not time-ordered (as Kafka's
+///   `RocksDBSessionStore`, which does not support this query); `iter_out` NULL; an
+///   unknown isolation.
+/// * `KSTATE_ERR_STORAGE`.
+///
+/// # Safety
+/// `iter_out` NULL or writable.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn kstate_session_find_sessions_by_end(
+    store: *mut kstate_session_t,
+    isolation: kstate_isolation_t,
+    earliest_end: i64,
+    latest_end: i64,
+    iter_out: *mut *mut kstate_session_iter_t,
+) -> *mut kstate_error_t {
+    // SAFETY: NULL or writable (caller's guarantee).
+    unsafe { init(iter_out, std::ptr::null_mut()) };
+    ffi_call(|| {
+        // SAFETY: initialised above.
+        let iter_out = unsafe { out(iter_out, "iter_out")? };
+        let isolation = self::isolation(isolation)?;
+        let it = bridge::open_session_iter(number(store), |s| {
+            s.find_sessions_by_end_with(isolation, earliest_end, latest_end, false)
+        })?;
+        *iter_out = pointer(it);
         Ok(())
     })
 }

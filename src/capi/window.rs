@@ -42,12 +42,13 @@ fn store(handle: *const kstate_window_t) -> Result<Arc<WindowStore>> {
 }
 
 /// Kafka's `put(key, ValueAndTimestamp(value, timestamp), windowStart)` on a timestamped
-/// window store, in the current transaction. The write advances the stream time to
+/// window store (on a headers-format store: the value with its timestamp and no headers, as
+/// `kstate_kv_put` does there), in the current transaction. The write advances the stream time to
 /// `window_start`; a window already expired by the stream time is dropped silently, as in
 /// Kafka. With `retain_duplicates`, every put is kept as a new entry.
 ///
 /// # Arguments
-/// * `store` - a timestamped window store.
+/// * `store` - a timestamped or headers-format window store.
 /// * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
 /// * `value`, `value_len` - the value without timestamp; NULL only when `value_len` is 0.
 /// * `timestamp` - the record timestamp.
@@ -78,13 +79,21 @@ pub unsafe extern "C" fn kstate_window_put(
         // SAFETY: spans readable as given (caller's guarantee), used during the call only.
         let (key, value) =
             unsafe { (span(key, key_len, "key")?, span(value, value_len, "value")?) };
+        if s.options().value_format == ValueFormat::Headers {
+            // The core's typed put is timestamped-only; the headers layout with no headers
+            // is what a typed key-value put writes to a headers-format store.
+            let raw = crate::format::headers::encode(value, timestamp, &[])?;
+            return s.put_raw(key, Some(&raw), window_start).map(drop);
+        }
         s.put(key, Some(value), timestamp, window_start)
     })
 }
 
 /// Kafka's `put(key, rawValue, windowStart)` with the value in the store's layout (an
-/// 8-byte big-endian timestamp prefix in a timestamped store); a NULL value deletes the
-/// window (ignored with `retain_duplicates`, as in Kafka).
+/// 8-byte big-endian timestamp prefix in a timestamped store; Kafka's
+/// `ValueTimestampHeaders` layout, `[varint headersSize][headers][8-byte big-endian
+/// timestamp][value]`, in a headers-format store); a NULL value deletes the window (ignored
+/// with `retain_duplicates`, as in Kafka).
 ///
 /// # Arguments
 /// * `store` - a window store.
@@ -94,7 +103,8 @@ pub unsafe extern "C" fn kstate_window_put(
 ///
 /// # Errors
 /// As `kstate_window_put` (without `KSTATE_ERR_FORMAT_MISMATCH`), plus
-/// `KSTATE_ERR_INVALID_VALUE` for a timestamped value shorter than 8 bytes.
+/// `KSTATE_ERR_INVALID_VALUE` for a timestamped value shorter than 8 bytes or a malformed
+/// headers-format value.
 ///
 /// # Safety
 /// As `kstate_window_put`.
@@ -132,8 +142,8 @@ fn split(raw: Vec<u8>, format: ValueFormat) -> Result<(Vec<u8>, i64)> {
             let (timestamp, v) = value::split(&raw)?;
             Ok((v.to_vec(), timestamp))
         }
-        // Window stores refuse this format on open; split it as the key-value surface
-        // does rather than assume so.
+        // As the key-value surface: value and timestamp, the headers dropped (the raw calls
+        // return them).
         ValueFormat::Headers => {
             let p = crate::format::headers::split(&raw)?;
             Ok((p.value.to_vec(), p.timestamp))
@@ -149,8 +159,9 @@ fn split(raw: Vec<u8>, format: ValueFormat) -> Result<(Vec<u8>, i64)> {
 ///   `KSTATE_READ_COMMITTED` (committed data only).
 /// * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
 /// * `window_start` - the window start.
-/// * `value_out` - receives the value (without timestamp in a timestamped store; free with
-///   `kstate_bytes_free`); `{NULL, 0}` on entry and when not found.
+/// * `value_out` - receives the value (without timestamp in a timestamped store, without
+///   timestamp and headers in a headers-format one; free with `kstate_bytes_free`);
+///   `{NULL, 0}` on entry and when not found.
 /// * `timestamp_out` - receives the record timestamp (-1 in a plain store); 0 on entry.
 /// * `found_out` - true when the window exists and has not expired; false on entry.
 ///
@@ -205,14 +216,74 @@ pub unsafe extern "C" fn kstate_window_fetch(
     })
 }
 
+/// Kafka's `fetch(key, windowStart)` returning the value in the store's own layout, as
+/// `kstate_window_put_raw` takes it (timestamp prefix in a timestamped store, Kafka's
+/// `ValueTimestampHeaders` layout with its headers in a headers-format store, the bytes of
+/// a plain one).
+///
+/// # Arguments
+/// * `store` - a window store.
+/// * `isolation` - `KSTATE_READ_UNCOMMITTED` (the writer's view) or
+///   `KSTATE_READ_COMMITTED` (committed data only).
+/// * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+/// * `window_start` - the window start.
+/// * `value_out` - receives the raw value (free with `kstate_bytes_free`); `{NULL, 0}` on
+///   entry and when not found.
+/// * `found_out` - true when the window exists and has not expired; false on entry.
+///
+/// # Returns
+/// NULL on success (found or not), else an error.
+///
+/// # Errors
+/// * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
+///   an unknown isolation.
+/// * `KSTATE_ERR_STORAGE`.
+///
+/// # Safety
+/// As `kstate_window_fetch`.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn kstate_window_fetch_raw(
+    store: *mut kstate_window_t,
+    isolation: kstate_isolation_t,
+    key: *const u8,
+    key_len: usize,
+    window_start: i64,
+    value_out: *mut kstate_bytes_t,
+    found_out: *mut bool,
+) -> *mut kstate_error_t {
+    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    unsafe {
+        init(value_out, kstate_bytes_t::NONE);
+        init(found_out, false);
+    }
+    ffi_call(|| {
+        // SAFETY: out-parameters initialised above; key readable as given.
+        let (value_out, found_out, key) = unsafe {
+            (
+                out(value_out, "value_out")?,
+                out(found_out, "found_out")?,
+                span(key, key_len, "key")?,
+            )
+        };
+        let isolation = self::isolation(isolation)?;
+        if let Some(raw) = self::store(store)?.fetch_raw_with(isolation, key, window_start)? {
+            *value_out = kstate_bytes_t::from_vec(raw);
+            *found_out = true;
+        }
+        Ok(())
+    })
+}
+
 /// The next window of an iterator.
 ///
 /// # Arguments
 /// * `iter` - the iterator.
 /// * `key_out` - receives the record key (free with `kstate_bytes_free`); `{NULL, 0}` on
 ///   entry and at the end.
-/// * `value_out` - receives the value (without timestamp in a timestamped store; free
-///   with `kstate_bytes_free`); `{NULL, 0}` on entry and at the end.
+/// * `value_out` - receives the value (without timestamp in a timestamped store, without
+///   timestamp and headers in a headers-format one; free with `kstate_bytes_free`);
+///   `{NULL, 0}` on entry and at the end.
 /// * `timestamp_out` - the record timestamp (-1 in a plain store); 0 on entry.
 /// * `window_start_out` - the window start; 0 on entry.
 /// * `window_end_out` - the window end: start + the store's window size

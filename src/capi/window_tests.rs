@@ -104,7 +104,7 @@ impl Lcg {
 #[test]
 fn options_are_sized_and_validated() {
     let mut o = window_options(1_000, 100, false, 0);
-    assert_eq!(o.struct_size, KSTATE_WINDOW_OPTIONS_SIZE_V1);
+    assert_eq!(o.struct_size, KSTATE_WINDOW_OPTIONS_SIZE_V2);
     // SAFETY: NULL and bad sizes are refused before any write.
     unsafe {
         assert_eq!(
@@ -120,7 +120,7 @@ fn options_are_sized_and_validated() {
             assert_eq!(o.struct_size, before.struct_size, "nothing written");
         }
         let mut s = session_options(1_000, 0);
-        assert_eq!(s.struct_size, KSTATE_SESSION_OPTIONS_SIZE_V1);
+        assert_eq!(s.struct_size, KSTATE_SESSION_OPTIONS_SIZE_V2);
         assert_eq!(
             code(kstate_session_options_init(&mut s, 96)),
             KSTATE_ERR_INVALID_ARGUMENT
@@ -826,4 +826,55 @@ fn commit_rollback_and_offsets_survive_reopen() {
         );
         ok(kstate_session_close(s));
     }
+}
+
+#[test]
+fn layout_1_callers_get_the_defaults_of_the_later_fields() {
+    // A layout-1 caller's struct has only its 96 / 80 bytes: the fields after them (here
+    // set to non-defaults) must be neither written by init nor read.
+    let mut wo = kstate_window_options_t {
+        time_ordered: true,
+        key_index: true,
+        ..kstate_window_options_t::defaults()
+    };
+    // SAFETY: writable for layout 1's size.
+    ok(unsafe { kstate_window_options_init(&mut wo, KSTATE_WINDOW_OPTIONS_SIZE_V1) });
+    assert!(wo.time_ordered && wo.key_index, "init wrote past layout 1");
+    assert_eq!(wo.struct_size, KSTATE_WINDOW_OPTIONS_SIZE_V1);
+    // SAFETY: readable for layout 1.
+    let read = unsafe { kstate_window_options_t::read(&wo) }.unwrap();
+    assert!(!read.time_ordered && !read.key_index);
+    let mut modern = kstate_window_options_t::defaults();
+    modern.time_ordered = true;
+    modern.key_index = true;
+    assert!(modern.to_window_options().unwrap().key_index);
+    modern.time_ordered = false;
+    assert!(matches!(
+        modern.to_window_options(),
+        Err(crate::Error::InvalidArgument(_))
+    ));
+
+    let mut so = kstate_session_options_t {
+        value_format: 0xFFFF_FFFF,
+        time_ordered: true,
+        ..kstate_session_options_t::defaults()
+    };
+    // SAFETY: writable for layout 1's size.
+    ok(unsafe { kstate_session_options_init(&mut so, KSTATE_SESSION_OPTIONS_SIZE_V1) });
+    assert_eq!(so.value_format, 0xFFFF_FFFF, "init wrote past layout 1");
+    // SAFETY: readable for layout 1.
+    let read = unsafe { kstate_session_options_t::read(&so) }.unwrap();
+    assert_eq!(read.value_format, KSTATE_FORMAT_PLAIN);
+    assert!(!read.time_ordered);
+    let d = read.to_session_options().unwrap();
+    assert!(!d.time_ordered);
+    assert_eq!(d.store.value_format, crate::ValueFormat::Plain);
+    let timestamped = kstate_session_options_t {
+        value_format: KSTATE_FORMAT_TIMESTAMPED,
+        ..kstate_session_options_t::defaults()
+    };
+    assert!(matches!(
+        timestamped.to_session_options(),
+        Err(crate::Error::InvalidArgument(_))
+    ));
 }

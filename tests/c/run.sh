@@ -23,7 +23,7 @@ cd "$ROOT"
 LIB="$ROOT/target/release"
 BUILD="$ROOT/tests/c/build"
 CC=${CC:-cc}
-TESTS=(test_api test_window test_threads test_crash example)
+TESTS=(test_api test_window test_window_kinds test_threads test_crash example)
 PASSED=0
 FAILED=0
 

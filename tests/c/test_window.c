@@ -489,13 +489,15 @@ static void test_session_model(void) {
 static void test_options(void) {
     kstate_window_options_t o;
     CHECK_OK(kstate_window_options_init(&o, sizeof o));
-    CHECK(o.struct_size == sizeof o && sizeof o == KSTATE_WINDOW_OPTIONS_SIZE_V1);
+    CHECK(o.struct_size == sizeof o && sizeof o == KSTATE_WINDOW_OPTIONS_SIZE_V2);
+    CHECK(!o.time_ordered && !o.key_index);
     CHECK(o.engine == KSTATE_ENGINE_ROCKSDB && o.value_format == KSTATE_FORMAT_TIMESTAMPED);
     CHECK(o.retention_ms == 86400000 && o.window_size_ms == 0 && o.segment_interval_ms == 0);
     CHECK(!o.retain_duplicates && !o.sync_on_commit && o.max_uncommitted_bytes == 64u << 20);
     kstate_session_options_t so;
     CHECK_OK(kstate_session_options_init(&so, sizeof so));
-    CHECK(so.struct_size == KSTATE_SESSION_OPTIONS_SIZE_V1 && so.retention_ms == 86400000);
+    CHECK(so.struct_size == KSTATE_SESSION_OPTIONS_SIZE_V2 && so.retention_ms == 86400000);
+    CHECK(so.value_format == KSTATE_FORMAT_PLAIN && !so.time_ordered);
     /* Sizes the library does not know, NULL: refused, nothing written. */
     kstate_window_options_t canary;
     memset(&canary, 0xAB, sizeof canary);
@@ -514,7 +516,7 @@ static void test_options(void) {
     bad = window_options(KSTATE_ENGINE_MEMORY, 100, 10, false, -1);
     CHECK_ERR(kstate_window_open(NULL, &bad, &w), KSTATE_ERR_INVALID_ARGUMENT);
     bad = window_options(KSTATE_ENGINE_MEMORY, 100, 10, false, 0);
-    bad.value_format = KSTATE_FORMAT_HEADERS; /* key-value stores only */
+    bad.value_format = 7;
     CHECK_ERR(kstate_window_open(NULL, &bad, &w), KSTATE_ERR_INVALID_ARGUMENT);
     bad = window_options(7, 100, 10, false, 0);
     CHECK_ERR(kstate_window_open(NULL, &bad, &w), KSTATE_ERR_INVALID_ARGUMENT);
