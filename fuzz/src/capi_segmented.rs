@@ -218,8 +218,11 @@ impl Seg {
                 0 => o.retention_ms = -1,
                 1 => o.window_size_ms = o.retention_ms + 1,
                 2 => o.segment_interval_ms = -1,
-                // KSTATE_FORMAT_HEADERS: key-value stores only.
-                3 => o.value_format = 2,
+                // Kafka's key index belongs to time-ordered stores only.
+                3 => {
+                    o.time_ordered = false;
+                    o.key_index = true;
+                }
                 _ => o.struct_size = 3,
             }
             // SAFETY: path NULL or NUL-terminated, options initialised, out-parameter valid.
