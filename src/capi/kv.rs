@@ -4,12 +4,12 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use super::bytes::{array, init, kstate_bytes_t, opt_span, out, span, utf8};
+use super::bytes::{array, init, kstate_bytes_t, opt_span, out, span, utf8, FoundOut};
 use super::error::{ffi_call, kstate_error_t};
 use super::number;
 use super::{isolation, kstate_isolation_t};
 use crate::bridge;
-use crate::{KvStore, Result, ValueAndTimestamp};
+use crate::{KvStore, Result};
 
 /// An open key-value store. Opaque: the pointer value is a handle number (the same kind
 /// of number the Java adapter uses) that kstate looks up on every call, never a memory
@@ -64,28 +64,6 @@ pub struct kstate_offset_t {
 /// The live store behind a handle.
 pub(crate) fn store(handle: *const kstate_kv_t) -> Result<Arc<KvStore>> {
     crate::handle::store(number(handle))
-}
-
-/// Writes a found value (or nothing) into the out-parameters of a typed read.
-fn give_typed(
-    found: Option<ValueAndTimestamp>,
-    value_out: &mut kstate_bytes_t,
-    timestamp_out: &mut i64,
-    found_out: &mut bool,
-) {
-    if let Some(v) = found {
-        *timestamp_out = v.timestamp;
-        *value_out = kstate_bytes_t::from_vec(v.value);
-        *found_out = true;
-    }
-}
-
-/// Writes a found raw value (or nothing) into the out-parameters of a raw read.
-fn give_raw(found: Option<Vec<u8>>, value_out: &mut kstate_bytes_t, found_out: &mut bool) {
-    if let Some(v) = found {
-        *value_out = kstate_bytes_t::from_vec(v);
-        *found_out = true;
-    }
 }
 
 /// Writes `value` with `timestamp` for `key` in the current transaction (visible to the
@@ -160,27 +138,21 @@ pub unsafe extern "C" fn kstate_kv_put_if_absent(
     existing_timestamp_out: *mut i64,
     found_out: *mut bool,
 ) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    let outs = FoundOut::typed(
+        existing_out,
+        "existing_out",
+        existing_timestamp_out,
+        "existing_timestamp_out",
+        found_out,
+    );
+    // SAFETY: out-parameters NULL or writable; spans readable as given (caller's guarantee).
     unsafe {
-        init(existing_out, kstate_bytes_t::NONE);
-        init(existing_timestamp_out, 0);
-        init(found_out, false);
+        outs.call(|| {
+            let (key, value) = (span(key, key_len, "key")?, span(value, value_len, "value")?);
+            let existing = self::store(store)?.put_if_absent(key, value, timestamp)?;
+            Ok(existing.map(|v| (v.value, v.timestamp)))
+        })
     }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above; spans readable as given.
-        let (existing_out, ts_out, found_out, key, value) = unsafe {
-            (
-                out(existing_out, "existing_out")?,
-                out(existing_timestamp_out, "existing_timestamp_out")?,
-                out(found_out, "found_out")?,
-                span(key, key_len, "key")?,
-                span(value, value_len, "value")?,
-            )
-        };
-        let existing = self::store(store)?.put_if_absent(key, value, timestamp)?;
-        give_typed(existing, existing_out, ts_out, found_out);
-        Ok(())
-    })
 }
 
 /// Reads `key` in the writer's view (committed data plus this store's uncommitted writes).
@@ -285,31 +257,26 @@ unsafe fn get_typed(
     timestamp_out: *mut i64,
     found_out: *mut bool,
 ) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    let outs = FoundOut::typed(
+        value_out,
+        "value_out",
+        timestamp_out,
+        "timestamp_out",
+        found_out,
+    );
+    // SAFETY: out-parameters NULL or writable; key readable as given (caller's guarantee).
     unsafe {
-        init(value_out, kstate_bytes_t::NONE);
-        init(timestamp_out, 0);
-        init(found_out, false);
+        outs.call(|| {
+            let key = span(key, key_len, "key")?;
+            let s = self::store(store)?;
+            let found = if committed {
+                s.get_with(crate::Isolation::ReadCommitted, key)?
+            } else {
+                s.get(key)?
+            };
+            Ok(found.map(|v| (v.value, v.timestamp)))
+        })
     }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above; key readable as given.
-        let (value_out, ts_out, found_out, key) = unsafe {
-            (
-                out(value_out, "value_out")?,
-                out(timestamp_out, "timestamp_out")?,
-                out(found_out, "found_out")?,
-                span(key, key_len, "key")?,
-            )
-        };
-        let s = self::store(store)?;
-        let found = if committed {
-            s.get_with(crate::Isolation::ReadCommitted, key)?
-        } else {
-            s.get(key)?
-        };
-        give_typed(found, value_out, ts_out, found_out);
-        Ok(())
-    })
 }
 
 /// Deletes `key` in the current transaction and returns the value it had in the writer's
@@ -339,26 +306,20 @@ pub unsafe extern "C" fn kstate_kv_delete(
     old_timestamp_out: *mut i64,
     found_out: *mut bool,
 ) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    let outs = FoundOut::typed(
+        old_value_out,
+        "old_value_out",
+        old_timestamp_out,
+        "old_timestamp_out",
+        found_out,
+    );
+    // SAFETY: out-parameters NULL or writable; key readable as given (caller's guarantee).
     unsafe {
-        init(old_value_out, kstate_bytes_t::NONE);
-        init(old_timestamp_out, 0);
-        init(found_out, false);
+        outs.call(|| {
+            let old = self::store(store)?.delete(span(key, key_len, "key")?)?;
+            Ok(old.map(|v| (v.value, v.timestamp)))
+        })
     }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above; key readable as given.
-        let (value_out, ts_out, found_out, key) = unsafe {
-            (
-                out(old_value_out, "old_value_out")?,
-                out(old_timestamp_out, "old_timestamp_out")?,
-                out(found_out, "found_out")?,
-                span(key, key_len, "key")?,
-            )
-        };
-        let old = self::store(store)?.delete(key)?;
-        give_typed(old, value_out, ts_out, found_out);
-        Ok(())
-    })
 }
 
 /// Writes many entries in one call. All entries are validated first: on error nothing was
@@ -473,25 +434,15 @@ pub unsafe extern "C" fn kstate_kv_put_if_absent_raw(
     existing_out: *mut kstate_bytes_t,
     found_out: *mut bool,
 ) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    let outs = FoundOut::raw(existing_out, "existing_out", found_out);
+    // SAFETY: out-parameters NULL or writable; spans readable as given (caller's guarantee).
     unsafe {
-        init(existing_out, kstate_bytes_t::NONE);
-        init(found_out, false);
+        outs.call(|| {
+            let (key, value) = (span(key, key_len, "key")?, span(value, value_len, "value")?);
+            let existing = self::store(store)?.put_if_absent_raw(key, value)?;
+            Ok(existing.map(|v| (v, 0)))
+        })
     }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above; spans readable as given.
-        let (existing_out, found_out, key, value) = unsafe {
-            (
-                out(existing_out, "existing_out")?,
-                out(found_out, "found_out")?,
-                span(key, key_len, "key")?,
-                span(value, value_len, "value")?,
-            )
-        };
-        let existing = self::store(store)?.put_if_absent_raw(key, value)?;
-        give_raw(existing, existing_out, found_out);
-        Ok(())
-    })
 }
 
 /// Reads `key` with its value in the store's own layout (see `kstate_kv_put_raw`), in the
@@ -530,25 +481,16 @@ pub unsafe extern "C" fn kstate_kv_get_raw(
     value_out: *mut kstate_bytes_t,
     found_out: *mut bool,
 ) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    let outs = FoundOut::raw(value_out, "value_out", found_out);
+    // SAFETY: out-parameters NULL or writable; key readable as given (caller's guarantee).
     unsafe {
-        init(value_out, kstate_bytes_t::NONE);
-        init(found_out, false);
+        outs.call(|| {
+            let key = span(key, key_len, "key")?;
+            let isolation = self::isolation(isolation)?;
+            let found = self::store(store)?.get_raw_with(isolation, key)?;
+            Ok(found.map(|v| (v, 0)))
+        })
     }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above; key readable as given.
-        let (value_out, found_out, key) = unsafe {
-            (
-                out(value_out, "value_out")?,
-                out(found_out, "found_out")?,
-                span(key, key_len, "key")?,
-            )
-        };
-        let isolation = self::isolation(isolation)?;
-        let found = self::store(store)?.get_raw_with(isolation, key)?;
-        give_raw(found, value_out, found_out);
-        Ok(())
-    })
 }
 
 /// Deletes `key` and returns its previous value in the store's own layout; works on plain
@@ -576,24 +518,14 @@ pub unsafe extern "C" fn kstate_kv_delete_raw(
     old_value_out: *mut kstate_bytes_t,
     found_out: *mut bool,
 ) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    let outs = FoundOut::raw(old_value_out, "old_value_out", found_out);
+    // SAFETY: out-parameters NULL or writable; key readable as given (caller's guarantee).
     unsafe {
-        init(old_value_out, kstate_bytes_t::NONE);
-        init(found_out, false);
+        outs.call(|| {
+            let old = self::store(store)?.delete_raw(span(key, key_len, "key")?)?;
+            Ok(old.map(|v| (v, 0)))
+        })
     }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above; key readable as given.
-        let (value_out, found_out, key) = unsafe {
-            (
-                out(old_value_out, "old_value_out")?,
-                out(found_out, "found_out")?,
-                span(key, key_len, "key")?,
-            )
-        };
-        let old = self::store(store)?.delete_raw(key)?;
-        give_raw(old, value_out, found_out);
-        Ok(())
-    })
 }
 
 /// `kstate_kv_put_all` with values in the store's own layout; an entry whose `value` is

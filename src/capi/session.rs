@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::bytes::{init, kstate_bytes_t, out, span};
+use super::bytes::{init, kstate_bytes_t, out, span, FoundOut};
 use super::error::{ffi_call, kstate_error_t};
 use super::segmented::{key_query, key_range_query};
 use super::{isolation, kstate_isolation_t, number, pointer};
@@ -153,27 +153,16 @@ pub unsafe extern "C" fn kstate_session_fetch_session(
     aggregate_out: *mut kstate_bytes_t,
     found_out: *mut bool,
 ) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    let outs = FoundOut::raw(aggregate_out, "aggregate_out", found_out);
+    // SAFETY: out-parameters NULL or writable; key readable as given (caller's guarantee).
     unsafe {
-        init(aggregate_out, kstate_bytes_t::NONE);
-        init(found_out, false);
+        outs.call(|| {
+            let key = span(key, key_len, "key")?;
+            let isolation = self::isolation(isolation)?;
+            let found = self::store(store)?.fetch_session_with(isolation, key, start, end)?;
+            Ok(found.map(|v| (v, 0)))
+        })
     }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above; key readable as given.
-        let (aggregate_out, found_out, key) = unsafe {
-            (
-                out(aggregate_out, "aggregate_out")?,
-                out(found_out, "found_out")?,
-                span(key, key_len, "key")?,
-            )
-        };
-        let isolation = self::isolation(isolation)?;
-        if let Some(v) = self::store(store)?.fetch_session_with(isolation, key, start, end)? {
-            *aggregate_out = kstate_bytes_t::from_vec(v);
-            *found_out = true;
-        }
-        Ok(())
-    })
 }
 
 /// The next session of an iterator.

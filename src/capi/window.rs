@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::bytes::{init, kstate_bytes_t, opt_span, out, span};
+use super::bytes::{init, kstate_bytes_t, opt_span, out, span, FoundOut};
 use super::error::{ffi_call, kstate_error_t};
 use super::segmented::{key_query, key_range_query, query};
 use super::{isolation, kstate_isolation_t, number};
@@ -188,32 +188,25 @@ pub unsafe extern "C" fn kstate_window_fetch(
     timestamp_out: *mut i64,
     found_out: *mut bool,
 ) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    let outs = FoundOut::typed(
+        value_out,
+        "value_out",
+        timestamp_out,
+        "timestamp_out",
+        found_out,
+    );
+    // SAFETY: out-parameters NULL or writable; key readable as given (caller's guarantee).
     unsafe {
-        init(value_out, kstate_bytes_t::NONE);
-        init(timestamp_out, 0);
-        init(found_out, false);
+        outs.call(|| {
+            let key = span(key, key_len, "key")?;
+            let isolation = self::isolation(isolation)?;
+            let s = self::store(store)?;
+            match s.fetch_raw_with(isolation, key, window_start)? {
+                Some(raw) => split(raw, s.options().value_format).map(Some),
+                None => Ok(None),
+            }
+        })
     }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above; key readable as given.
-        let (value_out, ts_out, found_out, key) = unsafe {
-            (
-                out(value_out, "value_out")?,
-                out(timestamp_out, "timestamp_out")?,
-                out(found_out, "found_out")?,
-                span(key, key_len, "key")?,
-            )
-        };
-        let isolation = self::isolation(isolation)?;
-        let s = self::store(store)?;
-        if let Some(raw) = s.fetch_raw_with(isolation, key, window_start)? {
-            let (v, ts) = split(raw, s.options().value_format)?;
-            *value_out = kstate_bytes_t::from_vec(v);
-            *ts_out = ts;
-            *found_out = true;
-        }
-        Ok(())
-    })
 }
 
 /// Kafka's `fetch(key, windowStart)` returning the value in the store's own layout, as
@@ -252,27 +245,16 @@ pub unsafe extern "C" fn kstate_window_fetch_raw(
     value_out: *mut kstate_bytes_t,
     found_out: *mut bool,
 ) -> *mut kstate_error_t {
-    // SAFETY: each out-parameter is NULL or writable (caller's guarantee).
+    let outs = FoundOut::raw(value_out, "value_out", found_out);
+    // SAFETY: out-parameters NULL or writable; key readable as given (caller's guarantee).
     unsafe {
-        init(value_out, kstate_bytes_t::NONE);
-        init(found_out, false);
+        outs.call(|| {
+            let key = span(key, key_len, "key")?;
+            let isolation = self::isolation(isolation)?;
+            let raw = self::store(store)?.fetch_raw_with(isolation, key, window_start)?;
+            Ok(raw.map(|v| (v, 0)))
+        })
     }
-    ffi_call(|| {
-        // SAFETY: out-parameters initialised above; key readable as given.
-        let (value_out, found_out, key) = unsafe {
-            (
-                out(value_out, "value_out")?,
-                out(found_out, "found_out")?,
-                span(key, key_len, "key")?,
-            )
-        };
-        let isolation = self::isolation(isolation)?;
-        if let Some(raw) = self::store(store)?.fetch_raw_with(isolation, key, window_start)? {
-            *value_out = kstate_bytes_t::from_vec(raw);
-            *found_out = true;
-        }
-        Ok(())
-    })
 }
 
 /// The next window of an iterator.
