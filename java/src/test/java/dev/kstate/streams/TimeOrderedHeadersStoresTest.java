@@ -52,7 +52,8 @@ import org.junit.Test;
  * grace period, through TopologyTestDriver, on Kafka's stores and on kstate's (RocksDB and memory
  * engines): Kafka's layers above the store, output records (key, value, timestamp, headers, order),
  * changelog records (headers included), final contents and interactive queries (key, key-range,
- * all and backward fetches; session fetches by key and key range) identical.
+ * all and backward fetches; session fetches by key and key range) identical. And Kafka's own
+ * directory of the combination, adopted in place mid-stream.
  */
 public class TimeOrderedHeadersStoresTest {
     private static final int RECORDS = 3_000;
@@ -66,10 +67,6 @@ public class TimeOrderedHeadersStoresTest {
     }
 
     private enum Stores3 { KAFKA, KSTATE_ROCKSDB, KSTATE_MEMORY }
-
-    private Properties props(Stores3 stores) throws Exception {
-        return props(stores, tempDir("toh-" + stores));
-    }
 
     private File tempDir(String prefix) throws Exception {
         File d = TestSupport.tempDir(prefix);
@@ -116,59 +113,78 @@ public class TimeOrderedHeadersStoresTest {
 
     private Run run(Stores3 stores, Consumer<StreamsBuilder> topology, List<TestRecord<String, String>> input,
                     String storeName, boolean session) throws Exception {
+        return run(stores, topology, input, storeName, session, tempDir("toh-" + stores), d -> { });
+    }
+
+    /** Runs the input on a new driver on {@code stateDir}, after {@code onOpen}. */
+    private Run run(Stores3 stores, Consumer<StreamsBuilder> topology, List<TestRecord<String, String>> input,
+                    String storeName, boolean session, File stateDir, Consumer<TopologyTestDriver> onOpen)
+        throws Exception {
         Run run = new Run();
         StreamsBuilder builder = new StreamsBuilder();
         topology.accept(builder);
-        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(stores))) {
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(stores, stateDir))) {
+            onOpen.accept(driver);
             TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
             for (TestRecord<String, String> r : input) {
                 in.pipeInput(r);
             }
-            TestOutputTopic<String, String> out = driver.createOutputTopic("out", new StringDeserializer(),
-                new StringDeserializer());
-            for (TestRecord<String, String> r : out.readRecordsToList()) {
-                run.output.add(r.key() + "=" + r.value() + "@" + r.timestamp() + HeadersWindowSessionTest.headers(r.headers()));
+            collect(driver, run, storeName);
+            query(driver, run, input, storeName, session);
+        }
+        return run;
+    }
+
+    /** The output and changelog records so far. */
+    private static void collect(TopologyTestDriver driver, Run run, String storeName) {
+        TestOutputTopic<String, String> out = driver.createOutputTopic("out", new StringDeserializer(),
+            new StringDeserializer());
+        for (TestRecord<String, String> r : out.readRecordsToList()) {
+            run.output.add(r.key() + "=" + r.value() + "@" + r.timestamp() + HeadersWindowSessionTest.headers(r.headers()));
+        }
+        TestOutputTopic<byte[], byte[]> c = driver.createOutputTopic("toh-" + storeName + "-changelog",
+            Serdes.ByteArray().deserializer(), Serdes.ByteArray().deserializer());
+        for (TestRecord<byte[], byte[]> r : c.readRecordsToList()) {
+            run.changelog.add(Bytes.wrap(r.key()) + "=" + (r.value() == null ? "null" : Bytes.wrap(r.value()))
+                + "@" + r.timestamp() + HeadersWindowSessionTest.headers(r.headers()));
+        }
+    }
+
+    /** The store's class and layers, and the answers of the queries. */
+    private static void query(TopologyTestDriver driver, Run run, List<TestRecord<String, String>> input,
+                              String storeName, boolean session) throws Exception {
+        StateStore outer = driver.getAllStateStores().get(storeName);
+        run.store = innermost(outer);
+        run.layers = layers(outer);
+        long now = input.stream().mapToLong(TestRecord::timestamp).max().orElse(0);
+        if (session) {
+            @SuppressWarnings("unchecked")
+            SessionStore<String, Object> s = (SessionStore<String, Object>) outer;
+            query(run, "findSessions(all)", s.findSessions(null, null, 0, Long.MAX_VALUE));
+            for (int k = 0; k < 30; k += 7) {
+                query(run, "fetch k" + k, s.fetch("k" + k));
+                query(run, "backwardFetch k" + k, s.backwardFetch("k" + k));
+                query(run, "findSessions k" + k, s.findSessions("k" + k, now - 200_000, now));
             }
-            TestOutputTopic<byte[], byte[]> c = driver.createOutputTopic("toh-" + storeName + "-changelog",
-                Serdes.ByteArray().deserializer(), Serdes.ByteArray().deserializer());
-            for (TestRecord<byte[], byte[]> r : c.readRecordsToList()) {
-                run.changelog.add(Bytes.wrap(r.key()) + "=" + (r.value() == null ? "null" : Bytes.wrap(r.value()))
-                    + "@" + r.timestamp() + HeadersWindowSessionTest.headers(r.headers()));
-            }
-            StateStore outer = driver.getAllStateStores().get(storeName);
-            run.store = innermost(outer);
-            run.layers = layers(outer);
-            long now = input.stream().mapToLong(TestRecord::timestamp).max().orElse(0);
-            if (session) {
-                @SuppressWarnings("unchecked")
-                SessionStore<String, Object> s = (SessionStore<String, Object>) outer;
-                query(run, "findSessions(all)", s.findSessions(null, null, 0, Long.MAX_VALUE));
-                for (int k = 0; k < 30; k += 7) {
-                    query(run, "fetch k" + k, s.fetch("k" + k));
-                    query(run, "backwardFetch k" + k, s.backwardFetch("k" + k));
-                    query(run, "findSessions k" + k, s.findSessions("k" + k, now - 200_000, now));
-                }
-                query(run, "fetch k1..k3", s.fetch("k1", "k3"));
-                query(run, "backwardFindSessions k1..k3", s.backwardFindSessions("k1", "k3", 0, now));
-            } else {
-                @SuppressWarnings("unchecked")
-                WindowStore<String, Object> w = (WindowStore<String, Object>) outer;
-                query(run, "all", w.all());
-                query(run, "backwardAll", w.backwardAll());
-                query(run, "fetchAll", w.fetchAll(now - 200_000, now));
-                query(run, "backwardFetchAll", w.backwardFetchAll(now - 200_000, now));
-                query(run, "fetch k1..k3", w.fetch("k1", "k3", 0, now));
-                query(run, "backwardFetch k1..k3", w.backwardFetch("k1", "k3", 0, now));
-                query(run, "fetch null..k2", w.fetch(null, "k2", 0, now));
-                for (int k = 0; k < 30; k += 7) {
-                    try (WindowStoreIterator<Object> it = w.fetch("k" + k, 0, now)) {
-                        run.queries.add("--- fetch k" + k);
-                        it.forEachRemaining(kv -> run.queries.add(kv.key + "=" + HeadersWindowSessionTest.show(kv.value)));
-                    }
+            query(run, "fetch k1..k3", s.fetch("k1", "k3"));
+            query(run, "backwardFindSessions k1..k3", s.backwardFindSessions("k1", "k3", 0, now));
+        } else {
+            @SuppressWarnings("unchecked")
+            WindowStore<String, Object> w = (WindowStore<String, Object>) outer;
+            query(run, "all", w.all());
+            query(run, "backwardAll", w.backwardAll());
+            query(run, "fetchAll", w.fetchAll(now - 200_000, now));
+            query(run, "backwardFetchAll", w.backwardFetchAll(now - 200_000, now));
+            query(run, "fetch k1..k3", w.fetch("k1", "k3", 0, now));
+            query(run, "backwardFetch k1..k3", w.backwardFetch("k1", "k3", 0, now));
+            query(run, "fetch null..k2", w.fetch(null, "k2", 0, now));
+            for (int k = 0; k < 30; k += 7) {
+                try (WindowStoreIterator<Object> it = w.fetch("k" + k, 0, now)) {
+                    run.queries.add("--- fetch k" + k);
+                    it.forEachRemaining(kv -> run.queries.add(kv.key + "=" + HeadersWindowSessionTest.show(kv.value)));
                 }
             }
         }
-        return run;
     }
 
     private static void query(Run run, String what, KeyValueIterator<Windowed<String>, Object> it) {
@@ -240,63 +256,82 @@ public class TimeOrderedHeadersStoresTest {
     }
 
     /**
-     * Kafka's own directory of the combination (time-ordered segments whose records are in the
-     * {@code windowKeyValueWithHeaders} / {@code sessionKeyValueWithHeaders} family), its task closed
-     * with its offsets, then opened by an application on kstate's stores: kstate's open refuses it
-     * ({@code FORMAT_MISMATCH}, the task does not start) and leaves it byte-identical, file for file;
-     * the application goes on on Kafka's stores with the directory as it was.
+     * Kafka's own directory of the combination (time-ordered segments whose records are in
+     * {@code windowKeyValueWithHeaders} / {@code sessionKeyValueWithHeaders}), its task closed with
+     * its offsets mid-stream, then opened by the application on kstate's stores: kstate adopts it in
+     * place (a kstate RocksDB store at the store's directory afterwards, Kafka's committed offset
+     * kept, nothing restored) and the rest of the input gives the same output, changelog and
+     * queries as a run that stayed on Kafka's stores, closed and reopened at the same record.
      */
     @Test
-    public void kafkasOwnDirectoryOfTheCombinationIsRefusedUntouched() throws Exception {
-        Object[][] cases = {
-            {tumblingCount(false), "counts", WINDOWS_KAFKA},
-            {sessionCount(), "sessions", "RocksDBTimeOrderedSessionStore"},
-        };
-        for (Object[] c : cases) {
-            @SuppressWarnings("unchecked")
-            Consumer<StreamsBuilder> topology = (Consumer<StreamsBuilder>) c[0];
-            String storeName = (String) c[1];
-            File stateDir = tempDir("toh-adopt");
-            File saved = tempDir("toh-saved");
-            List<TestRecord<String, String>> input = records(31);
-            StreamsBuilder kafkaBuilder = new StreamsBuilder();
-            topology.accept(kafkaBuilder);
-            try (TopologyTestDriver driver = new TopologyTestDriver(kafkaBuilder.build(), props(Stores3.KAFKA, stateDir))) {
-                TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
-                input.subList(0, RECORDS / 2).forEach(in::pipeInput);
-                assertEquals(storeName, c[2], innermost(driver.getAllStateStores().get(storeName)));
-                MigrationTest.closeTaskKeepingState(driver);
-                copyTree(stateDir.toPath(), saved.toPath());
-            }
-            TestSupport.deleteTree(stateDir);
-            copyTree(saved.toPath(), stateDir.toPath());
-            File storeDir = new File(stateDir, "toh/0_0/" + storeName);
-            java.util.Map<String, byte[]> before = snapshot(storeDir);
-            assertTrue(storeName + ": Kafka's segments " + before.keySet(), before.size() > 2
-                && !before.containsKey("CURRENT"));
+    public void kafkasOwnDirectoryOfTheCombinationIsAdoptedMidStream() throws Exception {
+        assertAdoptedMidStream("tumbling count", tumblingCount(false), "counts", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 31);
+        assertAdoptedMidStream("session count", sessionCount(), "sessions", true, "RocksDBTimeOrderedSessionStore",
+            "KstateSessionStore", 32);
+    }
 
-            StreamsBuilder kstateBuilder = new StreamsBuilder();
-            topology.accept(kstateBuilder);
-            KstateProcessorStateException refused = null;
-            try (TopologyTestDriver driver = new TopologyTestDriver(kstateBuilder.build(),
-                props(Stores3.KSTATE_ROCKSDB, stateDir))) {
-                org.junit.Assert.fail(storeName + ": kstate opened Kafka's time-ordered headers segments");
-            } catch (RuntimeException e) {
-                for (Throwable t = e; t != null && refused == null; t = t.getCause()) {
-                    if (t instanceof KstateProcessorStateException) {
-                        refused = (KstateProcessorStateException) t;
-                    }
-                }
-                assertTrue(storeName + ": kstate's refusal, in " + e, refused != null);
-            }
-            assertEquals(storeName + ": " + refused.getMessage(), KstateException.FORMAT_MISMATCH, refused.errorCode());
-            java.util.Map<String, byte[]> after = snapshot(storeDir);
-            assertEquals(storeName + ": the same files", before.keySet(), after.keySet());
-            for (java.util.Map.Entry<String, byte[]> e : before.entrySet()) {
-                assertTrue(storeName + ": " + e.getKey() + " unchanged",
-                    java.util.Arrays.equals(e.getValue(), after.get(e.getKey())));
-            }
+    private void assertAdoptedMidStream(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
+                                        String kafkaClass, String kstateClass, long seed) throws Exception {
+        List<TestRecord<String, String>> input = records(seed);
+        int cut = RECORDS / 2;
+        // Kafka's reopened segments have no stream time until a write reaches them, kstate's adopted
+        // store the largest time held: the first record after the switch is at the stream time
+        long streamTime = input.subList(0, cut).stream().mapToLong(TestRecord::timestamp).max().orElse(0);
+        input.add(cut, new TestRecord<>("k0", "restart", new RecordHeaders(), streamTime));
+        Run kafka = runInTwo(Stores3.KAFKA, topology, input, cut, storeName, session);
+        assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
+        assertEquals(what + ": Kafka's own store", kafkaClass, kafka.store);
+        Run adopted = runInTwo(Stores3.KSTATE_ROCKSDB, topology, input, cut, storeName, session);
+        assertEquals(what + ": a kstate store after the switch", kstateClass, adopted.store);
+        assertEquals(what + ": Kafka's layers above the store", kafka.layers, adopted.layers);
+        assertSameList(what + ": output", kafka.output, adopted.output);
+        assertSameList(what + ": changelog", kafka.changelog, adopted.changelog);
+        assertSameList(what + ": queries", kafka.queries, adopted.queries);
+    }
+
+    /**
+     * The input up to {@code cut} on Kafka's stores, the task closed as Kafka closes it (segments
+     * flushed with their offsets), the state directory kept (the driver deletes it when it closes, so
+     * it is copied aside and back), then the rest on {@code after}'s stores: the output and changelog
+     * of both parts, the store and queries of the second.
+     */
+    private Run runInTwo(Stores3 after, Consumer<StreamsBuilder> topology, List<TestRecord<String, String>> input,
+                         int cut, String storeName, boolean session) throws Exception {
+        File stateDir = tempDir("toh-two");
+        File saved = tempDir("toh-saved");
+        StreamsBuilder builder = new StreamsBuilder();
+        topology.accept(builder);
+        Run first = new Run();
+        Long closedAt;
+        org.apache.kafka.common.TopicPartition changelog =
+            new org.apache.kafka.common.TopicPartition("toh-" + storeName + "-changelog", 0);
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(Stores3.KAFKA, stateDir))) {
+            TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+            input.subList(0, cut).forEach(in::pipeInput);
+            collect(driver, first, storeName);
+            StateStore outer = driver.getAllStateStores().get(storeName);
+            closedAt = outer.committedOffset(changelog);
+            assertTrue(storeName + ": Kafka committed an offset", closedAt != null);
+            MigrationTest.closeTaskKeepingState(driver);
+            copyTree(stateDir.toPath(), saved.toPath());
         }
+        TestSupport.deleteTree(stateDir);
+        copyTree(saved.toPath(), stateDir.toPath());
+        File storeDir = new File(stateDir, "toh/0_0/" + storeName);
+        assertTrue(storeName + ": Kafka's segments", !new File(storeDir, "CURRENT").exists());
+        Run second = run(after, topology, input.subList(cut, input.size()), storeName, session, stateDir,
+            d -> {
+                assertEquals(storeName + ": the committed offset after the switch to " + after, closedAt,
+                    d.getAllStateStores().get(storeName).committedOffset(changelog));
+                assertEquals(storeName + ": a kstate RocksDB store now (the driver deletes it when it closes)",
+                    after == Stores3.KSTATE_ROCKSDB, new File(storeDir, "CURRENT").exists());
+            });
+        first.output.addAll(second.output);
+        first.changelog.addAll(second.changelog);
+        first.queries.addAll(second.queries);
+        first.store = second.store;
+        first.layers = second.layers;
+        return first;
     }
 
     /** Every file under {@code root} (relative path to bytes, lock files left out) and every directory. */
