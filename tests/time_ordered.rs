@@ -389,6 +389,13 @@ type Record = (Vec<u8>, Vec<u8>);
 /// status 0. Plus an expired segment, which Kafka has
 /// not deleted yet and the adoption leaves out.
 fn write_kafka_time_ordered(path: &Path, m: &Model, session: bool, index: bool) {
+    write_kafka_time_ordered_in(path, m, session, index, "default");
+}
+
+/// As [`write_kafka_time_ordered`], the records in `family` (Kafka 4.4's time-ordered stores of
+/// the DSL's headers store format keep them in `windowKeyValueWithHeaders` /
+/// `sessionKeyValueWithHeaders`, `default` left empty).
+fn write_kafka_time_ordered_in(path: &Path, m: &Model, session: bool, index: bool, family: &str) {
     let mut by_segment: BTreeMap<i64, Vec<Record>> = BTreeMap::new();
     let mut put = |segment: i64, key: Vec<u8>, value: Vec<u8>| {
         by_segment.entry(segment).or_default().push((key, value));
@@ -438,11 +445,12 @@ fn write_kafka_time_ordered(path: &Path, m: &Model, session: bool, index: bool) 
         let db = rocksdb::DB::open_cf(
             &opts,
             path.join(format!("{name}.{}", segment * INTERVAL)),
-            ["default", "offsets"],
+            ["default", family, "offsets"],
         )
         .unwrap();
+        let data = db.cf_handle(family).unwrap();
         for (k, v) in records {
-            db.put(&k, &v).unwrap();
+            db.put_cf(data, &k, &v).unwrap();
         }
         let offsets = db.cf_handle("offsets").unwrap();
         db.put_cf(offsets, b"status", be(0)).unwrap();
@@ -587,6 +595,84 @@ fn kafkas_time_ordered_segments_are_adopted_in_place() {
         check_session_queries(&s, &m, Isolation::ReadUncommitted, &mut rng, "after writes");
         s.close().unwrap();
     }
+}
+
+/// Kafka 4.4's time-ordered stores of the DSL's headers store format (`dsl.store.format=headers`
+/// with `onWindowClose()`) are adopted in place by the kstate stores its DSL gets there: windows
+/// (records in `windowKeyValueWithHeaders`, headers-format values, with the key index Kafka keeps
+/// for every window kind) by a time-ordered window store of headers values, sessions (records in
+/// `sessionKeyValueWithHeaders`, aggregates without headers) by a time-ordered session store;
+/// every query equal to the model's, Kafka's offsets and position carried. A store of another
+/// value format or a regular store refuses them, Kafka's directory unchanged; `kstate export`
+/// refuses the window store of headers values, which stays the same kstate store.
+#[test]
+fn kafkas_time_ordered_headers_segments_are_adopted_in_place() {
+    use kstate::ValueFormat;
+    let dir = tempfile::tempdir().unwrap();
+    // window: headers-format values, no headers (0x00) before the timestamped value
+    let path = dir.path().join("counts");
+    let mut m = random_model(false, 0x5EED_0011, 600);
+    for v in m.entries.values_mut() {
+        v.insert(0, 0);
+    }
+    write_kafka_time_ordered_in(&path, &m, false, true, "windowKeyValueWithHeaders");
+    let before = snapshot(&path);
+    let headers = |options: WindowOptions| {
+        let mut store = options.store.clone();
+        store.value_format = ValueFormat::Headers;
+        options.with_store(store)
+    };
+    let regular =
+        headers(WindowOptions::new(RETENTION, WINDOW, false).with_segment_interval(INTERVAL));
+    let err = WindowStore::open(&path, &regular).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+    let timestamped = window_options(EngineKind::RocksDb).time_ordered(true);
+    let err = WindowStore::open(&path, &timestamped).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+    assert!(snapshot(&path) == before, "Kafka's directory changed");
+    let options = headers(window_options(EngineKind::RocksDb).time_ordered(true));
+    let w = WindowStore::open(&path, &options).unwrap();
+    assert!(path.join("CURRENT").is_file(), "adopted in place");
+    assert_eq!(w.committed_offset(&tp()).unwrap(), Some(77));
+    assert_eq!(
+        w.committed_metadata().unwrap(),
+        Some(adapter_position(0, 999))
+    );
+    let mut rng = Rng(11);
+    for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
+        check_window_queries(&w, &m, iso, &mut rng, "adopted headers windows", true);
+    }
+    w.close().unwrap();
+    // not handed back: Kafka's time-ordered window store of the plain layout holds no headers
+    let err = kstate::store::export_segmented_to_kafka(&path).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+    let w = WindowStore::open(&path, &options).unwrap();
+    check_window_queries(
+        &w,
+        &m,
+        Isolation::ReadCommitted,
+        &mut rng,
+        "after the refused export",
+        true,
+    );
+    w.close().unwrap();
+
+    // session: plain aggregates
+    let path = dir.path().join("sessions");
+    let m = random_model(true, 0x5EED_0013, 600);
+    write_kafka_time_ordered_in(&path, &m, true, true, "sessionKeyValueWithHeaders");
+    let before = snapshot(&path);
+    let regular = SessionOptions::new(RETENTION).with_segment_interval(INTERVAL);
+    let err = SessionStore::open(&path, &regular).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+    assert!(snapshot(&path) == before, "Kafka's directory changed");
+    let s = SessionStore::open(&path, &session_options(EngineKind::RocksDb)).unwrap();
+    assert!(path.join("CURRENT").is_file(), "adopted in place");
+    assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77));
+    for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
+        check_session_queries(&s, &m, iso, &mut rng, "adopted headers-format sessions");
+    }
+    s.close().unwrap();
 }
 
 /// Kafka's time-ordered segments whose newest says it was left open (`status` 1: Kafka Streams

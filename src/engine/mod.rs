@@ -58,6 +58,10 @@ pub(crate) mod names {
     /// Session aggregates with headers in Kafka 4.3+'s headers-format session segments
     /// (`RocksDBMigratingSessionStoreWithHeaders`, KIP-1271).
     pub const SESSION_HEADERS: &str = "sessionKeyValueWithHeaders";
+    /// The records (time-first and key-index) of Kafka 4.4's time-ordered window segments in
+    /// the headers store format (`RocksDBTimeOrderedWindowStoreWithHeaders`, headers-format
+    /// values).
+    pub const WINDOW_TIME_ORDERED_HEADERS: &str = "windowKeyValueWithHeaders";
     /// Changelog offsets, position and open/closed status of Kafka 4.3+ RocksDB stores.
     pub const KAFKA_OFFSETS: &str = "offsets";
     /// kstate's metadata: header, committed state, status.

@@ -38,7 +38,10 @@
 //! value, session `end ‖ start ‖ key` with the aggregate), and, with `hasIndex`, `1` for
 //! index records (the regular key-first key, empty value). A time-ordered kstate store adopts
 //! them: base records become its records (data family and time family), index records are
-//! checked and skipped (kstate keeps its own order). Each layout is accepted only by the
+//! checked and skipped (kstate keeps its own order). In the DSL's headers store format
+//! (Kafka 4.4), the same records are in `windowKeyValueWithHeaders` (window: headers-format
+//! values, index records for every window kind) or `sessionKeyValueWithHeaders` (session:
+//! aggregates without headers), adopted by a kstate store of the same value format. Each layout is accepted only by the
 //! store of its kind: a store whose records also all read in the other layout is refused as
 //! ambiguous rather than guessed.
 //!
@@ -587,10 +590,16 @@ fn data_sources(
             // segments; its session store keeps the aggregates.
             names::PLAIN if time_ordered && !session => ValueFormat::Timestamped,
             names::PLAIN => ValueFormat::Plain,
+            // Kafka 4.4's time-ordered segments in the DSL's headers store format: a window
+            // store's records (time-first and index, same prefixes) with headers-format values;
+            // a session store's aggregates without headers (the DSL's
+            // `SessionToHeadersStoreAdapter` strips them before its time-ordered store).
+            names::WINDOW_TIME_ORDERED_HEADERS if time_ordered && !session => ValueFormat::Headers,
+            names::SESSION_HEADERS if time_ordered && session => ValueFormat::Plain,
             other if time_ordered => {
                 return Err(refuse(format!(
                     "has column family '{other}', which Kafka's time-ordered {} segments do not \
-                     have (the headers format of onWindowClose() stays on Kafka's stores)",
+                     have",
                     target.kind.name()
                 )))
             }

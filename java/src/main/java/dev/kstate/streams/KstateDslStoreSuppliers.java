@@ -2,10 +2,7 @@ package dev.kstate.streams;
 
 import java.lang.reflect.Method;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.streams.kstream.EmitStrategy;
-import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.state.DslKeyValueParams;
 import org.apache.kafka.streams.state.DslSessionParams;
 import org.apache.kafka.streams.state.DslStoreSuppliers;
@@ -13,8 +10,6 @@ import org.apache.kafka.streams.state.DslWindowParams;
 import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
 import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Makes every DSL key-value, window and session store a kstate store: set
@@ -24,10 +19,10 @@ import org.slf4j.LoggerFactory;
  * (plain, timestamped or, with Kafka 4.3+'s {@code dsl.store.format=headers}, the KIP-1271
  * headers format); engine from {@code kstate.engine}, RocksDB by default. The time-ordered
  * window and session stores of {@code EmitStrategy.onWindowClose()} are kstate's time-ordered
- * stores (see {@link KstateTimeOrderedWindowStore}). Delegated to Kafka's built-in RocksDB
- * suppliers: time-ordered stores in the {@code HEADERS} store format (onWindowClose with
- * {@code dsl.store.format=headers}); each such store is named once in a WARN, since it has
- * none of kstate's guarantees.
+ * stores (see {@link KstateTimeOrderedWindowStore}), in the {@code HEADERS} store format too, as
+ * Kafka 4.4 lays them out: windows in the headers format, key-indexed
+ * ({@link KstateTimeOrderedHeadersWindowStore}); sessions without headers, which Kafka's builder
+ * wraps in its {@code SessionToHeadersStoreAdapter}.
  *
  * <p>Works on Kafka Streams 4.0 to 4.4: {@code DslKeyValueParams#dslStoreFormat()} (and the
  * {@code DslStoreFormat} enum) appeared in 4.3, so they are looked up reflectively, falling back
@@ -41,16 +36,11 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
     /** {@code DslSessionParams#storeFormat()}, or null on older runtimes. */
     private static final Method SESSION_STORE_FORMAT = method(DslSessionParams.class, "storeFormat");
 
-    private static final Logger LOG = LoggerFactory.getLogger(KstateDslStoreSuppliers.class);
-
-    private final DslStoreSuppliers fallback = new BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers();
-    /** The delegated stores already named in a WARN (Kafka asks for a supplier more than once). */
-    private final Set<String> warned = ConcurrentHashMap.newKeySet();
     private KstateStoreOptions.Engine engine = KstateStoreOptions.Engine.ROCKSDB;
 
     /**
      * Checks every {@code kstate.*} key (see {@link KstateStoreOptions}), reads
-     * {@code kstate.engine} (rocksdb or memory) and configures the delegate.
+     * {@code kstate.engine} (rocksdb or memory).
      *
      * @throws org.apache.kafka.common.config.ConfigException for a bad {@code kstate.*} value
      */
@@ -61,7 +51,6 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
         if (v != null) {
             engine = KstateStoreOptions.Engine.parse(v);
         }
-        fallback.configure(configs);
     }
 
     /** A kstate store in the format the DSL asks for: plain, timestamped or headers. */
@@ -74,16 +63,21 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
     /**
      * A kstate window store (plain, timestamped or headers as the DSL asks; for
      * {@code EmitStrategy.onWindowClose()} a time-ordered one, as Kafka's
-     * {@code RocksDbIndexedTimeOrderedWindowBytesStoreSupplier}, indexed by key for sliding windows), or
-     * Kafka's built-in one for a time-ordered store in the {@code HEADERS} format.
+     * {@code RocksDbIndexedTimeOrderedWindowBytesStoreSupplier}, indexed by key for sliding windows; in
+     * the {@code HEADERS} format as {@code RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier},
+     * headers-format values, always indexed by key).
      */
     @Override
     public WindowBytesStoreSupplier windowStore(DslWindowParams params) {
         String format = windowFormatOf(params);
         boolean onClose = params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE;
         if (onClose && format.equals("HEADERS")) {
-            warnDelegated("window", params.name());
-            return fallback.windowStore(params);
+            // Kafka's headers layout, always with its key index (the store says so whatever isSlidingWindow says)
+            return KstateHeadersWindowBytesStoreSupplier.createTimeOrdered(
+                KstateStores.builder(params.name()).engine(engine).valueFormat(KstateStoreOptions.ValueFormat.HEADERS)
+                    .options(),
+                params.retentionPeriod().toMillis(), params.windowSize().toMillis(), params.retainDuplicates(),
+                params.isSlidingWindow());
         }
         if (onClose) {
             return new KstateWindowBytesStoreSupplier(
@@ -98,37 +92,28 @@ public class KstateDslStoreSuppliers implements DslStoreSuppliers {
     /**
      * A kstate session store (plain, or headers as the DSL asks; for
      * {@code EmitStrategy.onWindowClose()} a time-ordered one, as Kafka's
-     * {@code RocksDbTimeOrderedSessionBytesStoreSupplier}), or Kafka's built-in one for a
-     * time-ordered store in the {@code HEADERS} format.
+     * {@code RocksDbTimeOrderedSessionBytesStoreSupplier}, and in the {@code HEADERS} format as
+     * {@code RocksDbTimeOrderedSessionHeadersBytesStoreSupplier}: aggregates without headers, under
+     * Kafka's {@code SessionToHeadersStoreAdapter}).
      */
     @Override
     public SessionBytesStoreSupplier sessionStore(DslSessionParams params) {
         boolean headers = enumName(invoke(SESSION_STORE_FORMAT, params), "").equals("HEADERS");
         boolean onClose = params.emitStrategy().type() == EmitStrategy.StrategyType.ON_WINDOW_CLOSE;
-        if (onClose && headers) {
-            warnDelegated("session", params.name());
-            return fallback.sessionStore(params);
-        }
         if (onClose) {
+            // in the headers format too: Kafka 4.4's RocksDbTimeOrderedSessionHeadersBytesStoreSupplier
+            // gives a store that is not a HeadersBytesStore, so its builder adapts it
+            // (SessionToHeadersStoreAdapter) and the aggregates are stored without headers; so here
+            if (headers) {
+                return KstateHeadersSessionBytesStoreSupplier.createTimeOrdered(
+                    KstateStores.builder(params.name()).engine(engine).options(), params.retentionPeriod().toMillis());
+            }
             return new KstateSessionBytesStoreSupplier(KstateStores.builder(params.name()).engine(engine).options(),
                 params.retentionPeriod().toMillis(), true);
         }
         return KstateStores.builder(params.name()).engine(engine)
             .valueFormat(headers ? KstateStoreOptions.ValueFormat.HEADERS : KstateStoreOptions.ValueFormat.TIMESTAMPED)
             .buildSessionStore(params.retentionPeriod());
-    }
-
-    /**
-     * Says, once per store, that a store the application asked kstate for is Kafka's own: a user
-     * who set {@code dsl.store.suppliers.class} expects kstate's guarantees for every store.
-     */
-    private void warnDelegated(String kind, String name) {
-        String why = "EmitStrategy.onWindowClose() (a time-ordered store) in the HEADERS store format";
-        if (warned.add(kind + " " + name + " " + why)) {
-            LOG.warn("The {} store {} uses {}, which kstate does not serve yet: it is Kafka's built-in "
-                + "RocksDB store, without kstate's guarantees (not transactional: wiped and restored after a "
-                + "kill under exactly_once_v2; no read-committed queries)", kind, name, why);
-        }
     }
 
     /** @return the window store format: PLAIN, TIMESTAMPED or HEADERS ({@code dslStoreFormat()} is 4.3+) */

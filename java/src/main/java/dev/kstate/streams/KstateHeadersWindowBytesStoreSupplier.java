@@ -14,6 +14,22 @@ public final class KstateHeadersWindowBytesStoreSupplier extends KstateWindowByt
         super(options, retentionPeriod, windowSize, retainDuplicates);
     }
 
+    private KstateHeadersWindowBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, long windowSize,
+                                                  boolean retainDuplicates, boolean keyIndex) {
+        super(options, retentionPeriod, windowSize, retainDuplicates, true, keyIndex);
+    }
+
+    /**
+     * A headers supplier of time-ordered stores ({@code EmitStrategy.onWindowClose()}), a
+     * {@link HeadersBytesStoreSupplier} as Kafka's
+     * {@code RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier}; its stores are always
+     * key-indexed, whatever {@code keyIndex} says (kept for {@link #toString()} only).
+     */
+    static KstateWindowBytesStoreSupplier createTimeOrdered(KstateStoreOptions options, long retentionPeriod,
+                                                            long windowSize, boolean retainDuplicates, boolean keyIndex) {
+        return new KstateHeadersWindowBytesStoreSupplier(options, retentionPeriod, windowSize, retainDuplicates, keyIndex);
+    }
+
     /** A headers supplier, typed as its superclass (see {@link KstateHeadersKeyValueBytesStoreSupplier#create}). */
     static KstateWindowBytesStoreSupplier create(KstateStoreOptions options, long retentionPeriod, long windowSize,
                                                  boolean retainDuplicates) {

@@ -20,6 +20,12 @@ public class KstateHeadersWindowStore extends KstateTimestampedWindowStore imple
         super(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval);
     }
 
+    /** A time-ordered store ({@code timeOrdered}, with Kafka's key index when {@code keyIndex}). */
+    KstateHeadersWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize,
+                             boolean retainDuplicates, long segmentInterval, boolean timeOrdered, boolean keyIndex) {
+        super(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval, timeOrdered, keyIndex);
+    }
+
     /**
      * A new store, typed as Kafka's interface so that callers on Kafka 4.0-4.2 never load this
      * class (nor {@link HeadersBytesStore}, which they lack) unless they ask for the headers format.

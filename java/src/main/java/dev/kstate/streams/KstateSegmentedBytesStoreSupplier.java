@@ -33,7 +33,11 @@ abstract class KstateSegmentedBytesStoreSupplier extends KstateBytesStoreSupplie
         return retentionPeriod;
     }
 
-    /** Refuses the time-ordered variant in the headers format, which kstate does not serve. */
+    /**
+     * Refuses a time-ordered store in the headers format where kstate does not serve it: session
+     * stores (Kafka 4.4 keeps the aggregates of {@code onWindowClose()} session stores without headers,
+     * under its {@code SessionToHeadersStoreAdapter}; {@link KstateDslStoreSuppliers} does the same).
+     */
     final void refuseTimeOrderedHeaders(String kind) {
         if (timeOrdered) {
             throw new IllegalStateException("kstate does not serve time-ordered " + kind + " stores in the headers format");

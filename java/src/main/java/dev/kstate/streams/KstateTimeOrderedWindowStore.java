@@ -37,14 +37,22 @@ import org.apache.kafka.streams.state.internals.WrappedStateStore;
  * opens nothing and writes nothing): Kafka only reads its {@code hasIndex()} from it. Every
  * operation goes to the kstate store.
  */
-public final class KstateTimeOrderedWindowStore extends WrappedStateStore<WindowStore<Bytes, byte[]>, Object, Object>
+public class KstateTimeOrderedWindowStore extends WrappedStateStore<WindowStore<Bytes, byte[]>, Object, Object>
     implements WindowStore<Bytes, byte[]>, TimestampedBytesStore {
     private final KstateTimestampedWindowStore store;
 
     KstateTimeOrderedWindowStore(KstateTimestampedWindowStore store, long retentionPeriod, long windowSize,
                                  boolean retainDuplicates, boolean keyIndex) {
-        super(RocksDbIndexedTimeOrderedWindowBytesStoreSupplier.create(store.name(), Duration.ofMillis(retentionPeriod),
+        this(store, RocksDbIndexedTimeOrderedWindowBytesStoreSupplier.create(store.name(), Duration.ofMillis(retentionPeriod),
             Duration.ofMillis(windowSize), retainDuplicates, keyIndex).get());
+    }
+
+    /**
+     * @param kafkaStore the Kafka time-ordered store Kafka's store builder looks for under
+     *     {@link #wrapped()}: created, never initialised
+     */
+    KstateTimeOrderedWindowStore(KstateTimestampedWindowStore store, WindowStore<Bytes, byte[]> kafkaStore) {
+        super(kafkaStore);
         this.store = store;
     }
 
@@ -190,6 +198,6 @@ public final class KstateTimeOrderedWindowStore extends WrappedStateStore<Window
 
     @Override
     public String toString() {
-        return "KstateTimeOrderedWindowStore{" + store + "}";
+        return getClass().getSimpleName() + "{" + store + "}";
     }
 }

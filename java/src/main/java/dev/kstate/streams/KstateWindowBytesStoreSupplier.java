@@ -27,7 +27,9 @@ public class KstateWindowBytesStoreSupplier extends KstateSegmentedBytesStoreSup
      * {@code EmitStrategy.onWindowClose()}, timestamped, answering {@code fetchAll} and {@code all}
      * (and, without {@code keyIndex}, key-range fetches) by window start as Kafka's
      * {@code RocksDbIndexedTimeOrderedWindowBytesStoreSupplier}; {@code keyIndex} is its
-     * {@code hasIndex} (sliding windows).
+     * {@code hasIndex} (sliding windows). In the headers format, the store of Kafka's
+     * {@code RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier}, always key-indexed
+     * ({@link KstateTimeOrderedHeadersWindowStore}).
      */
     KstateWindowBytesStoreSupplier(KstateStoreOptions options, long retentionPeriod, long windowSize,
                                    boolean retainDuplicates, boolean timeOrdered, boolean keyIndex) {
@@ -40,7 +42,11 @@ public class KstateWindowBytesStoreSupplier extends KstateSegmentedBytesStoreSup
     @Override
     public WindowStore<Bytes, byte[]> get() {
         if (options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS) {
-            refuseTimeOrderedHeaders("window");
+            if (timeOrdered) {
+                // always key-indexed, as Kafka's RocksDBTimeOrderedWindowStoreWithHeaders
+                return KstateTimeOrderedHeadersWindowStore.create(options, retentionPeriod, windowSize, retainDuplicates,
+                    segmentInterval);
+            }
             return KstateHeadersWindowStore.create(options, retentionPeriod, windowSize, retainDuplicates,
                 segmentInterval);
         }
@@ -70,6 +76,7 @@ public class KstateWindowBytesStoreSupplier extends KstateSegmentedBytesStoreSup
 
     @Override
     String details() {
-        return super.details() + (timeOrdered ? ", keyIndex=" + keyIndex : "");
+        boolean indexed = keyIndex || options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS;
+        return super.details() + (timeOrdered ? ", keyIndex=" + indexed : "");
     }
 }

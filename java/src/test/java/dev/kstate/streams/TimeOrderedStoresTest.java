@@ -735,7 +735,7 @@ public class TimeOrderedStoresTest {
 
             File headersDir = tempDir("to-headers");
             File run = tempDir("to-run");
-            Properties props = props(Stores3.KSTATE_ROCKSDB, run);
+            Properties props = props(Stores3.KAFKA, run);
             props.put(StreamsConfig.DSL_STORE_FORMAT_CONFIG, StreamsConfig.DSL_STORE_FORMAT_HEADERS);
             List<String> stores = runAndClose(topology, props, storeName, run, headersDir);
             assertTrue(storeName + ": " + stores, stores.contains(c[3]));

@@ -1,0 +1,432 @@
+package dev.kstate.streams;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.Random;
+import java.util.function.Consumer;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.WindowStoreIterator;
+import org.apache.kafka.streams.state.internals.WrappedStateStore;
+import org.apache.kafka.streams.test.TestRecord;
+import org.junit.After;
+import org.junit.Test;
+
+/**
+ * The time-ordered stores of {@code EmitStrategy.onWindowClose()} in the headers store format
+ * ({@code dsl.store.format=headers}): kstate's ({@link KstateTimeOrderedHeadersWindowStore}; for
+ * sessions a plain time-ordered {@link KstateSessionStore} under Kafka's
+ * {@code SessionToHeadersStoreAdapter}) against Kafka 4.4's own
+ * ({@code RocksDBTimeOrderedWindowStoreWithHeaders}; {@code RocksDBTimeOrderedSessionStore} under the
+ * same adapter). The same DSL topologies (tumbling count with and without caching, hopping aggregate,
+ * sliding aggregate, session count) over random records with random headers and late ones beyond the
+ * grace period, through TopologyTestDriver, on Kafka's stores and on kstate's (RocksDB and memory
+ * engines): Kafka's layers above the store, output records (key, value, timestamp, headers, order),
+ * changelog records (headers included), final contents and interactive queries (key, key-range,
+ * all and backward fetches; session fetches by key and key range) identical. And Kafka's own
+ * directory of the combination, adopted in place mid-stream.
+ */
+public class TimeOrderedHeadersStoresTest {
+    private static final int RECORDS = 3_000;
+    private final List<File> dirs = new ArrayList<>();
+
+    @After
+    public void tearDown() {
+        for (File d : dirs) {
+            TestSupport.deleteTree(d);
+        }
+    }
+
+    private enum Stores3 { KAFKA, KSTATE_ROCKSDB, KSTATE_MEMORY }
+
+    private File tempDir(String prefix) throws Exception {
+        File d = TestSupport.tempDir(prefix);
+        dirs.add(d);
+        return d;
+    }
+
+    private static Properties props(Stores3 stores, File stateDir) {
+        Properties props = TestSupport.props("toh", stateDir);
+        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
+        props.put(StreamsConfig.DSL_STORE_FORMAT_CONFIG, StreamsConfig.DSL_STORE_FORMAT_HEADERS);
+        if (stores != Stores3.KAFKA) {
+            props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class.getName());
+            props.put(KstateStoreOptions.ENGINE_CONFIG, stores == Stores3.KSTATE_MEMORY ? "memory" : "rocksdb");
+        }
+        return props;
+    }
+
+    /** Random records with random headers: one in six late by up to 100 s (beyond every grace). */
+    private static List<TestRecord<String, String>> records(long seed) {
+        Random rnd = new Random(seed);
+        List<TestRecord<String, String>> out = new ArrayList<>();
+        long base = 1_000_000;
+        for (int i = 0; i < RECORDS; i++) {
+            base += rnd.nextInt(2_000);
+            long ts = rnd.nextInt(6) == 0 ? Math.max(0, base - rnd.nextInt(100_000)) : base;
+            RecordHeaders h = new RecordHeaders();
+            if (rnd.nextBoolean()) {
+                h.add("h" + rnd.nextInt(3), Integer.toString(rnd.nextInt(100)).getBytes(StandardCharsets.UTF_8));
+            }
+            out.add(new TestRecord<>("k" + rnd.nextInt(30), "v" + rnd.nextInt(1000), h, ts));
+        }
+        return out;
+    }
+
+    /** What one run produced. */
+    private static final class Run {
+        final List<String> output = new ArrayList<>();
+        final List<String> changelog = new ArrayList<>();
+        final List<String> queries = new ArrayList<>();
+        String store;
+        String layers;
+    }
+
+    private Run run(Stores3 stores, Consumer<StreamsBuilder> topology, List<TestRecord<String, String>> input,
+                    String storeName, boolean session) throws Exception {
+        return run(stores, topology, input, storeName, session, tempDir("toh-" + stores), d -> { });
+    }
+
+    /** Runs the input on a new driver on {@code stateDir}, after {@code onOpen}. */
+    private Run run(Stores3 stores, Consumer<StreamsBuilder> topology, List<TestRecord<String, String>> input,
+                    String storeName, boolean session, File stateDir, Consumer<TopologyTestDriver> onOpen)
+        throws Exception {
+        Run run = new Run();
+        StreamsBuilder builder = new StreamsBuilder();
+        topology.accept(builder);
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(stores, stateDir))) {
+            onOpen.accept(driver);
+            TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+            for (TestRecord<String, String> r : input) {
+                in.pipeInput(r);
+            }
+            collect(driver, run, storeName);
+            query(driver, run, input, storeName, session);
+        }
+        return run;
+    }
+
+    /** The output and changelog records so far. */
+    private static void collect(TopologyTestDriver driver, Run run, String storeName) {
+        TestOutputTopic<String, String> out = driver.createOutputTopic("out", new StringDeserializer(),
+            new StringDeserializer());
+        for (TestRecord<String, String> r : out.readRecordsToList()) {
+            run.output.add(r.key() + "=" + r.value() + "@" + r.timestamp() + HeadersWindowSessionTest.headers(r.headers()));
+        }
+        TestOutputTopic<byte[], byte[]> c = driver.createOutputTopic("toh-" + storeName + "-changelog",
+            Serdes.ByteArray().deserializer(), Serdes.ByteArray().deserializer());
+        for (TestRecord<byte[], byte[]> r : c.readRecordsToList()) {
+            run.changelog.add(Bytes.wrap(r.key()) + "=" + (r.value() == null ? "null" : Bytes.wrap(r.value()))
+                + "@" + r.timestamp() + HeadersWindowSessionTest.headers(r.headers()));
+        }
+    }
+
+    /** The store's class and layers, and the answers of the queries. */
+    private static void query(TopologyTestDriver driver, Run run, List<TestRecord<String, String>> input,
+                              String storeName, boolean session) throws Exception {
+        StateStore outer = driver.getAllStateStores().get(storeName);
+        run.store = innermost(outer);
+        run.layers = layers(outer);
+        long now = input.stream().mapToLong(TestRecord::timestamp).max().orElse(0);
+        if (session) {
+            @SuppressWarnings("unchecked")
+            SessionStore<String, Object> s = (SessionStore<String, Object>) outer;
+            query(run, "findSessions(all)", s.findSessions(null, null, 0, Long.MAX_VALUE));
+            for (int k = 0; k < 30; k += 7) {
+                query(run, "fetch k" + k, s.fetch("k" + k));
+                query(run, "backwardFetch k" + k, s.backwardFetch("k" + k));
+                query(run, "findSessions k" + k, s.findSessions("k" + k, now - 200_000, now));
+            }
+            query(run, "fetch k1..k3", s.fetch("k1", "k3"));
+            query(run, "backwardFindSessions k1..k3", s.backwardFindSessions("k1", "k3", 0, now));
+        } else {
+            @SuppressWarnings("unchecked")
+            WindowStore<String, Object> w = (WindowStore<String, Object>) outer;
+            query(run, "all", w.all());
+            query(run, "backwardAll", w.backwardAll());
+            query(run, "fetchAll", w.fetchAll(now - 200_000, now));
+            query(run, "backwardFetchAll", w.backwardFetchAll(now - 200_000, now));
+            query(run, "fetch k1..k3", w.fetch("k1", "k3", 0, now));
+            query(run, "backwardFetch k1..k3", w.backwardFetch("k1", "k3", 0, now));
+            query(run, "fetch null..k2", w.fetch(null, "k2", 0, now));
+            for (int k = 0; k < 30; k += 7) {
+                try (WindowStoreIterator<Object> it = w.fetch("k" + k, 0, now)) {
+                    run.queries.add("--- fetch k" + k);
+                    it.forEachRemaining(kv -> run.queries.add(kv.key + "=" + HeadersWindowSessionTest.show(kv.value)));
+                }
+            }
+        }
+    }
+
+    private static void query(Run run, String what, KeyValueIterator<Windowed<String>, Object> it) {
+        run.queries.add("--- " + what);
+        try (KeyValueIterator<Windowed<String>, Object> i = it) {
+            i.forEachRemaining(kv -> run.queries.add(kv.key.key() + "@" + kv.key.window().start() + "/"
+                + kv.key.window().end() + "=" + HeadersWindowSessionTest.show(kv.value)));
+        }
+    }
+
+    /** Kafka's metered, caching and change-logging layers, down to the store (or its adapter). */
+    private static String layers(StateStore store) {
+        StringBuilder sb = new StringBuilder();
+        StateStore s = store;
+        while (s instanceof WrappedStateStore && !(s instanceof KstateTimeOrderedWindowStore)
+            && !s.getClass().getSimpleName().startsWith("RocksDB")) {
+            sb.append(s.getClass().getSimpleName()).append(' ');
+            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+        return sb.append(s.getClass().getSimpleName().startsWith("SessionToHeaders") ? s.getClass().getSimpleName() : "")
+            .toString();
+    }
+
+    /** The class of the store doing the work, under Kafka's wrappers and its session adapter. */
+    private static String innermost(StateStore store) throws Exception {
+        StateStore s = store;
+        while (true) {
+            if (s instanceof WrappedStateStore && !(s instanceof KstateTimeOrderedWindowStore)
+                && !s.getClass().getSimpleName().startsWith("RocksDB")) {
+                s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+            } else if (s.getClass().getSimpleName().equals("SessionToHeadersStoreAdapter")) {
+                java.lang.reflect.Field f = s.getClass().getDeclaredField("store");
+                f.setAccessible(true);
+                s = (StateStore) f.get(s);
+            } else {
+                return s.getClass().getSimpleName();
+            }
+        }
+    }
+
+    private void assertSame(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
+                            String kafkaClass, String kstateClass, long seed) throws Exception {
+        List<TestRecord<String, String>> input = records(seed);
+        Run kafka = run(Stores3.KAFKA, topology, input, storeName, session);
+        assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
+        assertEquals(what + ": Kafka's own time-ordered headers store", kafkaClass, kafka.store);
+        // Kafka 4.4's aggregations keep no headers of their own: an empty headers section in each value
+        assertTrue(what + ": values in the headers format", kafka.queries.stream().anyMatch(q -> q.endsWith("[]")));
+        for (Stores3 s : new Stores3[] {Stores3.KSTATE_ROCKSDB, Stores3.KSTATE_MEMORY}) {
+            Run kstate = run(s, topology, input, storeName, session);
+            assertEquals(what + " on " + s + ": a kstate store", kstateClass, kstate.store);
+            // a store that is not persistent gets Kafka's in-memory marker in place of the adapter, as
+            // Kafka's own in-memory session store would (it then holds the aggregates with headers)
+            String layers = s == Stores3.KSTATE_MEMORY && session
+                ? kafka.layers.replace("SessionToHeadersStoreAdapter", "InMemorySessionStoreWithHeadersMarker ")
+                : kafka.layers;
+            assertEquals(what + " on " + s + ": Kafka's layers above the store", layers, kstate.layers);
+            assertSameList(what + " on " + s + ": output", kafka.output, kstate.output);
+            assertSameList(what + " on " + s + ": changelog", kafka.changelog, kstate.changelog);
+            assertSameList(what + " on " + s + ": queries", kafka.queries, kstate.queries);
+        }
+    }
+
+    private static void assertSameList(String what, List<String> expected, List<String> actual) {
+        for (int i = 0; i < Math.min(expected.size(), actual.size()); i++) {
+            assertEquals(what + ": record " + i + " of " + expected.size(), expected.get(i), actual.get(i));
+        }
+        assertEquals(what + ": records", expected.size(), actual.size());
+    }
+
+    /**
+     * Kafka's own directory of the combination (time-ordered segments whose records are in
+     * {@code windowKeyValueWithHeaders} / {@code sessionKeyValueWithHeaders}), its task closed with
+     * its offsets mid-stream, then opened by the application on kstate's stores: kstate adopts it in
+     * place (a kstate RocksDB store at the store's directory afterwards, Kafka's committed offset
+     * kept, nothing restored) and the rest of the input gives the same output, changelog and
+     * queries as a run that stayed on Kafka's stores, closed and reopened at the same record.
+     */
+    @Test
+    public void kafkasOwnDirectoryOfTheCombinationIsAdoptedMidStream() throws Exception {
+        assertAdoptedMidStream("tumbling count", tumblingCount(false), "counts", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 31);
+        assertAdoptedMidStream("session count", sessionCount(), "sessions", true, "RocksDBTimeOrderedSessionStore",
+            "KstateSessionStore", 32);
+    }
+
+    private void assertAdoptedMidStream(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
+                                        String kafkaClass, String kstateClass, long seed) throws Exception {
+        List<TestRecord<String, String>> input = records(seed);
+        int cut = RECORDS / 2;
+        // Kafka's reopened segments have no stream time until a write reaches them, kstate's adopted
+        // store the largest time held: the first record after the switch is at the stream time
+        long streamTime = input.subList(0, cut).stream().mapToLong(TestRecord::timestamp).max().orElse(0);
+        input.add(cut, new TestRecord<>("k0", "restart", new RecordHeaders(), streamTime));
+        Run kafka = runInTwo(Stores3.KAFKA, topology, input, cut, storeName, session);
+        assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
+        assertEquals(what + ": Kafka's own store", kafkaClass, kafka.store);
+        Run adopted = runInTwo(Stores3.KSTATE_ROCKSDB, topology, input, cut, storeName, session);
+        assertEquals(what + ": a kstate store after the switch", kstateClass, adopted.store);
+        assertEquals(what + ": Kafka's layers above the store", kafka.layers, adopted.layers);
+        assertSameList(what + ": output", kafka.output, adopted.output);
+        assertSameList(what + ": changelog", kafka.changelog, adopted.changelog);
+        assertSameList(what + ": queries", kafka.queries, adopted.queries);
+    }
+
+    /**
+     * The input up to {@code cut} on Kafka's stores, the task closed as Kafka closes it (segments
+     * flushed with their offsets), the state directory kept (the driver deletes it when it closes, so
+     * it is copied aside and back), then the rest on {@code after}'s stores: the output and changelog
+     * of both parts, the store and queries of the second.
+     */
+    private Run runInTwo(Stores3 after, Consumer<StreamsBuilder> topology, List<TestRecord<String, String>> input,
+                         int cut, String storeName, boolean session) throws Exception {
+        File stateDir = tempDir("toh-two");
+        File saved = tempDir("toh-saved");
+        StreamsBuilder builder = new StreamsBuilder();
+        topology.accept(builder);
+        Run first = new Run();
+        Long closedAt;
+        org.apache.kafka.common.TopicPartition changelog =
+            new org.apache.kafka.common.TopicPartition("toh-" + storeName + "-changelog", 0);
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(Stores3.KAFKA, stateDir))) {
+            TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
+            input.subList(0, cut).forEach(in::pipeInput);
+            collect(driver, first, storeName);
+            StateStore outer = driver.getAllStateStores().get(storeName);
+            closedAt = outer.committedOffset(changelog);
+            assertTrue(storeName + ": Kafka committed an offset", closedAt != null);
+            MigrationTest.closeTaskKeepingState(driver);
+            copyTree(stateDir.toPath(), saved.toPath());
+        }
+        TestSupport.deleteTree(stateDir);
+        copyTree(saved.toPath(), stateDir.toPath());
+        File storeDir = new File(stateDir, "toh/0_0/" + storeName);
+        assertTrue(storeName + ": Kafka's segments", !new File(storeDir, "CURRENT").exists());
+        Run second = run(after, topology, input.subList(cut, input.size()), storeName, session, stateDir,
+            d -> {
+                assertEquals(storeName + ": the committed offset after the switch to " + after, closedAt,
+                    d.getAllStateStores().get(storeName).committedOffset(changelog));
+                assertEquals(storeName + ": a kstate RocksDB store now (the driver deletes it when it closes)",
+                    after == Stores3.KSTATE_ROCKSDB, new File(storeDir, "CURRENT").exists());
+            });
+        first.output.addAll(second.output);
+        first.changelog.addAll(second.changelog);
+        first.queries.addAll(second.queries);
+        first.store = second.store;
+        first.layers = second.layers;
+        return first;
+    }
+
+    /** Every file under {@code root} (relative path to bytes, lock files left out) and every directory. */
+    private static java.util.Map<String, byte[]> snapshot(File root) throws Exception {
+        java.util.Map<String, byte[]> out = new java.util.TreeMap<>();
+        try (java.util.stream.Stream<java.nio.file.Path> paths = java.nio.file.Files.walk(root.toPath())) {
+            for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) paths::iterator) {
+                out.put(root.toPath().relativize(p).toString(),
+                    java.nio.file.Files.isDirectory(p) ? null : java.nio.file.Files.readAllBytes(p));
+            }
+        }
+        return out;
+    }
+
+    private static void copyTree(java.nio.file.Path from, java.nio.file.Path to) throws java.io.IOException {
+        try (java.util.stream.Stream<java.nio.file.Path> paths = java.nio.file.Files.walk(from)) {
+            for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) paths::iterator) {
+                java.nio.file.Path target = to.resolve(from.relativize(p).toString());
+                if (java.nio.file.Files.isDirectory(p)) {
+                    java.nio.file.Files.createDirectories(target);
+                } else if (!p.getFileName().toString().endsWith(".lock") && !p.getFileName().toString().equals("LOCK")) {
+                    java.nio.file.Files.copy(p, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                }
+            }
+        }
+    }
+
+    private static String window(Windowed<String> w) {
+        return w.key() + "@" + w.window().start() + "/" + w.window().end();
+    }
+
+    private static Consumer<StreamsBuilder> tumblingCount(boolean caching) {
+        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(60), Duration.ofSeconds(30)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count(caching ? Materialized.as("counts")
+                : Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("counts").withCachingDisabled())
+            .toStream((w, v) -> window(w)).mapValues(String::valueOf)
+            .to("out", Produced.with(Serdes.String(), Serdes.String()));
+    }
+
+    private static Consumer<StreamsBuilder> sessionCount() {
+        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(15)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count(Materialized.as("sessions"))
+            .toStream((w, v) -> window(w)).mapValues(v -> v == null ? "<removed>" : String.valueOf(v))
+            .to("out", Produced.with(Serdes.String(), Serdes.String()));
+    }
+
+    private static final String WINDOWS_KAFKA = "RocksDBTimeOrderedWindowStoreWithHeaders";
+    private static final String WINDOWS_KSTATE = "KstateTimeOrderedHeadersWindowStore";
+
+    /** Kafka's time-ordered cache over the kstate store, as over its own. */
+    @Test
+    public void tumblingCountWithAndWithoutCaching() throws Exception {
+        assertSame("tumbling count, cached", tumblingCount(true), "counts", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 21);
+        assertSame("tumbling count", tumblingCount(false), "counts", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 22);
+    }
+
+    @Test
+    public void hoppingAggregateWithCaching() throws Exception {
+        assertSame("hopping aggregate", b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(60), Duration.ofSeconds(20))
+                    .advanceBy(Duration.ofSeconds(15)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .aggregate(() -> "", (k, v, agg) -> agg.length() > 40 ? v : agg + "," + v,
+                    Materialized.<String, String, WindowStore<Bytes, byte[]>>as("hops")
+                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
+                        .withRetention(Duration.ofMinutes(5)))
+                .toStream((w, v) -> window(w))
+                .to("out", Produced.with(Serdes.String(), Serdes.String())),
+            "hops", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 23);
+    }
+
+    @Test
+    public void slidingAggregate() throws Exception {
+        assertSame("sliding aggregate", b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(30)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
+                    Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slides")
+                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                .toStream((w, v) -> window(w)).mapValues(String::valueOf)
+                .to("out", Produced.with(Serdes.String(), Serdes.String())),
+            "slides", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 24);
+    }
+
+    /** Aggregates stored without headers, under Kafka's SessionToHeadersStoreAdapter, as Kafka's. */
+    @Test
+    public void sessionCountByEnd() throws Exception {
+        assertSame("session count", sessionCount(), "sessions", true, "RocksDBTimeOrderedSessionStore", "KstateSessionStore", 25);
+    }
+}
