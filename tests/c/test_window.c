@@ -7,36 +7,7 @@
  * closed, NULL and forged handles, NULL out-parameters, NULL data with a length).
  */
 #include "common.h"
-
-static char g_dir[4096];
-static int g_seq;
-
-static const char *fresh_path(void) {
-    static char path[4200];
-    snprintf(path, sizeof path, "%s/store-%d", g_dir, g_seq++);
-    return path;
-}
-
-static const kstate_engine_t ENGINES[2] = {KSTATE_ENGINE_ROCKSDB, KSTATE_ENGINE_MEMORY};
-
-/* Deterministic pseudo-random numbers, so a failure replays. */
-static uint64_t g_rng;
-static int64_t rnd(int64_t n) {
-    g_rng = g_rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (int64_t)((g_rng >> 33) % (uint64_t)n);
-}
-
-static const char *KEYS[4] = {"a", "b", "bb", "c"};
-
-/* Byte order of two NUL-terminated keys, as kstate compares key bytes. */
-static int key_cmp(const char *x, const char *y) {
-    size_t a = strlen(x), b = strlen(y);
-    int c = memcmp(x, y, a < b ? a : b);
-    if (c != 0) {
-        return c;
-    }
-    return a < b ? -1 : (a > b ? 1 : 0);
-}
+#include "segmented_common.h"
 
 static kstate_window_options_t window_options(kstate_engine_t engine, int64_t retention,
                                               int64_t size, bool dups, int64_t interval) {
