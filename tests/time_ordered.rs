@@ -604,7 +604,8 @@ fn kafkas_time_ordered_segments_are_adopted_in_place() {
 /// `sessionKeyValueWithHeaders`, aggregates without headers) by a time-ordered session store;
 /// every query equal to the model's, Kafka's offsets and position carried. A store of another
 /// value format or a regular store refuses them, Kafka's directory unchanged; `kstate export`
-/// refuses the window store of headers values, which stays the same kstate store.
+/// hands the window store back as Kafka wrote it (records byte for byte in
+/// `windowKeyValueWithHeaders`, `default` empty, its offsets), and it is adopted again.
 #[test]
 fn kafkas_time_ordered_headers_segments_are_adopted_in_place() {
     use kstate::ValueFormat;
@@ -616,6 +617,7 @@ fn kafkas_time_ordered_headers_segments_are_adopted_in_place() {
         v.insert(0, 0);
     }
     write_kafka_time_ordered_in(&path, &m, false, true, "windowKeyValueWithHeaders");
+    let want = expected_export_in(&path, "windowKeyValueWithHeaders");
     let before = snapshot(&path);
     let headers = |options: WindowOptions| {
         let mut store = options.store.clone();
@@ -643,16 +645,24 @@ fn kafkas_time_ordered_headers_segments_are_adopted_in_place() {
         check_window_queries(&w, &m, iso, &mut rng, "adopted headers windows", true);
     }
     w.close().unwrap();
-    // not handed back: Kafka's time-ordered window store of the plain layout holds no headers
-    let err = kstate::store::export_segmented_to_kafka(&path).unwrap_err();
+    // handed back as Kafka 4.4's RocksDBTimeOrderedWindowStoreWithHeaders wrote it: the same
+    // records (base and index) in windowKeyValueWithHeaders, byte for byte, and its offsets
+    let done = kstate::store::export_segmented_to_kafka(&path).unwrap();
+    assert_eq!(done.records, m.entries.len() as u64);
+    assert_eq!(done.segments, want.0.len());
+    assert_exported_in(&path, &want, "windowKeyValueWithHeaders", "headers windows");
+    // a timestamped time-ordered store still refuses the headers layout; the headers one
+    // adopts it again
+    let err = WindowStore::open(&path, &timestamped).unwrap_err();
     assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
     let w = WindowStore::open(&path, &options).unwrap();
+    assert_eq!(w.committed_offset(&tp()).unwrap(), Some(77));
     check_window_queries(
         &w,
         &m,
         Isolation::ReadCommitted,
         &mut rng,
-        "after the refused export",
+        "adopted again",
         true,
     );
     w.close().unwrap();
@@ -1081,8 +1091,13 @@ type Exported = (
 /// and in every segment the `offsets` family of the newest one (offset 77, its position,
 /// status 0).
 fn expected_export(kafka_dir: &Path) -> Exported {
+    expected_export_in(kafka_dir, "default")
+}
+
+/// As [`expected_export`], Kafka's records in `family` (see [`write_kafka_time_ordered_in`]).
+fn expected_export_in(kafka_dir: &Path, family: &str) -> Exported {
     let name = kafka_dir.file_name().unwrap().to_str().unwrap().to_string();
-    let mut records = kafka_family(kafka_dir, "default");
+    let mut records = kafka_family(kafka_dir, family);
     assert!(records.remove(&format!("{name}.0")).is_some());
     // The export writes Kafka's `PositionSerde` bytes without the zero padding Kafka's own
     // serde buffer leaves (Kafka reads both; SegmentExportTest checks it on Kafka itself).
@@ -1100,6 +1115,12 @@ fn expected_export(kafka_dir: &Path) -> Exported {
 /// Checks that `path` holds exactly Kafka's time-ordered segments `want` (records in
 /// `default`, Kafka's `offsets` family in each) and nothing of kstate's.
 fn assert_exported(path: &Path, want: &Exported, what: &str) {
+    assert_exported_in(path, want, "default", what);
+}
+
+/// As [`assert_exported`], the records in `family` (`default` then empty, as in Kafka's
+/// segments of the DSL's headers store format).
+fn assert_exported_in(path: &Path, want: &Exported, family: &str, what: &str) {
     assert!(!path.join("CURRENT").exists(), "{what}: no kstate store");
     let name = path.file_name().unwrap().to_string_lossy();
     let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
@@ -1111,10 +1132,19 @@ fn assert_exported(path: &Path, want: &Exported, what: &str) {
         leftovers.is_empty(),
         "{what}: kstate files left {leftovers:?}"
     );
+    let mut expected_families = vec!["default", "offsets", family];
+    expected_families.sort();
+    expected_families.dedup();
     for families in kafka_families(path) {
-        assert_eq!(families, ["default", "offsets"], "{what}");
+        assert_eq!(families, expected_families, "{what}");
+        if family != "default" {
+            assert!(
+                kafka_family(path, "default").values().all(|r| r.is_empty()),
+                "{what}: default left empty"
+            );
+        }
     }
-    let records = kafka_family(path, "default");
+    let records = kafka_family(path, family);
     assert_eq!(
         records.keys().collect::<Vec<_>>(),
         want.0.keys().collect::<Vec<_>>(),

@@ -57,6 +57,10 @@ pub(crate) struct TimeOrderedExport {
     session: bool,
     /// Kafka's `hasIndex`: index records are written too.
     pub index: bool,
+    /// The window store of the DSL's headers store format (Kafka 4.4's
+    /// `RocksDBTimeOrderedWindowStoreWithHeaders`): its records go to
+    /// `windowKeyValueWithHeaders`, always with the index.
+    headers: bool,
 }
 
 /// The time-ordered export of the store at `path` (its `engine` and `header`), or `None`
@@ -77,11 +81,12 @@ pub(crate) fn export_layout(
         StoreKind::Session { .. } if registry.find(SESSION_BY_TIME_FAMILY).is_some() => true,
         _ => return Ok(None),
     };
-    // Kafka's time-ordered window store is timestamped, its session store keeps aggregates.
+    // Kafka's time-ordered window store is timestamped (or headers-format in the DSL's
+    // headers store format), its session store keeps aggregates.
     let supported = match header.value_format {
         ValueFormat::Timestamped => true,
         ValueFormat::Plain => session,
-        ValueFormat::Headers => false,
+        ValueFormat::Headers => !session,
     };
     if !supported {
         return Err(Error::FormatMismatch(format!(
@@ -93,7 +98,11 @@ pub(crate) fn export_layout(
             header.kind.name()
         )));
     }
-    let index = if session {
+    let headers = header.value_format == ValueFormat::Headers;
+    // Kafka 4.4's headers-format time-ordered window store
+    // (`RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier`) always keeps the index,
+    // whatever the window kind, so it needs no `kafka_index` record.
+    let index = if session || headers {
         true
     } else {
         let meta_family = registry.require(names::META)?;
@@ -110,7 +119,11 @@ pub(crate) fn export_layout(
             }
         }
     };
-    Ok(Some(TimeOrderedExport { session, index }))
+    Ok(Some(TimeOrderedExport {
+        session,
+        index,
+        headers,
+    }))
 }
 
 impl TimeOrderedExport {
@@ -140,7 +153,20 @@ impl TimeOrderedExport {
 
     /// The Kafka Streams class that opens the exported store.
     pub(crate) fn kafka_class(&self) -> &'static str {
+        if self.headers {
+            return "RocksDBTimeOrderedWindowStoreWithHeaders (EmitStrategy.onWindowClose() in the \
+                    DSL's headers store format, with Kafka's key index)";
+        }
         time_ordered_class(self.session, self.index)
+    }
+
+    /// The column family of Kafka's segments that holds the records.
+    pub(crate) fn kafka_family(&self) -> &'static str {
+        if self.headers {
+            names::WINDOW_TIME_ORDERED_HEADERS
+        } else {
+            names::PLAIN
+        }
     }
 }
 
