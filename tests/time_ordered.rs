@@ -604,8 +604,9 @@ fn kafkas_time_ordered_segments_are_adopted_in_place() {
 /// `sessionKeyValueWithHeaders`, aggregates without headers) by a time-ordered session store;
 /// every query equal to the model's, Kafka's offsets and position carried. A store of another
 /// value format or a regular store refuses them, Kafka's directory unchanged; `kstate export`
-/// hands the window store back as Kafka wrote it (records byte for byte in
-/// `windowKeyValueWithHeaders`, `default` empty, its offsets), and it is adopted again.
+/// hands both back as Kafka wrote them (records byte for byte in `windowKeyValueWithHeaders` /
+/// `sessionKeyValueWithHeaders`, `default` empty, its offsets; a session store only when it
+/// records that its opener was of the DSL's headers store format), and they are adopted again.
 #[test]
 fn kafkas_time_ordered_headers_segments_are_adopted_in_place() {
     use kstate::ValueFormat;
@@ -671,18 +672,59 @@ fn kafkas_time_ordered_headers_segments_are_adopted_in_place() {
     let path = dir.path().join("sessions");
     let m = random_model(true, 0x5EED_0013, 600);
     write_kafka_time_ordered_in(&path, &m, true, true, "sessionKeyValueWithHeaders");
+    let want = expected_export_in(&path, "sessionKeyValueWithHeaders");
     let before = snapshot(&path);
     let regular = SessionOptions::new(RETENTION).with_segment_interval(INTERVAL);
     let err = SessionStore::open(&path, &regular).unwrap_err();
     assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
     assert!(snapshot(&path) == before, "Kafka's directory changed");
-    let s = SessionStore::open(&path, &session_options(EngineKind::RocksDb)).unwrap();
+    let mut options = session_options(EngineKind::RocksDb);
+    options.kafka_headers_format = true;
+    let s = SessionStore::open(&path, &options).unwrap();
     assert!(path.join("CURRENT").is_file(), "adopted in place");
     assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77));
     for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
         check_session_queries(&s, &m, iso, &mut rng, "adopted headers-format sessions");
     }
     s.close().unwrap();
+    // without the record of Kafka's layout (an earlier kstate's store): refused, unchanged
+    let held = meta_record(&path, b"kafka_headers", None);
+    assert_eq!(held, Some(vec![1]));
+    let err = kstate::store::export_segmented_to_kafka(&path).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+    assert!(err.to_string().contains("headers store format"), "{err}");
+    assert!(path.join("CURRENT").is_file(), "the kstate store is left");
+    meta_record(&path, b"kafka_headers", held);
+    // handed back as Kafka 4.4's store of the combination wrote it: the same records (base and
+    // index) in sessionKeyValueWithHeaders, byte for byte, and its offsets; adopted again
+    let done = kstate::store::export_segmented_to_kafka(&path).unwrap();
+    assert_eq!(done.records, m.entries.len() as u64);
+    assert_exported_in(
+        &path,
+        &want,
+        "sessionKeyValueWithHeaders",
+        "headers sessions",
+    );
+    let s = SessionStore::open(&path, &options).unwrap();
+    assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77));
+    check_session_queries(&s, &m, Isolation::ReadCommitted, &mut rng, "adopted again");
+    s.close().unwrap();
+}
+
+/// Reads the kstate metadata record `key` of the closed store at `path` and replaces it with
+/// `put` (deleted when `None`), returning what it held.
+fn meta_record(path: &Path, key: &[u8], put: Option<Vec<u8>>) -> Option<Vec<u8>> {
+    let opts = rocksdb::Options::default();
+    let cfs = rocksdb::DB::list_cf(&opts, path).unwrap();
+    let db = rocksdb::DB::open_cf(&opts, path, &cfs).unwrap();
+    let meta = db.cf_handle("kstate_meta").unwrap();
+    let held = db.get_cf(meta, key).unwrap();
+    match put {
+        Some(v) => db.put_cf(meta, key, v).unwrap(),
+        None => db.delete_cf(meta, key).unwrap(),
+    }
+    db.flush_cf(meta).unwrap();
+    held
 }
 
 /// Kafka's time-ordered segments whose newest says it was left open (`status` 1: Kafka Streams

@@ -302,32 +302,36 @@ public class TimeOrderedHeadersStoresTest {
      * Kafka's own records at that point (every column family byte for byte: the records and key
      * index in {@code windowKeyValueWithHeaders}, {@code default} empty, the offsets and status in
      * {@code offsets}; the position record is compared by the Rust tests, as kstate writes Kafka's
-     * {@code PositionSerde} without the buffer's zero padding). Windows only: the session store of
-     * the combination is not yet handed back in Kafka's headers-format session layout.
+     * {@code PositionSerde} without the buffer's zero padding). Sessions likewise, their records in
+     * {@code sessionKeyValueWithHeaders} (kstate's store records that its supplier was the DSL's
+     * headers one).
      */
     @Test
     public void kstatesStoresOfTheCombinationAreExportedToKafkasMidStream() throws Exception {
-        assertExportedMidStream("tumbling count", tumblingCount(false), "counts", 33);
-        assertExportedMidStream("sliding aggregate", slidingAggregate("slides"), "slides", 34);
+        assertExportedMidStream("tumbling count", tumblingCount(false), "counts", false, 33);
+        assertExportedMidStream("sliding aggregate", slidingAggregate("slides"), "slides", false, 34);
+        assertExportedMidStream("session count", sessionCount(), "sessions", true, 35);
     }
 
-    private void assertExportedMidStream(String what, Consumer<StreamsBuilder> topology, String storeName, long seed)
-        throws Exception {
+    private void assertExportedMidStream(String what, Consumer<StreamsBuilder> topology, String storeName,
+                                         boolean session, long seed) throws Exception {
+        String kafkaClass = session ? "RocksDBTimeOrderedSessionStore" : WINDOWS_KAFKA;
+        String family = session ? "sessionKeyValueWithHeaders" : "windowKeyValueWithHeaders";
         List<TestRecord<String, String>> input = records(seed);
         int cut = RECORDS / 2;
         long streamTime = input.subList(0, cut).stream().mapToLong(TestRecord::timestamp).max().orElse(0);
         input.add(cut, new TestRecord<>("k0", "restart", new RecordHeaders(), streamTime));
-        Run kafka = runInTwo(Stores3.KAFKA, Stores3.KAFKA, topology, input, cut, storeName, false);
+        Run kafka = runInTwo(Stores3.KAFKA, Stores3.KAFKA, topology, input, cut, storeName, session);
         assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
-        assertEquals(what + ": Kafka's own store", WINDOWS_KAFKA, kafka.store);
-        Run exported = runInTwo(Stores3.KSTATE_ROCKSDB, Stores3.KAFKA, topology, input, cut, storeName, false);
+        assertEquals(what + ": Kafka's own store", kafkaClass, kafka.store);
+        Run exported = runInTwo(Stores3.KSTATE_ROCKSDB, Stores3.KAFKA, topology, input, cut, storeName, session);
         assertTrue(exported.export, exported.export.contains("1 store(s) exported"));
-        assertTrue(exported.export, exported.export.contains(WINDOWS_KAFKA));
-        assertEquals(what + ": Kafka's own store after the export", WINDOWS_KAFKA, exported.store);
+        assertTrue(exported.export, exported.export.contains(kafkaClass) && exported.export.contains("headers store format"));
+        assertEquals(what + ": Kafka's own store after the export", kafkaClass, exported.store);
         assertEquals(what + ": Kafka's layers above the store", kafka.layers, exported.layers);
-        assertTrue(what + ": Kafka's segments hold records in windowKeyValueWithHeaders, with the index: "
-            + kafka.handedOver, kafka.handedOver.length() > 1000 && kafka.handedOver.contains("/windowKeyValueWithHeaders/\\x01")
-            && kafka.handedOver.contains("/windowKeyValueWithHeaders/\\x00"));
+        assertTrue(what + ": Kafka's segments hold records in " + family + ", with the index: " + kafka.handedOver,
+            kafka.handedOver.length() > 1000 && kafka.handedOver.contains("/" + family + "/\\x01")
+            && kafka.handedOver.contains("/" + family + "/\\x00"));
         assertEquals(what + ": the exported segments hold Kafka's own records, byte for byte", kafka.handedOver,
             exported.handedOver);
         assertSameList(what + ": output", kafka.output, exported.output);
