@@ -604,7 +604,9 @@ fn kafkas_time_ordered_segments_are_adopted_in_place() {
 /// `sessionKeyValueWithHeaders`, aggregates without headers) by a time-ordered session store;
 /// every query equal to the model's, Kafka's offsets and position carried. A store of another
 /// value format or a regular store refuses them, Kafka's directory unchanged; `kstate export`
-/// refuses the window store of headers values, which stays the same kstate store.
+/// hands both back as Kafka wrote them (records byte for byte in `windowKeyValueWithHeaders` /
+/// `sessionKeyValueWithHeaders`, `default` empty, its offsets; a session store only when it
+/// records that its opener was of the DSL's headers store format), and they are adopted again.
 #[test]
 fn kafkas_time_ordered_headers_segments_are_adopted_in_place() {
     use kstate::ValueFormat;
@@ -616,6 +618,7 @@ fn kafkas_time_ordered_headers_segments_are_adopted_in_place() {
         v.insert(0, 0);
     }
     write_kafka_time_ordered_in(&path, &m, false, true, "windowKeyValueWithHeaders");
+    let want = expected_export_in(&path, "windowKeyValueWithHeaders");
     let before = snapshot(&path);
     let headers = |options: WindowOptions| {
         let mut store = options.store.clone();
@@ -643,16 +646,24 @@ fn kafkas_time_ordered_headers_segments_are_adopted_in_place() {
         check_window_queries(&w, &m, iso, &mut rng, "adopted headers windows", true);
     }
     w.close().unwrap();
-    // not handed back: Kafka's time-ordered window store of the plain layout holds no headers
-    let err = kstate::store::export_segmented_to_kafka(&path).unwrap_err();
+    // handed back as Kafka 4.4's RocksDBTimeOrderedWindowStoreWithHeaders wrote it: the same
+    // records (base and index) in windowKeyValueWithHeaders, byte for byte, and its offsets
+    let done = kstate::store::export_segmented_to_kafka(&path).unwrap();
+    assert_eq!(done.records, m.entries.len() as u64);
+    assert_eq!(done.segments, want.0.len());
+    assert_exported_in(&path, &want, "windowKeyValueWithHeaders", "headers windows");
+    // a timestamped time-ordered store still refuses the headers layout; the headers one
+    // adopts it again
+    let err = WindowStore::open(&path, &timestamped).unwrap_err();
     assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
     let w = WindowStore::open(&path, &options).unwrap();
+    assert_eq!(w.committed_offset(&tp()).unwrap(), Some(77));
     check_window_queries(
         &w,
         &m,
         Isolation::ReadCommitted,
         &mut rng,
-        "after the refused export",
+        "adopted again",
         true,
     );
     w.close().unwrap();
@@ -661,18 +672,59 @@ fn kafkas_time_ordered_headers_segments_are_adopted_in_place() {
     let path = dir.path().join("sessions");
     let m = random_model(true, 0x5EED_0013, 600);
     write_kafka_time_ordered_in(&path, &m, true, true, "sessionKeyValueWithHeaders");
+    let want = expected_export_in(&path, "sessionKeyValueWithHeaders");
     let before = snapshot(&path);
     let regular = SessionOptions::new(RETENTION).with_segment_interval(INTERVAL);
     let err = SessionStore::open(&path, &regular).unwrap_err();
     assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
     assert!(snapshot(&path) == before, "Kafka's directory changed");
-    let s = SessionStore::open(&path, &session_options(EngineKind::RocksDb)).unwrap();
+    let mut options = session_options(EngineKind::RocksDb);
+    options.kafka_headers_format = true;
+    let s = SessionStore::open(&path, &options).unwrap();
     assert!(path.join("CURRENT").is_file(), "adopted in place");
     assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77));
     for iso in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
         check_session_queries(&s, &m, iso, &mut rng, "adopted headers-format sessions");
     }
     s.close().unwrap();
+    // without the record of Kafka's layout (an earlier kstate's store): refused, unchanged
+    let held = meta_record(&path, b"kafka_headers", None);
+    assert_eq!(held, Some(vec![1]));
+    let err = kstate::store::export_segmented_to_kafka(&path).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FormatMismatch, "{err}");
+    assert!(err.to_string().contains("headers store format"), "{err}");
+    assert!(path.join("CURRENT").is_file(), "the kstate store is left");
+    meta_record(&path, b"kafka_headers", held);
+    // handed back as Kafka 4.4's store of the combination wrote it: the same records (base and
+    // index) in sessionKeyValueWithHeaders, byte for byte, and its offsets; adopted again
+    let done = kstate::store::export_segmented_to_kafka(&path).unwrap();
+    assert_eq!(done.records, m.entries.len() as u64);
+    assert_exported_in(
+        &path,
+        &want,
+        "sessionKeyValueWithHeaders",
+        "headers sessions",
+    );
+    let s = SessionStore::open(&path, &options).unwrap();
+    assert_eq!(s.committed_offset(&tp()).unwrap(), Some(77));
+    check_session_queries(&s, &m, Isolation::ReadCommitted, &mut rng, "adopted again");
+    s.close().unwrap();
+}
+
+/// Reads the kstate metadata record `key` of the closed store at `path` and replaces it with
+/// `put` (deleted when `None`), returning what it held.
+fn meta_record(path: &Path, key: &[u8], put: Option<Vec<u8>>) -> Option<Vec<u8>> {
+    let opts = rocksdb::Options::default();
+    let cfs = rocksdb::DB::list_cf(&opts, path).unwrap();
+    let db = rocksdb::DB::open_cf(&opts, path, &cfs).unwrap();
+    let meta = db.cf_handle("kstate_meta").unwrap();
+    let held = db.get_cf(meta, key).unwrap();
+    match put {
+        Some(v) => db.put_cf(meta, key, v).unwrap(),
+        None => db.delete_cf(meta, key).unwrap(),
+    }
+    db.flush_cf(meta).unwrap();
+    held
 }
 
 /// Kafka's time-ordered segments whose newest says it was left open (`status` 1: Kafka Streams
@@ -1081,8 +1133,13 @@ type Exported = (
 /// and in every segment the `offsets` family of the newest one (offset 77, its position,
 /// status 0).
 fn expected_export(kafka_dir: &Path) -> Exported {
+    expected_export_in(kafka_dir, "default")
+}
+
+/// As [`expected_export`], Kafka's records in `family` (see [`write_kafka_time_ordered_in`]).
+fn expected_export_in(kafka_dir: &Path, family: &str) -> Exported {
     let name = kafka_dir.file_name().unwrap().to_str().unwrap().to_string();
-    let mut records = kafka_family(kafka_dir, "default");
+    let mut records = kafka_family(kafka_dir, family);
     assert!(records.remove(&format!("{name}.0")).is_some());
     // The export writes Kafka's `PositionSerde` bytes without the zero padding Kafka's own
     // serde buffer leaves (Kafka reads both; SegmentExportTest checks it on Kafka itself).
@@ -1100,6 +1157,12 @@ fn expected_export(kafka_dir: &Path) -> Exported {
 /// Checks that `path` holds exactly Kafka's time-ordered segments `want` (records in
 /// `default`, Kafka's `offsets` family in each) and nothing of kstate's.
 fn assert_exported(path: &Path, want: &Exported, what: &str) {
+    assert_exported_in(path, want, "default", what);
+}
+
+/// As [`assert_exported`], the records in `family` (`default` then empty, as in Kafka's
+/// segments of the DSL's headers store format).
+fn assert_exported_in(path: &Path, want: &Exported, family: &str, what: &str) {
     assert!(!path.join("CURRENT").exists(), "{what}: no kstate store");
     let name = path.file_name().unwrap().to_string_lossy();
     let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
@@ -1111,10 +1174,19 @@ fn assert_exported(path: &Path, want: &Exported, what: &str) {
         leftovers.is_empty(),
         "{what}: kstate files left {leftovers:?}"
     );
+    let mut expected_families = vec!["default", "offsets", family];
+    expected_families.sort();
+    expected_families.dedup();
     for families in kafka_families(path) {
-        assert_eq!(families, ["default", "offsets"], "{what}");
+        assert_eq!(families, expected_families, "{what}");
+        if family != "default" {
+            assert!(
+                kafka_family(path, "default").values().all(|r| r.is_empty()),
+                "{what}: default left empty"
+            );
+        }
     }
-    let records = kafka_family(path, "default");
+    let records = kafka_family(path, family);
     assert_eq!(
         records.keys().collect::<Vec<_>>(),
         want.0.keys().collect::<Vec<_>>(),

@@ -40,6 +40,13 @@ pub const KEY_LOGS: &[u8] = b"logs";
 /// export to Kafka's layout must then write (see `store::time_order`).
 pub const KEY_KAFKA_INDEX: &[u8] = b"kafka_index";
 
+/// Meta key of a time-ordered session store's Kafka layout (one byte, 0 or 1): whether
+/// Kafka's own store of the application is the DSL's headers store format
+/// (`RocksDbTimeOrderedSessionHeadersBytesStoreSupplier`, records in
+/// `sessionKeyValueWithHeaders`), which an export to Kafka's layout must then write (see
+/// `store::time_order`). Same encoding as [`KEY_KAFKA_INDEX`].
+pub const KEY_KAFKA_HEADERS: &[u8] = b"kafka_headers";
+
 /// Encodes a [`KEY_KAFKA_INDEX`] record.
 pub fn encode_kafka_index(index: bool) -> Vec<u8> {
     vec![u8::from(index)]
@@ -50,11 +57,23 @@ pub fn encode_kafka_index(index: bool) -> Vec<u8> {
 /// # Errors
 /// [`Error::Corruption`] for anything but one byte 0 or 1.
 pub fn decode_kafka_index(raw: &[u8]) -> Result<bool> {
+    decode_flag("kafka_index", raw)
+}
+
+/// Decodes a [`KEY_KAFKA_HEADERS`] record.
+///
+/// # Errors
+/// [`Error::Corruption`] for anything but one byte 0 or 1.
+pub fn decode_kafka_headers(raw: &[u8]) -> Result<bool> {
+    decode_flag("kafka_headers", raw)
+}
+
+fn decode_flag(name: &str, raw: &[u8]) -> Result<bool> {
     match raw {
         [0] => Ok(false),
         [1] => Ok(true),
         _ => Err(Error::Corruption(format!(
-            "the kafka_index metadata record is {raw:?}, not one byte 0 or 1"
+            "the {name} metadata record is {raw:?}, not one byte 0 or 1"
         ))),
     }
 }

@@ -67,6 +67,7 @@ natives! {
             segment_interval,
             time_ordered,
             key_index,
+            kafka_headers: false,
         };
         ops::window_open(path.as_deref(), &args, &seg)
     };
@@ -75,7 +76,8 @@ natives! {
     /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
     /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
     /// long boundedMemtableBytes, long retentionMs, long segmentIntervalMs,
-    /// boolean timeOrdered, boolean adoptLeftOpen)` (`adoptLeftOpen` as `open`): aggregates
+    /// boolean timeOrdered, boolean kafkaHeaders, boolean adoptLeftOpen)` (`adoptLeftOpen` as
+    /// `open`; `kafkaHeaders` as `SessionOptions::kafka_headers_format`): aggregates
     /// are stored plain, or in Kafka's
     /// `AggregationWithHeaders` layout when `headers`; `timeOrdered` makes Kafka's
     /// time-ordered session store.
@@ -95,6 +97,7 @@ natives! {
         retention: jlong,
         segment_interval: jlong,
         time_ordered: bool,
+        kafka_headers: bool,
         adopt_left_open: bool,
     ) -> jlong = {
         let args = OpenArgs {
@@ -118,6 +121,7 @@ natives! {
             segment_interval,
             time_ordered,
             key_index: false,
+            kafka_headers,
         };
         ops::session_open(path.as_deref(), &args, &seg)
     };

@@ -45,6 +45,9 @@ pub(crate) struct SegmentArgs {
     pub time_ordered: bool,
     /// With `time_ordered`: Kafka's `hasIndex` (window stores only).
     pub key_index: bool,
+    /// With `time_ordered`: Kafka's store is of the DSL's headers store format (session
+    /// stores only, see `SessionOptions::kafka_headers_format`).
+    pub kafka_headers: bool,
 }
 
 impl SegmentArgs {
@@ -77,6 +80,7 @@ pub(crate) fn session_open(
     let mut options = SessionOptions::new(seg.retention).with_store(args.store_options()?);
     options.segment_interval = seg.interval();
     options.time_ordered = seg.time_ordered;
+    options.kafka_headers_format = seg.kafka_headers;
     bridge::open_session_store(path.map(str::as_bytes), &options).map(jhandle)
 }
 
@@ -302,6 +306,7 @@ mod tests {
             segment_interval: 1_000,
             time_ordered: false,
             key_index: false,
+            kafka_headers: false,
         }
     }
 

@@ -8,7 +8,9 @@
 //! Kafka 4.3+'s `TimestampedSegmentWithHeaders`) or `sessionKeyValueWithHeaders`
 //! (headers-format session stores, `SessionSegmentWithHeaders`) or, for a time-ordered store
 //! (`EmitStrategy.onWindowClose()`), `default` in Kafka's time-first layout with its index
-//! records when Kafka's store has an index ([`super::time_order`]), and in every segment
+//! records when Kafka's store has an index ([`super::time_order`]; a window store of
+//! headers-format values: `windowKeyValueWithHeaders`, always with the index, as Kafka 4.4's
+//! `RocksDBTimeOrderedWindowStoreWithHeaders`), and in every segment
 //! Kafka 4.3+'s `offsets` family with the committed
 //! offsets, the position (converted back to Kafka's `PositionSerde` when the commit metadata
 //! is the Java adapter's position) and status 0 (closed). A store with offsets but no record
@@ -139,10 +141,9 @@ fn build(path: &Path, name: &str, side: &Path) -> Result<KafkaSegmentsExport> {
     // Kafka's time-ordered stores (emit on window close) read time-first keys in `default`,
     // with key-first index records when Kafka's store has an index (super::time_order).
     let time_ordered = super::time_order::export_layout(engine.as_ref(), path, &header)?;
-    let kafka_family = if time_ordered.is_some() {
-        names::PLAIN
-    } else {
-        kafka_family
+    let kafka_family = match &time_ordered {
+        Some(layout) => layout.kafka_family(),
+        None => kafka_family,
     };
     // The committed state an open would recover (a spilled commit rolled forward).
     let config = TxnConfig {

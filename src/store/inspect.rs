@@ -258,6 +258,7 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                         meta::KEY_STATUS => meta::decode_status(&v).map(drop),
                         meta::KEY_LOGS => meta::decode_logs(&v).map(drop),
                         meta::KEY_KAFKA_INDEX => meta::decode_kafka_index(&v).map(drop),
+                        meta::KEY_KAFKA_HEADERS => meta::decode_kafka_headers(&v).map(drop),
                         meta::KEY_INGEST => PendingIngest::decode(&v).map(|p| {
                             ingest_file = Some(p.file);
                         }),

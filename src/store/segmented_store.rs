@@ -68,6 +68,9 @@ pub struct SegmentSpec {
     /// For a store that records Kafka's `hasIndex` on disk (a time-ordered window store),
     /// the value to record.
     kafka_index: Option<bool>,
+    /// For a store that records Kafka's layout on disk (a time-ordered session store), whether
+    /// it is the DSL's headers store format.
+    kafka_headers: Option<bool>,
 }
 
 impl SegmentSpec {
@@ -75,6 +78,13 @@ impl SegmentSpec {
     /// time-ordered window store, whose export to Kafka's layout must know it).
     pub(crate) fn recording_kafka_index(mut self, has_index: bool) -> Self {
         self.kafka_index = Some(has_index);
+        self
+    }
+
+    /// Records whether Kafka's store is of the DSL's headers store format on every RocksDB
+    /// open (a time-ordered session store, whose export to Kafka's layout must know it).
+    pub(crate) fn recording_kafka_headers(mut self, headers: bool) -> Self {
+        self.kafka_headers = Some(headers);
         self
     }
 
@@ -96,6 +106,7 @@ impl SegmentSpec {
             by_time,
             time_first_floor,
             kafka_index: None,
+            kafka_headers: None,
         }
     }
 }
@@ -141,6 +152,9 @@ impl<K: SegmentKind> SegmentedStore<K> {
                 if let Some(has_index) = spec.kafka_index {
                     // What an export to Kafka's layout needs to know (super::time_order).
                     super::time_order::record_kafka_index(&opened.0, has_index)?;
+                }
+                if let Some(headers) = spec.kafka_headers {
+                    super::time_order::record_kafka_headers(&opened.0, headers)?;
                 }
                 opened
             }

@@ -42,6 +42,12 @@ pub struct SessionOptions {
     /// same transaction. Fixed when the store is created: a store created otherwise is
     /// refused.
     pub time_ordered: bool,
+    /// With `time_ordered`: Kafka's own store of the application is the DSL's headers store
+    /// format (Kafka 4.4's `RocksDbTimeOrderedSessionHeadersBytesStoreSupplier`, aggregates
+    /// without headers in `sessionKeyValueWithHeaders`). Recorded in the store's metadata on
+    /// every RocksDB open (the last opener wins) for `kstate export --to kafka`, which writes
+    /// that layout then; the Java adapter sets it from the DSL's store format.
+    pub kafka_headers_format: bool,
 }
 
 impl SessionOptions {
@@ -52,6 +58,7 @@ impl SessionOptions {
             retention_period,
             segment_interval: None,
             time_ordered: false,
+            kafka_headers_format: false,
         }
     }
 
@@ -163,6 +170,11 @@ impl SegmentKind for SessionKind {
             options.by_time(),
             false,
         );
+        let spec = if options.time_ordered {
+            spec.recording_kafka_headers(options.kafka_headers_format)
+        } else {
+            spec
+        };
         Ok((spec, SessionKind))
     }
 

@@ -18,7 +18,12 @@
 //! records it: every open of a RocksDB time-ordered window store writes the opener's
 //! `key_index` (the Java adapter passes Kafka's `hasIndex` from the same DSL parameters)
 //! to the `kafka_index` metadata record when it differs, at creation, after an adoption and
-//! after any later change of the application. A session store needs no record.
+//! after any later change of the application. A session store always has the index, but
+//! its layout depends on the DSL's store format, which its aggregates (stored without
+//! headers in both) do not tell: every open of a RocksDB time-ordered session store writes
+//! the opener's `kafka_headers_format` to the `kafka_headers` record the same way, and the
+//! export writes `sessionKeyValueWithHeaders` (Kafka 4.4's
+//! `RocksDbTimeOrderedSessionHeadersBytesStoreSupplier`) when it says so.
 
 use std::path::Path;
 
@@ -35,20 +40,31 @@ use crate::{Error, Result};
 /// # Errors
 /// Storage errors.
 pub(crate) fn record_kafka_index(opened: &Opened, index: bool) -> Result<()> {
+    record_flag(opened, meta::KEY_KAFKA_INDEX, index)
+}
+
+/// Records whether Kafka's store of the time-ordered session store just opened is the DSL's
+/// headers store format (see the module docs), writing only when the record is missing or
+/// says otherwise.
+///
+/// # Errors
+/// Storage errors.
+pub(crate) fn record_kafka_headers(opened: &Opened, headers: bool) -> Result<()> {
+    record_flag(opened, meta::KEY_KAFKA_HEADERS, headers)
+}
+
+fn record_flag(opened: &Opened, key: &[u8], flag: bool) -> Result<()> {
     let engine = &opened.engine;
     let meta_family = engine.registry().require(names::META)?;
     let held = engine
-        .get(meta_family, meta::KEY_KAFKA_INDEX)?
+        .get(meta_family, key)?
         .map(|raw| meta::decode_kafka_index(&raw))
         .transpose()?;
-    if held == Some(index) {
+    if held == Some(flag) {
         return Ok(());
     }
-    let raw = meta::encode_kafka_index(index);
-    engine.write(
-        &[BatchOp::Put(meta_family, meta::KEY_KAFKA_INDEX, &raw)],
-        true,
-    )
+    let raw = meta::encode_kafka_index(flag);
+    engine.write(&[BatchOp::Put(meta_family, key, &raw)], true)
 }
 
 /// How an export writes the records of a time-ordered kstate store in Kafka's layout.
@@ -57,6 +73,11 @@ pub(crate) struct TimeOrderedExport {
     session: bool,
     /// Kafka's `hasIndex`: index records are written too.
     pub index: bool,
+    /// The store of the DSL's headers store format (Kafka 4.4's
+    /// `RocksDBTimeOrderedWindowStoreWithHeaders`, records in `windowKeyValueWithHeaders`,
+    /// always with the index; for sessions `RocksDbTimeOrderedSessionHeadersBytesStoreSupplier`'s,
+    /// records in `sessionKeyValueWithHeaders`).
+    headers: bool,
 }
 
 /// The time-ordered export of the store at `path` (its `engine` and `header`), or `None`
@@ -77,11 +98,12 @@ pub(crate) fn export_layout(
         StoreKind::Session { .. } if registry.find(SESSION_BY_TIME_FAMILY).is_some() => true,
         _ => return Ok(None),
     };
-    // Kafka's time-ordered window store is timestamped, its session store keeps aggregates.
+    // Kafka's time-ordered window store is timestamped (or headers-format in the DSL's
+    // headers store format), its session store keeps aggregates.
     let supported = match header.value_format {
         ValueFormat::Timestamped => true,
         ValueFormat::Plain => session,
-        ValueFormat::Headers => false,
+        ValueFormat::Headers => !session,
     };
     if !supported {
         return Err(Error::FormatMismatch(format!(
@@ -93,10 +115,31 @@ pub(crate) fn export_layout(
             header.kind.name()
         )));
     }
-    let index = if session {
+    let meta_family = registry.require(names::META)?;
+    let headers = if session {
+        // The DSL's time-ordered session store holds aggregates without headers in both store
+        // formats: only the record says which layout Kafka's store has.
+        match engine.get(meta_family, meta::KEY_KAFKA_HEADERS)? {
+            Some(raw) => meta::decode_kafka_headers(&raw)?,
+            None => {
+                return Err(Error::FormatMismatch(format!(
+                    "{} is a time-ordered session store (EmitStrategy.onWindowClose()) that does \
+                     not record whether Kafka's store is of the DSL's headers store format; open \
+                     it once with this kstate (the application's store supplier records it), \
+                     then export: nothing was changed",
+                    path.display()
+                )))
+            }
+        }
+    } else {
+        header.value_format == ValueFormat::Headers
+    };
+    // Kafka 4.4's headers-format time-ordered window store
+    // (`RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier`) always keeps the index,
+    // whatever the window kind, so it needs no `kafka_index` record.
+    let index = if session || headers {
         true
     } else {
-        let meta_family = registry.require(names::META)?;
         match engine.get(meta_family, meta::KEY_KAFKA_INDEX)? {
             Some(raw) => meta::decode_kafka_index(&raw)?,
             None => {
@@ -110,7 +153,11 @@ pub(crate) fn export_layout(
             }
         }
     };
-    Ok(Some(TimeOrderedExport { session, index }))
+    Ok(Some(TimeOrderedExport {
+        session,
+        index,
+        headers,
+    }))
 }
 
 impl TimeOrderedExport {
@@ -140,7 +187,29 @@ impl TimeOrderedExport {
 
     /// The Kafka Streams class that opens the exported store.
     pub(crate) fn kafka_class(&self) -> &'static str {
+        match (self.headers, self.session) {
+            (true, false) => {
+                return "RocksDBTimeOrderedWindowStoreWithHeaders (EmitStrategy.onWindowClose() in \
+                        the DSL's headers store format, with Kafka's key index)"
+            }
+            (true, true) => {
+                return "RocksDBTimeOrderedSessionStore (EmitStrategy.onWindowClose() in the DSL's \
+                        headers store format: sessionKeyValueWithHeaders, with Kafka's key index)"
+            }
+            _ => {}
+        }
         time_ordered_class(self.session, self.index)
+    }
+
+    /// The column family of Kafka's segments that holds the records.
+    pub(crate) fn kafka_family(&self) -> &'static str {
+        if self.headers && self.session {
+            names::SESSION_HEADERS
+        } else if self.headers {
+            names::WINDOW_TIME_ORDERED_HEADERS
+        } else {
+            names::PLAIN
+        }
     }
 }
 

@@ -160,7 +160,7 @@ public final class KstateNative {
                                    long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
                                    boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
                                    long boundedMemtableBytes, long retentionMs, long segmentIntervalMs,
-                                   boolean timeOrdered, boolean adoptLeftOpen);
+                                   boolean timeOrdered, boolean kafkaHeaders, boolean adoptLeftOpen);
 
     static native void sessionClose(long store);
 

@@ -49,7 +49,7 @@ public final class NativeSessionStore extends NativeSegmentedStore {
                                           boolean syncOnCommit, NativeStore.RocksTuning rocksdb, long retentionMs,
                                           long segmentIntervalMs) {
         return open(name, path, engine, false, maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs,
-            segmentIntervalMs, false);
+            segmentIntervalMs, false, false);
     }
 
     /**
@@ -69,12 +69,14 @@ public final class NativeSessionStore extends NativeSegmentedStore {
      * @param retentionMs retention period
      * @param segmentIntervalMs segment interval of a new store, 0 = Kafka's default
      * @param timeOrdered Kafka's time-ordered store
+     * @param kafkaHeaders with {@code timeOrdered}: Kafka's own store of the application is the DSL's
+     *     headers store format, which the store records for {@code kstate export --to kafka}
      * @return the open store
      */
     public static NativeSessionStore open(String name, String path, int engine, boolean headers,
                                           long maxUncommittedBytes, boolean syncOnCommit,
                                           NativeStore.RocksTuning rocksdb, long retentionMs, long segmentIntervalMs,
-                                          boolean timeOrdered) {
+                                          boolean timeOrdered, boolean kafkaHeaders) {
         KstateNative.ensureLoaded();
         // a store parked at this directory holds its lock: close it first
         ParkedStores.release(path);
@@ -82,7 +84,7 @@ public final class NativeSessionStore extends NativeSegmentedStore {
             rocksdb.blockCacheBytes,
             rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter, rocksdb.statistics,
             rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs, segmentIntervalMs, timeOrdered,
-            rocksdb.adoptLeftOpen);
+            kafkaHeaders, rocksdb.adoptLeftOpen);
         return new NativeSessionStore(name, h);
     }
 

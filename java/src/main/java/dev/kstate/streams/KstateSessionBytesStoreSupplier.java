@@ -30,6 +30,8 @@ public class KstateSessionBytesStoreSupplier extends KstateSegmentedBytesStoreSu
             refuseTimeOrderedHeaders("session");
             return KstateHeadersSessionStore.create(options, retentionPeriod, segmentInterval);
         }
-        return new KstateSessionStore(options, retentionPeriod, segmentInterval, timeOrdered);
+        // the time-ordered supplier of the DSL's headers store format records Kafka's layout for the export
+        return new KstateSessionStore(options, retentionPeriod, segmentInterval, timeOrdered,
+            this instanceof KstateHeadersSessionBytesStoreSupplier);
     }
 }

@@ -31,6 +31,8 @@ import org.apache.kafka.streams.state.SessionStore;
 public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionStore> implements SessionStore<Bytes, byte[]> {
     /** Kafka's time-ordered session store (emit on window close). */
     private final boolean timeOrdered;
+    /** Kafka's store of the application is the DSL's headers store format (recorded for the export). */
+    private final boolean kafkaHeaders;
     /** The writer's view, which the plain read methods answer. */
     private final ReadOnlyView writer;
 
@@ -39,9 +41,20 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     }
 
     KstateSessionStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval, boolean timeOrdered) {
+        this(options, retentionPeriod, segmentInterval, timeOrdered, false);
+    }
+
+    /**
+     * {@code kafkaHeaders}: the time-ordered store of {@code EmitStrategy.onWindowClose()} in the DSL's
+     * headers store format, where Kafka's own store keeps its records in
+     * {@code sessionKeyValueWithHeaders}, which {@code kstate export --to kafka} then writes.
+     */
+    KstateSessionStore(KstateStoreOptions options, long retentionPeriod, long segmentInterval, boolean timeOrdered,
+                       boolean kafkaHeaders) {
         super(options, retentionPeriod, segmentInterval, timeOrdered);
         writer = new ReadOnlyView(IsolationLevel.READ_UNCOMMITTED);
         this.timeOrdered = timeOrdered;
+        this.kafkaHeaders = timeOrdered && kafkaHeaders;
     }
 
     /** @return whether this is Kafka's time-ordered session store (answers {@link #findSessions(long, long)}) */
@@ -53,13 +66,13 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     NativeSessionStore openNative(String path, int engine, long maxUncommittedBytes, boolean syncOnCommit,
                                   NativeStore.RocksTuning tuning) {
         return NativeSessionStore.open(name(), path, engine, options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS,
-            maxUncommittedBytes, syncOnCommit, tuning, retentionPeriod, segmentInterval, timeOrdered);
+            maxUncommittedBytes, syncOnCommit, tuning, retentionPeriod, segmentInterval, timeOrdered, kafkaHeaders);
     }
 
     @Override
     java.util.List<Object> shape() {
         return java.util.Arrays.asList("session", options.valueFormat == KstateStoreOptions.ValueFormat.HEADERS,
-            retentionPeriod, segmentInterval, timeOrdered);
+            retentionPeriod, segmentInterval, timeOrdered, kafkaHeaders);
     }
 
     @Override

@@ -109,6 +109,10 @@ public class TimeOrderedHeadersStoresTest {
         final List<String> queries = new ArrayList<>();
         String store;
         String layers;
+        /** Every record of Kafka's segments at the switch (see {@link #segmentRecords}). */
+        String handedOver;
+        /** What {@code kstate export --to kafka} printed at the switch, if it ran. */
+        String export;
     }
 
     private Run run(Stores3 stores, Consumer<StreamsBuilder> topology, List<TestRecord<String, String>> input,
@@ -278,10 +282,10 @@ public class TimeOrderedHeadersStoresTest {
         // store the largest time held: the first record after the switch is at the stream time
         long streamTime = input.subList(0, cut).stream().mapToLong(TestRecord::timestamp).max().orElse(0);
         input.add(cut, new TestRecord<>("k0", "restart", new RecordHeaders(), streamTime));
-        Run kafka = runInTwo(Stores3.KAFKA, topology, input, cut, storeName, session);
+        Run kafka = runInTwo(Stores3.KAFKA, Stores3.KAFKA, topology, input, cut, storeName, session);
         assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
         assertEquals(what + ": Kafka's own store", kafkaClass, kafka.store);
-        Run adopted = runInTwo(Stores3.KSTATE_ROCKSDB, topology, input, cut, storeName, session);
+        Run adopted = runInTwo(Stores3.KAFKA, Stores3.KSTATE_ROCKSDB, topology, input, cut, storeName, session);
         assertEquals(what + ": a kstate store after the switch", kstateClass, adopted.store);
         assertEquals(what + ": Kafka's layers above the store", kafka.layers, adopted.layers);
         assertSameList(what + ": output", kafka.output, adopted.output);
@@ -290,13 +294,100 @@ public class TimeOrderedHeadersStoresTest {
     }
 
     /**
-     * The input up to {@code cut} on Kafka's stores, the task closed as Kafka closes it (segments
-     * flushed with their offsets), the state directory kept (the driver deletes it when it closes, so
-     * it is copied aside and back), then the rest on {@code after}'s stores: the output and changelog
-     * of both parts, the store and queries of the second.
+     * The way back (issue #26): the application runs on kstate's stores of the combination, its task
+     * is closed mid-stream, {@code kstate export --to kafka} (the CLI) hands the store back, and the
+     * rest runs on Kafka 4.4's own store: the same output, changelog and queries as a run that never
+     * left Kafka's stores, closed and reopened at the same record; Kafka's store opens with the
+     * committed offset kstate had (nothing restored), and the exported segments hold exactly
+     * Kafka's own records at that point (every column family byte for byte: the records and key
+     * index in {@code windowKeyValueWithHeaders}, {@code default} empty, the offsets and status in
+     * {@code offsets}; the position record is compared by the Rust tests, as kstate writes Kafka's
+     * {@code PositionSerde} without the buffer's zero padding). Sessions likewise, their records in
+     * {@code sessionKeyValueWithHeaders} (kstate's store records that its supplier was the DSL's
+     * headers one).
      */
-    private Run runInTwo(Stores3 after, Consumer<StreamsBuilder> topology, List<TestRecord<String, String>> input,
-                         int cut, String storeName, boolean session) throws Exception {
+    @Test
+    public void kstatesStoresOfTheCombinationAreExportedToKafkasMidStream() throws Exception {
+        assertExportedMidStream("tumbling count", tumblingCount(false), "counts", false, 33);
+        assertExportedMidStream("sliding aggregate", slidingAggregate("slides"), "slides", false, 34);
+        assertExportedMidStream("session count", sessionCount(), "sessions", true, 35);
+    }
+
+    private void assertExportedMidStream(String what, Consumer<StreamsBuilder> topology, String storeName,
+                                         boolean session, long seed) throws Exception {
+        String kafkaClass = session ? "RocksDBTimeOrderedSessionStore" : WINDOWS_KAFKA;
+        String family = session ? "sessionKeyValueWithHeaders" : "windowKeyValueWithHeaders";
+        List<TestRecord<String, String>> input = records(seed);
+        int cut = RECORDS / 2;
+        long streamTime = input.subList(0, cut).stream().mapToLong(TestRecord::timestamp).max().orElse(0);
+        input.add(cut, new TestRecord<>("k0", "restart", new RecordHeaders(), streamTime));
+        Run kafka = runInTwo(Stores3.KAFKA, Stores3.KAFKA, topology, input, cut, storeName, session);
+        assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
+        assertEquals(what + ": Kafka's own store", kafkaClass, kafka.store);
+        Run exported = runInTwo(Stores3.KSTATE_ROCKSDB, Stores3.KAFKA, topology, input, cut, storeName, session);
+        assertTrue(exported.export, exported.export.contains("1 store(s) exported"));
+        assertTrue(exported.export, exported.export.contains(kafkaClass) && exported.export.contains("headers store format"));
+        assertEquals(what + ": Kafka's own store after the export", kafkaClass, exported.store);
+        assertEquals(what + ": Kafka's layers above the store", kafka.layers, exported.layers);
+        assertTrue(what + ": Kafka's segments hold records in " + family + ", with the index: " + kafka.handedOver,
+            kafka.handedOver.length() > 1000 && kafka.handedOver.contains("/" + family + "/\\x01")
+            && kafka.handedOver.contains("/" + family + "/\\x00"));
+        assertEquals(what + ": the exported segments hold Kafka's own records, byte for byte", kafka.handedOver,
+            exported.handedOver);
+        assertSameList(what + ": output", kafka.output, exported.output);
+        assertSameList(what + ": changelog", kafka.changelog, exported.changelog);
+        assertSameList(what + ": queries", kafka.queries, exported.queries);
+    }
+
+    /**
+     * Every record of every column family of Kafka's segments of the store ({@code segment/family/hex
+     * key=hex value}), the {@code position} record of {@code offsets} left out (see
+     * {@link #kstatesStoresOfTheCombinationAreExportedToKafkasMidStream}).
+     */
+    private static String segmentRecords(File store) throws Exception {
+        java.util.TreeMap<String, String> out = new java.util.TreeMap<>();
+        String[] segments = store.list();
+        assertTrue(store + ": Kafka's segments", segments != null && !new File(store, "CURRENT").exists());
+        for (String segment : segments) {
+            File db = new File(store, segment);
+            List<org.rocksdb.ColumnFamilyDescriptor> descriptors = new ArrayList<>();
+            for (byte[] name : org.rocksdb.RocksDB.listColumnFamilies(new org.rocksdb.Options(), db.getPath())) {
+                descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(name));
+            }
+            List<org.rocksdb.ColumnFamilyHandle> handles = new ArrayList<>();
+            try (org.rocksdb.DBOptions options = new org.rocksdb.DBOptions();
+                 org.rocksdb.RocksDB rocks = org.rocksdb.RocksDB.openReadOnly(options, db.getPath(), descriptors, handles)) {
+                for (int i = 0; i < descriptors.size(); i++) {
+                    String family = new String(descriptors.get(i).getName(), StandardCharsets.UTF_8);
+                    out.put(segment + "/" + family, "family");
+                    try (org.rocksdb.RocksIterator it = rocks.newIterator(handles.get(i))) {
+                        for (it.seekToFirst(); it.isValid(); it.next()) {
+                            if (family.equals("offsets") && new String(it.key(), StandardCharsets.UTF_8).equals("position")) {
+                                continue;
+                            }
+                            out.put(segment + "/" + family + "/" + Bytes.wrap(it.key()), Bytes.wrap(it.value()).toString());
+                        }
+                    }
+                }
+            } finally {
+                for (org.rocksdb.ColumnFamilyHandle h : handles) {
+                    h.close();
+                }
+            }
+        }
+        return out.toString();
+    }
+
+    /**
+     * The input up to {@code cut} on {@code before}'s stores, the task closed as Kafka closes it
+     * (segments flushed with their offsets), the state directory kept (the driver deletes it when it
+     * closes, so it is copied aside and back), after kstate's stores handed back with
+     * {@code kstate export --to kafka} when {@code after} is Kafka's, then the rest on {@code after}'s
+     * stores: the output and changelog of both parts, the store and queries of the second.
+     */
+    private Run runInTwo(Stores3 before, Stores3 after, Consumer<StreamsBuilder> topology,
+                         List<TestRecord<String, String>> input, int cut, String storeName, boolean session)
+        throws Exception {
         File stateDir = tempDir("toh-two");
         File saved = tempDir("toh-saved");
         StreamsBuilder builder = new StreamsBuilder();
@@ -305,20 +396,25 @@ public class TimeOrderedHeadersStoresTest {
         Long closedAt;
         org.apache.kafka.common.TopicPartition changelog =
             new org.apache.kafka.common.TopicPartition("toh-" + storeName + "-changelog", 0);
-        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(Stores3.KAFKA, stateDir))) {
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(before, stateDir))) {
             TestInputTopic<String, String> in = driver.createInputTopic("in", new StringSerializer(), new StringSerializer());
             input.subList(0, cut).forEach(in::pipeInput);
             collect(driver, first, storeName);
             StateStore outer = driver.getAllStateStores().get(storeName);
             closedAt = outer.committedOffset(changelog);
-            assertTrue(storeName + ": Kafka committed an offset", closedAt != null);
+            assertTrue(storeName + ": the task committed an offset", closedAt != null);
             MigrationTest.closeTaskKeepingState(driver);
             copyTree(stateDir.toPath(), saved.toPath());
         }
         TestSupport.deleteTree(stateDir);
         copyTree(saved.toPath(), stateDir.toPath());
         File storeDir = new File(stateDir, "toh/0_0/" + storeName);
+        if (before != Stores3.KAFKA && after == Stores3.KAFKA) {
+            assertTrue(storeName + ": kstate's store", new File(storeDir, "CURRENT").exists());
+            first.export = TestSupport.runCli(0, "export", "--to", "kafka", new File(stateDir, "toh").getPath());
+        }
         assertTrue(storeName + ": Kafka's segments", !new File(storeDir, "CURRENT").exists());
+        first.handedOver = segmentRecords(storeDir);
         Run second = run(after, topology, input.subList(cut, input.size()), storeName, session, stateDir,
             d -> {
                 assertEquals(storeName + ": the committed offset after the switch to " + after, closedAt,
@@ -412,16 +508,19 @@ public class TimeOrderedHeadersStoresTest {
 
     @Test
     public void slidingAggregate() throws Exception {
-        assertSame("sliding aggregate", b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-                .groupByKey()
-                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(30)))
-                .emitStrategy(EmitStrategy.onWindowClose())
-                .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
-                    Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slides")
-                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
-                .toStream((w, v) -> window(w)).mapValues(String::valueOf)
-                .to("out", Produced.with(Serdes.String(), Serdes.String())),
-            "slides", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 24);
+        assertSame("sliding aggregate", slidingAggregate("slides"), "slides", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 24);
+    }
+
+    private static Consumer<StreamsBuilder> slidingAggregate(String storeName) {
+        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(30)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
+                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as(storeName)
+                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+            .toStream((w, v) -> window(w)).mapValues(String::valueOf)
+            .to("out", Produced.with(Serdes.String(), Serdes.String()));
     }
 
     /** Aggregates stored without headers, under Kafka's SessionToHeadersStoreAdapter, as Kafka's. */
