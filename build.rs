@@ -160,11 +160,11 @@ fn expand_templates(root: &Path) -> Result<Vec<std::path::PathBuf>, String> {
 /// A block starts with `@@ each` and instances separated by `|`, each a list of
 /// `name=value` words (a bare word is a flag set to `1`), and ends with `@@ end`. Inside a
 /// block, `$name` (or `${name}`, followed by identifier characters) is replaced by the
-/// instance's value (an unknown name is an error, so a
-/// typo cannot reach the header); a line starting `///=` is kept, as a doc line, only for
-/// the instance with the flag `full` (the one documented in full) and a line starting
-/// `///-` only for the others (which refer to it); a line starting `///?name=value ` only for
-/// the instances where `name` is `value`. Text outside blocks is copied as is.
+/// instance's value; an unknown name is an error, so a typo cannot reach the header. A line
+/// starting `///=` is kept, as a doc line, only for the instance with the flag `full` (the
+/// one documented in full), a line starting `///-` only for the others (which refer to it),
+/// and a line starting `///?name=value ` only for the instances where `name` is `value`.
+/// Text outside blocks is copied as is.
 fn expand(text: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut lines = text.lines().enumerate();
