@@ -34,6 +34,11 @@ public final class KstateHeadersSessionBytesStoreSupplier extends KstateSessionB
         return new KstateHeadersSessionBytesStoreSupplier(options, retentionPeriod, true);
     }
 
+    @Override
+    boolean kafkaHeadersLayout() {
+        return true;
+    }
+
     /** A headers supplier, typed as its superclass (see {@link KstateHeadersKeyValueBytesStoreSupplier#create}). */
     static KstateSessionBytesStoreSupplier create(KstateStoreOptions options, long retentionPeriod) {
         return new KstateHeadersSessionBytesStoreSupplier(options, retentionPeriod);

@@ -31,7 +31,16 @@ public class KstateSessionBytesStoreSupplier extends KstateSegmentedBytesStoreSu
             return KstateHeadersSessionStore.create(options, retentionPeriod, segmentInterval);
         }
         // the time-ordered supplier of the DSL's headers store format records Kafka's layout for the export
-        return new KstateSessionStore(options, retentionPeriod, segmentInterval, timeOrdered,
-            this instanceof KstateHeadersSessionBytesStoreSupplier);
+        return new KstateSessionStore(options, retentionPeriod, segmentInterval, timeOrdered, kafkaHeadersLayout());
+    }
+
+    /**
+     * Whether Kafka's DSL builds this supplier's stores with its headers builder (a
+     * {@code HeadersBytesStoreSupplier}, Kafka Streams 4.3+). A virtual call rather than an
+     * {@code instanceof}, which would load the headers supplier class, and with it Kafka's 4.3+
+     * interface, on every runtime.
+     */
+    boolean kafkaHeadersLayout() {
+        return false;
     }
 }
