@@ -8,10 +8,14 @@
 
 use std::path::Path;
 
+#[path = "build/capi_fn.rs"]
+mod capi_fn;
+
 fn main() {
     println!("cargo:rerun-if-changed=src/capi");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build");
     // Also when the header itself was edited or deleted: it is restored from the sources.
     println!("cargo:rerun-if-changed=include/kstate.h");
     // C programs link against the ABI's major version (`libkstate.so.0`), so a later
@@ -147,7 +151,9 @@ fn expand_templates(root: &Path) -> Result<Vec<std::path::PathBuf>, String> {
         let text = std::fs::read_to_string(&template)
             .map_err(|e| format!("reading {}: {e}", template.display()))?;
         let target = Path::new(&out_dir).join(format!("capi_{name}.rs"));
-        let code = expand(&text).map_err(|e| format!("{name}.rs.in:{e}"))?;
+        let code = expand(&text)
+            .and_then(|t| capi_fn::expand(&t))
+            .map_err(|e| format!("{name}.rs.in:{e}"))?;
         std::fs::write(&target, code).map_err(|e| format!("writing {}: {e}", target.display()))?;
         expanded.push(target);
     }
@@ -163,14 +169,16 @@ fn expand_templates(root: &Path) -> Result<Vec<std::path::PathBuf>, String> {
 /// instance's value; an unknown name is an error, so a typo cannot reach the header. A line
 /// starting `///=` is kept, as a doc line, only for the instance with the flag `full` (the
 /// one documented in full), a line starting `///-` only for the others (which refer to it),
-/// and a line starting `///?name=value ` only for the instances where `name` is `value`.
-/// Text outside blocks is copied as is.
+/// and a line starting `///?name=value ` only for the instances where `name` is `value`; a
+/// parameter line of a function declaration (`@ name: type - doc`, see [`capi_fn`]) keeps
+/// its doc only in the `full` instance. Text outside blocks is copied as is (the `@@ fn`
+/// declarations are expanded after this).
 fn expand(text: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut lines = text.lines().enumerate();
     while let Some((n, line)) = lines.next() {
         let Some(spec) = line.strip_prefix("@@ each") else {
-            if line.starts_with("@@") {
+            if line.starts_with("@@") && !line.starts_with("@@ fn ") {
                 return Err(format!("{}: stray `{line}`", n + 1));
             }
             out.push_str(line);
@@ -196,6 +204,9 @@ fn expand(text: &str) -> Result<String, String> {
                     (Some(rest), _) if full => format!("///{rest}"),
                     (_, Some(rest)) if !full => format!("///{rest}"),
                     (Some(_), _) | (_, Some(_)) => continue,
+                    _ if l.starts_with("@ ") && !full => {
+                        l.split_once(" - ").map_or(*l, |(decl, _)| decl).to_string()
+                    }
                     _ => match only_for(l, &vars) {
                         Some(Some(rest)) => format!("///{rest}"),
                         Some(None) => continue,

@@ -7,7 +7,13 @@
  *    it with kstate_error_free).
  *  - Results are written through out-parameters, which are set to an empty value on entry
  *    so they are defined even on failure. A NULL out-parameter is KSTATE_ERR_INVALID_ARGUMENT.
- *  - Byte spans are (pointer, length) pairs; a NULL pointer is allowed only with length 0.
+ *  - Byte spans are (pointer, length) pairs; a NULL pointer is allowed only with length 0
+ *    (otherwise KSTATE_ERR_INVALID_ARGUMENT). Arrays are (pointer, count) pairs likewise.
+ *  - Pointer rules (the safety contract of every function): each pointer argument is NULL
+ *    or valid for its use during the call: a span readable for its length, an array
+ *    readable for its count of elements (whose own pointers follow these rules), a string
+ *    NUL-terminated, an out-parameter writable for its type. kstate copies what it keeps.
+ *    A function states only what it requires beyond these rules.
  *  - Bytes returned to the caller are kstate_bytes_t, released with kstate_bytes_free.
  *  - Handles (kstate_kv_t*, kstate_kv_iter_t*) are opaque numbers, never addresses, from
  *    one table shared with the Java adapter; each number carries its kind and is never
@@ -16,8 +22,10 @@
  *    KSTATE_ERR_STORE_CLOSED / KSTATE_ERR_ITERATOR_CLOSED; never undefined behaviour.
  *  - Error codes are the KSTATE_ERR_* constants; they never change meaning. Each function
  *    lists the errors particular to it; these apply to every function without being
- *    repeated: a bad or closed store handle (above); a NULL out-parameter is
- *    KSTATE_ERR_INVALID_ARGUMENT; while an earlier commit is in doubt, every call that works
+ *    repeated: a bad or closed store handle (above); a NULL out-parameter, a NULL span or
+ *    array with a non-zero length, an unknown kstate_isolation_t is
+ *    KSTATE_ERR_INVALID_ARGUMENT; a read that finds nothing succeeds with *found_out
+ *    false; while an earlier commit is in doubt, every call that works
  *    on the writer's transaction (writes, uncommitted reads, commit, restore, rollback)
  *    returns KSTATE_ERR_COMMIT_IN_DOUBT and does nothing else (see that constant).
  *  - Thread safety: every function may be called from any thread, also on one handle from
@@ -778,12 +786,6 @@ extern "C" {
  * # Arguments
  * * `bytes` - the buffer to release; NULL, or a buffer whose `ptr` is NULL, is a no-op.
  *
- * # Returns
- * Nothing.
- *
- * # Errors
- * None.
- *
  * # Safety
  * `bytes` is NULL or points to a `kstate_bytes_t` that is either `{NULL, 0}` or exactly as
  * a kstate function returned it (same `ptr`, same `len`) and not yet released through a
@@ -802,9 +804,6 @@ void kstate_bytes_free(struct kstate_bytes_t *bytes);
  *
  * # Returns
  * The error's `KSTATE_ERR_*` code; `KSTATE_OK` (0) when `error` is NULL.
- *
- * # Errors
- * None.
  *
  * # Safety
  * `error` is NULL or a pointer returned by a kstate function and not yet passed to
@@ -825,12 +824,6 @@ int32_t kstate_error_code(const struct kstate_error_t *error);
  * # Returns
  * A static NUL-terminated string: `"OK"` for 0, the name for a `KSTATE_ERR_*` code,
  * `"UNKNOWN"` otherwise. Never NULL; never freed.
- *
- * # Errors
- * None.
- *
- * # Safety
- * None required.
  */
 const char *kstate_error_code_name(int32_t code);
 
@@ -839,12 +832,6 @@ const char *kstate_error_code_name(int32_t code);
  *
  * # Arguments
  * * `error` - an error returned by a kstate function, or NULL (then nothing happens).
- *
- * # Returns
- * Nothing.
- *
- * # Errors
- * None.
  *
  * # Safety
  * `error` is NULL or a pointer returned by a kstate function that was not freed before;
@@ -866,9 +853,6 @@ void kstate_error_free(struct kstate_error_t *error);
  * A NUL-terminated UTF-8 string owned by `error` and valid until `kstate_error_free(error)`;
  * a static `"no error"` when `error` is NULL. Never NULL.
  *
- * # Errors
- * None.
- *
  * # Safety
  * `error` is NULL or a pointer returned by a kstate function and not yet freed. Do not
  * free or modify the returned string, nor use it after freeing `error`.
@@ -877,16 +861,11 @@ const char *kstate_error_message(const struct kstate_error_t *error);
 
 /**
  * Iterates over every entry in ascending key order, in the writer's view (Kafka's `all`).
+ * Errors as `kstate_kv_range`.
  *
  * # Arguments
  * * `store` - the store.
- * * `iter_out` - receives the iterator; NULL on entry and on failure.
- *
- * # Errors
- * As `kstate_kv_range`.
- *
- * # Safety
- * `iter_out` NULL or writable.
+ * * `iter_out` - receives the iterator.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_all(struct kstate_kv_t *store,
@@ -898,16 +877,10 @@ struct kstate_error_t *kstate_kv_all(struct kstate_kv_t *store,
  *
  * # Arguments
  * * `store` - the store.
- * * `count_out` - receives the estimate; 0 on entry.
+ * * `count_out` - receives the estimate.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `count_out` NULL.
- * * `KSTATE_ERR_STORAGE`.
- * * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
- *   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
- *
- * # Safety
- * `count_out` NULL or writable.
+ * `KSTATE_ERR_STORAGE`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_approximate_num_entries(struct kstate_kv_t *store,
@@ -918,13 +891,7 @@ struct kstate_error_t *kstate_kv_approximate_num_entries(struct kstate_kv_t *sto
  *
  * # Arguments
  * * `store` - the store.
- * * `bytes_out` - receives the estimate; 0 on entry.
- *
- * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `bytes_out` NULL.
- *
- * # Safety
- * `bytes_out` NULL or writable.
+ * * `bytes_out` - receives the estimate.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_approximate_num_uncommitted_bytes(struct kstate_kv_t *store,
@@ -935,12 +902,6 @@ struct kstate_error_t *kstate_kv_approximate_num_uncommitted_bytes(struct kstate
  *
  * # Arguments
  * * `batch` - the batch; NULL, or an empty batch, is a no-op.
- *
- * # Returns
- * Nothing.
- *
- * # Errors
- * None.
  *
  * # Safety
  * `batch` is NULL or points to a batch exactly as `kstate_kv_iter_next_batch` returned
@@ -955,18 +916,15 @@ void kstate_kv_batch_free(struct kstate_kv_batch_t *batch);
 /**
  * Closes a store: uncommitted writes are discarded, every iterator of the store is closed
  * (later calls on them fail with `KSTATE_ERR_ITERATOR_CLOSED`; still release them with
- * `kstate_kv_iter_close`), files are released, and the handle becomes invalid.
+ * `kstate_kv_iter_close`), files are released, and the handle becomes invalid, also when
+ * an error is returned (except `KSTATE_ERR_INVALID_HANDLE` / `KSTATE_ERR_STORE_CLOSED`).
+ * Other threads may use the store meanwhile: calls already running finish first, later
+ * ones fail with `KSTATE_ERR_STORE_CLOSED`.
  *
  * # Arguments
  * * `store` - the store handle.
  *
- * # Returns
- * NULL on success, else an error. The handle is invalid afterwards in both cases,
- * unless the error is `KSTATE_ERR_INVALID_HANDLE` / `KSTATE_ERR_STORE_CLOSED`.
- *
  * # Errors
- * * `KSTATE_ERR_INVALID_HANDLE` - `store` is NULL, not a store handle (an iterator handle,
- *   say), or never issued.
  * * `KSTATE_ERR_STORE_CLOSED` - `store` was already closed (double close).
  * * `KSTATE_ERR_COMMIT_IN_DOUBT` - a commit left in doubt could still not be finished;
  *   the store is closed anyway, and the next open holds either the previous commit or
@@ -979,20 +937,14 @@ void kstate_kv_batch_free(struct kstate_kv_batch_t *batch);
  * or flushing failed, the next open replays the log and reports the close as unclean;
  * restore batches not yet flushed may then be lost as in a kill (the store opens at an
  * earlier whole commit, with its offset).
- *
- * # Safety
- * None required: the handle is never dereferenced, any value is accepted.
- *
- * # Thread safety
- * Safe to call from any thread, also while other threads use the store: calls already
- * running finish first, later ones fail with `KSTATE_ERR_STORE_CLOSED`.
  */
 KSTATE_MUST_USE struct kstate_error_t *kstate_kv_close(struct kstate_kv_t *store);
 
 /**
  * Commits the transaction: every uncommitted write, the changelog offsets and the
- * metadata blob become durable in one atomic step. After a crash at any instant, the
- * store reopens to exactly the state of some completed commit, with that commit's offsets.
+ * metadata blob become durable in one atomic step; committed readers see all of the
+ * commit or none of it. After a crash at any instant, the store reopens to exactly the
+ * state of some completed commit, with that commit's offsets.
  *
  * Offsets follow Kafka's `StateStore.commit(Map<TopicPartition, Long>)`: an empty array
  * removes all committed offsets; an entry with `has_offset` false removes that partition's
@@ -1000,14 +952,12 @@ KSTATE_MUST_USE struct kstate_error_t *kstate_kv_close(struct kstate_kv_t *store
  *
  * # Arguments
  * * `store` - the store.
- * * `offsets`, `offsets_len` - the offsets; `offsets` may be NULL only when
- *   `offsets_len` is 0.
- * * `metadata`, `metadata_len` - an opaque blob (e.g. Kafka's serialized `Position`) that
- *   replaces the stored one; NULL with length 0 keeps the previous blob.
+ * * `offsets`, `offsets_len` - the offsets; each `topic` NUL-terminated.
+ * * `metadata`, `metadata_len` - an opaque blob (e.g. Kafka's serialized `Position`) that replaces the stored one; NULL with length 0 keeps the previous blob.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL array or blob with a non-zero length, a NULL
- *   topic, a topic that is not valid UTF-8 or longer than 65,535 bytes (nothing written).
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL topic, a topic that is not valid UTF-8 or
+ *   longer than 65,535 bytes (nothing written).
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - moving the rest of a large transaction to disk
  *   failed before the commit point: the transaction is still pending, unchanged; retry
  *   the commit or roll back.
@@ -1016,13 +966,6 @@ KSTATE_MUST_USE struct kstate_error_t *kstate_kv_close(struct kstate_kv_t *store
  *   any read or write) first retries it, and committed readers see the previous commit
  *   until then; a rollback cannot undo it. If the process ends first, the next open holds
  *   either the previous commit or this one (`kstate_kv_committed_offset` tells which).
- *
- * # Safety
- * `offsets` is NULL or readable for `offsets_len` elements whose `topic` is NULL or a
- * NUL-terminated string; `metadata` is NULL or readable for `metadata_len` bytes.
- *
- * # Thread safety
- * Safe from any thread; committed readers see either all of the commit or none of it.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_commit(struct kstate_kv_t *store,
@@ -1036,15 +979,8 @@ struct kstate_error_t *kstate_kv_commit(struct kstate_kv_t *store,
  *
  * # Arguments
  * * `store` - the store.
- * * `metadata_out` - receives the blob (free with `kstate_bytes_free`); `{NULL, 0}` on
- *   entry and when there is none.
- * * `found_out` - true when a blob is stored; false on entry.
- *
- * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL out-parameter.
- *
- * # Safety
- * Out-parameters NULL or writable.
+ * * `metadata_out` - receives the blob (`{NULL, 0}` when there is none).
+ * * `found_out` - true when a blob is stored.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_committed_metadata(struct kstate_kv_t *store,
@@ -1058,17 +994,11 @@ struct kstate_error_t *kstate_kv_committed_metadata(struct kstate_kv_t *store,
  * * `store` - the store.
  * * `topic` - NUL-terminated UTF-8 topic name.
  * * `partition` - partition number.
- * * `offset_out` - receives the offset; 0 on entry and when none is committed.
- * * `found_out` - true when an offset is committed for the partition; false on entry.
- *
- * # Returns
- * NULL on success (found or not), else an error.
+ * * `offset_out` - receives the offset (0 when none is committed).
+ * * `found_out` - true when an offset is committed for the partition.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL or non-UTF-8 `topic`, NULL out-parameter.
- *
- * # Safety
- * `topic` is NULL or NUL-terminated; out-parameters NULL or writable.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL or non-UTF-8 `topic`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_committed_offset(struct kstate_kv_t *store,
@@ -1083,17 +1013,12 @@ struct kstate_error_t *kstate_kv_committed_offset(struct kstate_kv_t *store,
  *
  * # Arguments
  * * `store` - a timestamped store.
- * * `key`, `key_len` - the key; `key` may be NULL only when `key_len` is 0.
- * * `old_value_out`, `old_timestamp_out`, `found_out` - the previous value, as
- *   `kstate_kv_get` returns it.
- *
- * # Returns
- * NULL on success (whether or not the key existed), else an error.
+ * * `key`, `key_len` - the key.
+ * * `old_value_out` - the previous value, as `kstate_kv_get` returns it.
+ * * `old_timestamp_out` - its timestamp.
+ * * `found_out` - true when the key had a value.
  *
  * # Errors
- * As `kstate_kv_get`.
- *
- * # Safety
  * As `kstate_kv_get`.
  */
 KSTATE_MUST_USE
@@ -1109,17 +1034,12 @@ struct kstate_error_t *kstate_kv_delete(struct kstate_kv_t *store,
  * and timestamped stores.
  *
  * # Arguments
- * * `store`, `key`, `key_len` - as `kstate_kv_put_raw`.
- * * `old_value_out` - receives the previous raw value; `{NULL, 0}` on entry.
- * * `found_out` - true when the key had a value; false on entry.
- *
- * # Returns
- * NULL on success (whether or not the key existed), else an error.
+ * * `store` - any store.
+ * * `key`, `key_len` - the key.
+ * * `old_value_out` - receives the previous raw value.
+ * * `found_out` - true when the key had a value.
  *
  * # Errors
- * As `kstate_kv_get_raw`.
- *
- * # Safety
  * As `kstate_kv_get_raw`.
  */
 KSTATE_MUST_USE
@@ -1134,27 +1054,14 @@ struct kstate_error_t *kstate_kv_delete_raw(struct kstate_kv_t *store,
  *
  * # Arguments
  * * `store` - a timestamped store.
- * * `key`, `key_len` - the key; `key` may be NULL only when `key_len` is 0.
- * * `value_out` - receives the value without timestamp (free with `kstate_bytes_free`);
- *   `{NULL, 0}` on entry and when not found.
- * * `timestamp_out` - receives the timestamp; 0 on entry and when not found.
- * * `found_out` - true when the key has a value; false on entry.
- *
- * # Returns
- * NULL on success (found or not), else an error.
+ * * `key`, `key_len` - the key.
+ * * `value_out` - receives the value without timestamp (`{NULL, 0}` when not found).
+ * * `timestamp_out` - receives the timestamp (0 when not found).
+ * * `found_out` - true when the key has a value.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length.
  * * `KSTATE_ERR_KEY_TOO_LARGE`; `KSTATE_ERR_FORMAT_MISMATCH` (plain store: use
  *   `kstate_kv_get_raw`); `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE`.
- * * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
- *   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
- *
- * # Safety
- * `key` is NULL or readable for `key_len` bytes; out-parameters NULL or writable.
- *
- * # Thread safety
- * Safe from any thread; serialised with the writer.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_get(struct kstate_kv_t *store,
@@ -1166,23 +1073,8 @@ struct kstate_error_t *kstate_kv_get(struct kstate_kv_t *store,
 
 /**
  * Reads `key` as committed: uncommitted writes of the store are invisible. This is the
- * read for other threads (Kafka's interactive queries).
- *
- * # Arguments
- * As `kstate_kv_get`.
- *
- * # Returns
- * NULL on success (found or not), else an error.
- *
- * # Errors
- * As `kstate_kv_get`.
- *
- * # Safety
- * As `kstate_kv_get`.
- *
- * # Thread safety
- * Safe from any thread; runs concurrently with the writer and other readers and always
- * sees one whole commit, never part of one.
+ * read for other threads (Kafka's interactive queries); it runs beside the writer and
+ * other readers and sees one whole commit. Arguments and errors as `kstate_kv_get`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_get_committed(struct kstate_kv_t *store,
@@ -1194,31 +1086,17 @@ struct kstate_error_t *kstate_kv_get_committed(struct kstate_kv_t *store,
 
 /**
  * Reads `key` with its value in the store's own layout (see `kstate_kv_put_raw`), in the
- * writer's view or as committed.
+ * writer's view or as committed (as `kstate_kv_get` / `kstate_kv_get_committed`).
  *
  * # Arguments
  * * `store` - any store.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` (writer's view) or `KSTATE_READ_COMMITTED`.
- * * `key`, `key_len` - the key; `key` may be NULL only when `key_len` is 0.
- * * `value_out` - receives the raw value (free with `kstate_bytes_free`); `{NULL, 0}` on
- *   entry and when not found.
- * * `found_out` - true when the key has a value; false on entry.
- *
- * # Returns
- * NULL on success (found or not), else an error.
+ * * `key`, `key_len` - the key.
+ * * `value_out` - receives the raw value (`{NULL, 0}` when not found).
+ * * `found_out` - true when the key has a value.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - unknown `isolation`, NULL out-parameter, NULL key
- *   with non-zero length.
- * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
- * * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
- *   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
- *
- * # Safety
- * As `kstate_kv_get`.
- *
- * # Thread safety
- * As `kstate_kv_get` / `kstate_kv_get_committed`, depending on `isolation`.
+ * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_get_raw(struct kstate_kv_t *store,
@@ -1236,13 +1114,7 @@ struct kstate_error_t *kstate_kv_get_raw(struct kstate_kv_t *store,
  *
  * # Arguments
  * * `store` - the store.
- * * `upgrading_out` - receives the answer; false on entry.
- *
- * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `upgrading_out` NULL.
- *
- * # Safety
- * `upgrading_out` NULL or writable.
+ * * `upgrading_out` - receives the answer.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_is_upgrading(struct kstate_kv_t *store,
@@ -1250,7 +1122,7 @@ struct kstate_error_t *kstate_kv_is_upgrading(struct kstate_kv_t *store,
 
 /**
  * Closes an iterator and releases its handle. Call it for every iterator, also after its
- * store was closed.
+ * store was closed. A call running on the iterator in another thread finishes first.
  *
  * # Arguments
  * * `iter` - the iterator.
@@ -1259,19 +1131,15 @@ struct kstate_error_t *kstate_kv_is_upgrading(struct kstate_kv_t *store,
  * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, not an iterator handle (a store handle,
  *   say), or never issued.
  * * `KSTATE_ERR_ITERATOR_CLOSED` - `iter` was already released (double close).
- *
- * # Safety
- * None required: the handle is never dereferenced.
- *
- * # Thread safety
- * Safe from any thread; a call running on the iterator in another thread finishes first.
  */
 KSTATE_MUST_USE struct kstate_error_t *kstate_kv_iter_close(struct kstate_kv_iter_t *iter);
 
 /**
  * Returns the next entries of an iterator: up to `max_entries`, stopping early once the
  * keys and values returned reach `max_bytes` (at least one entry is returned while any
- * remains). A batch of length 0 means the iterator is exhausted.
+ * remains). A batch of length 0 means the iterator is exhausted. Calls on one iterator are
+ * serialised (each entry is returned once); batches are independent of the iterator and
+ * of each other.
  *
  * Errors never lose entries. Every value of a timestamped store is checked before it is
  * returned; when an entry cannot be read or is shorter than its 8-byte timestamp after
@@ -1284,25 +1152,17 @@ KSTATE_MUST_USE struct kstate_error_t *kstate_kv_iter_close(struct kstate_kv_ite
  * * `iter` - the iterator.
  * * `max_entries` - most entries to return; > 0.
  * * `max_bytes` - soft bound on key and value bytes in the batch; 0 means no bound.
- * * `batch_out` - receives the batch (release with `kstate_kv_batch_free`); set to an
- *   empty batch on entry and on failure.
+ * * `batch_out` - receives the batch (release with `kstate_kv_batch_free`); an empty batch on failure.
  *
  * # Errors
  * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, not an iterator handle (a store handle,
  *   say), or never issued.
  * * `KSTATE_ERR_ITERATOR_CLOSED` - the iterator (`kstate_kv_iter_close`) or its store was
  *   closed.
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `max_entries` 0, `batch_out` NULL.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `max_entries` 0.
  * * `KSTATE_ERR_INVALID_VALUE` - the next entry of a timestamped store has a value shorter
  *   than 8 bytes (see above).
  * * `KSTATE_ERR_STORAGE` - the next entry could not be read.
- *
- * # Safety
- * `batch_out` NULL or writable.
- *
- * # Thread safety
- * Safe from any thread; calls on one iterator are serialised (each entry is returned
- * once). Batches are independent of the iterator and of each other.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_iter_next_batch(struct kstate_kv_iter_t *iter,
@@ -1311,39 +1171,26 @@ struct kstate_error_t *kstate_kv_iter_next_batch(struct kstate_kv_iter_t *iter,
                                                  struct kstate_kv_batch_t *batch_out);
 
 /**
- * Opens (creating it if absent) and recovers the store at `path`.
+ * Opens (creating it if absent) and recovers the store at `path`. The handle it returns
+ * may be used from any number of threads at once (see `kstate_kv_t`).
  *
  * # Arguments
- * * `path` - NUL-terminated directory path, not empty (any other bytes; it need not be
- *   UTF-8). For the memory engine it only names the store and may be NULL.
- * * `options` - options set up by `kstate_kv_options_init`, possibly changed; NULL means
- *   the defaults.
- * * `store_out` - receives the store handle; set to NULL on entry and on failure.
- *
- * # Returns
- * NULL on success, else an error (free it with `kstate_error_free`).
+ * * `path` - NUL-terminated directory path, not empty (any other bytes; it need not be UTF-8). For the memory engine it only names the store and may be NULL.
+ * * `options` - options set up by `kstate_kv_options_init`, possibly changed (at least `options->struct_size` readable bytes); NULL means the defaults.
+ * * `store_out` - receives the store handle (NULL on failure).
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `store_out` NULL; `path` NULL for RocksDB; `path`
- *   empty (`""`); `options->struct_size` not a `KSTATE_KV_OPTIONS_SIZE_*` (options not
- *   initialised with `kstate_kv_options_init`, or a header newer than the library); an
- *   option out of range (unknown engine or format, zero `max_uncommitted_bytes` or write
- *   buffer size, fewer than 1 write buffer, a bounded memory budget whose memtable part is
- *   not strictly between 0 and the budget).
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `path` NULL for RocksDB; `path` empty (`""`);
+ *   `options->struct_size` not a `KSTATE_KV_OPTIONS_SIZE_*` (options not initialised with
+ *   `kstate_kv_options_init`, or a header newer than the library); an option out of range
+ *   (unknown engine or format, zero `max_uncommitted_bytes` or write buffer size, fewer
+ *   than 1 write buffer, a bounded memory budget whose memtable part is not strictly
+ *   between 0 and the budget).
  * * `KSTATE_ERR_LOCKED` - another handle or process has the store open.
  * * `KSTATE_ERR_FORMAT_MISMATCH` - the store was created with a later value format
  *   (plain < timestamped < headers), or holds values of two older formats.
  * * `KSTATE_ERR_NOT_A_STORE`, `KSTATE_ERR_UNSUPPORTED_FORMAT`, `KSTATE_ERR_CORRUPTION`,
  *   `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - what is at `path` cannot be opened.
- *
- * # Safety
- * `path` is NULL or a NUL-terminated string; `options` is NULL or points to a
- * `kstate_kv_options_t` of at least `options->struct_size` readable bytes; `store_out` is
- * NULL or valid for writing one pointer.
- *
- * # Thread safety
- * Safe to call from any thread. The handle it returns may be used from any number of
- * threads at once (see `kstate_kv_t`).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_open(const char *path,
@@ -1351,27 +1198,20 @@ struct kstate_error_t *kstate_kv_open(const char *path,
                                       struct kstate_kv_t **store_out);
 
 /**
- * Sets options to the defaults: RocksDB, timestamped values, 64 MiB of uncommitted writes
- * in memory, no fsync on commit, Kafka Streams' RocksDB tuning (50 MiB block cache, 16 MiB
- * write buffers, 3 of them, bloom filter on, statistics off, no shared memory budget), and
- * `struct_size` to `struct_size`.
+ * Sets options to the defaults: RocksDB, timestamped values, 64 MiB of uncommitted
+ * writes in memory, no fsync on commit, Kafka Streams' RocksDB tuning (50 MiB block
+ * cache, 16 MiB write buffers, 3 of them, bloom filter on, statistics off, no shared
+ * memory budget), and `struct_size` to `struct_size`; only the fields of the caller's
+ * layout are written, and nothing on error.
  *
  * # Arguments
- * * `options` - the options to initialise.
- * * `struct_size` - `sizeof` the caller's `kstate_kv_options_t`: `sizeof options` (it
- *   tells the library which fields the caller's header has; only those are written).
- *
- * # Returns
- * NULL on success, else an error (free it with `kstate_error_free`); `options` is left
- * unchanged then.
+ * * `options` - the options to initialise (writable for `struct_size` bytes).
+ * * `struct_size` - `sizeof` the caller's struct, `sizeof options`: `KSTATE_KV_OPTIONS_SIZE_V2` with this header, `KSTATE_KV_OPTIONS_SIZE_V1` from a caller built against layout 1 (likewise for each kind's `KSTATE_*_OPTIONS_SIZE_*`).
  *
  * # Errors
  * * `KSTATE_ERR_INVALID_ARGUMENT` - `options` NULL or misaligned; `struct_size` is not
- *   one of the `KSTATE_KV_OPTIONS_SIZE_*` this library knows (a header newer than the
- *   library gives a larger one).
- *
- * # Safety
- * `options` is NULL or valid for writing `struct_size` bytes.
+ *   one of the `KSTATE_*_OPTIONS_SIZE_*` of the struct this library knows (a header newer
+ *   than the library gives a larger one).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_options_init(struct kstate_kv_options_t *options,
@@ -1379,18 +1219,12 @@ struct kstate_error_t *kstate_kv_options_init(struct kstate_kv_options_t *option
 
 /**
  * Iterates, ascending, over every entry whose key starts with `prefix` (Kafka's
- * `prefixScan` on the serialized prefix).
+ * `prefixScan` on the serialized prefix). Errors as `kstate_kv_range`.
  *
  * # Arguments
  * * `store` - the store.
- * * `prefix`, `prefix_len` - the prefix; NULL only when `prefix_len` is 0 (every key).
- * * `iter_out` - receives the iterator; NULL on entry and on failure.
- *
- * # Errors
- * As `kstate_kv_range`.
- *
- * # Safety
- * `prefix` NULL or readable for `prefix_len` bytes (copied); `iter_out` NULL or writable.
+ * * `prefix`, `prefix_len` - the prefix (copied); empty: every key.
+ * * `iter_out` - receives the iterator.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_prefix_scan(struct kstate_kv_t *store,
@@ -1406,25 +1240,18 @@ struct kstate_error_t *kstate_kv_prefix_scan(struct kstate_kv_t *store,
  * or kstate's counters `"kstate.commits-in-doubt"`, `"kstate.recovery-rolled-forward"`,
  * `"kstate.spills"`, `"kstate.roll-forwards"` and `"kstate.restore-ingestions"` (large
  * restores written as one sorted file and ingested, see `kstate_kv_restore_batch`).
- * The memory engine has no RocksDB property.
+ * The memory engine has no RocksDB property. A property the store lacks is a success
+ * with `*found_out` false.
  *
  * # Arguments
  * * `store` - the store.
  * * `name` - NUL-terminated UTF-8 property name.
- * * `value_out` - receives the value; 0 on entry.
- * * `found_out` - receives true when the store has the property; false on entry.
- *
- * # Returns
- * NULL on success (also when the property does not exist: `*found_out` is then false),
- * else an error.
+ * * `value_out` - receives the value.
+ * * `found_out` - receives true when the store has the property.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `name`, `value_out` or `found_out` NULL, or `name`
- *   not UTF-8.
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `name` NULL or not UTF-8.
  * * `KSTATE_ERR_STORAGE` - RocksDB failed to read it.
- *
- * # Safety
- * `name` NULL or a NUL-terminated string; `value_out` and `found_out` NULL or writable.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_property(struct kstate_kv_t *store,
@@ -1438,18 +1265,14 @@ struct kstate_error_t *kstate_kv_property(struct kstate_kv_t *store,
  *
  * # Arguments
  * * `store` - a timestamped store.
- * * `key`, `key_len` - the key; `key` may be NULL only when `key_len` is 0.
- * * `value`, `value_len` - the value without timestamp; NULL only when `value_len` is 0.
+ * * `key`, `key_len` - the key.
+ * * `value`, `value_len` - the value without timestamp.
  * * `timestamp` - the record timestamp (milliseconds, as in Kafka).
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
  * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE` - over the limits.
  * * `KSTATE_ERR_FORMAT_MISMATCH` - the store is plain (use `kstate_kv_put_raw`).
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction to disk failed.
- *
- * # Safety
- * `key` / `value` are NULL or valid for reading `key_len` / `value_len` bytes.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put(struct kstate_kv_t *store,
@@ -1460,23 +1283,15 @@ struct kstate_error_t *kstate_kv_put(struct kstate_kv_t *store,
                                      int64_t timestamp);
 
 /**
- * Writes many entries in one call. All entries are validated first: on error nothing was
+ * Writes many entries in one step. All entries are validated first: on error nothing was
  * written. A later entry for the same key wins.
  *
  * # Arguments
  * * `store` - a timestamped store.
- * * `entries`, `entries_len` - the entries (key, value without timestamp, timestamp);
- *   `entries` may be NULL only when `entries_len` is 0.
+ * * `entries`, `entries_len` - the entries (key, value without timestamp, timestamp), each of whose pointers follows the rules for spans.
  *
  * # Errors
  * As `kstate_kv_put`, for any entry; `KSTATE_ERR_INVALID_ARGUMENT` names the entry.
- *
- * # Safety
- * `entries` is NULL or readable for `entries_len` elements, each of whose pointers
- * satisfies the rules of `kstate_kv_put`.
- *
- * # Thread safety
- * Safe from any thread; the entries are written as one step.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put_all(struct kstate_kv_t *store,
@@ -1485,23 +1300,15 @@ struct kstate_error_t *kstate_kv_put_all(struct kstate_kv_t *store,
 
 /**
  * `kstate_kv_put_all` with values in the store's own layout; an entry whose `value` is
- * NULL (with `value_len` 0) deletes its key. `timestamp` fields are ignored.
+ * NULL (with `value_len` 0) deletes its key. `timestamp` fields are ignored. On error
+ * nothing was written.
  *
  * # Arguments
  * * `store` - any store.
- * * `entries`, `entries_len` - the entries; `entries` NULL only when `entries_len` is 0.
- *
- * # Returns
- * NULL on success, else an error; on error nothing was written.
+ * * `entries`, `entries_len` - the entries.
  *
  * # Errors
  * As `kstate_kv_put_raw`, for any entry.
- *
- * # Safety
- * As `kstate_kv_put_all`.
- *
- * # Thread safety
- * Safe from any thread; the entries are written as one step.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put_all_raw(struct kstate_kv_t *store,
@@ -1510,28 +1317,20 @@ struct kstate_error_t *kstate_kv_put_all_raw(struct kstate_kv_t *store,
 
 /**
  * Writes `value` for `key` unless the key already has a value in the writer's view; in
- * that case nothing is written and the existing value is returned.
+ * that case nothing is written and the existing value is returned. The check and the
+ * write are one atomic step.
  *
  * # Arguments
  * * `store` - a timestamped store.
- * * `key`, `key_len`, `value`, `value_len`, `timestamp` - as for `kstate_kv_put`.
- * * `existing_out` - receives the existing value (free with `kstate_bytes_free`); set to
- *   `{NULL, 0}` on entry.
- * * `existing_timestamp_out` - receives its timestamp; set to 0 on entry.
- * * `found_out` - set to true when a value existed (and nothing was written); false on
- *   entry.
- *
- * # Returns
- * NULL on success, else an error (out-parameters keep their entry values).
+ * * `key`, `key_len` - the key.
+ * * `value`, `value_len` - the value without timestamp.
+ * * `timestamp` - the record timestamp.
+ * * `existing_out` - receives the existing value.
+ * * `existing_timestamp_out` - receives its timestamp.
+ * * `found_out` - set to true when a value existed (and nothing was written).
  *
  * # Errors
- * As `kstate_kv_put`, plus `KSTATE_ERR_INVALID_ARGUMENT` for a NULL out-parameter.
- *
- * # Safety
- * As `kstate_kv_put`; each out-parameter is NULL or valid for writing its type.
- *
- * # Thread safety
- * Safe from any thread; the check and the write are one atomic step.
+ * As `kstate_kv_put`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put_if_absent(struct kstate_kv_t *store,
@@ -1549,19 +1348,14 @@ struct kstate_error_t *kstate_kv_put_if_absent(struct kstate_kv_t *store,
  * `kstate_kv_put_raw`); works on plain and timestamped stores.
  *
  * # Arguments
- * * `store`, `key`, `key_len` - as `kstate_kv_put_raw`.
- * * `value`, `value_len` - the raw value; NULL only when `value_len` is 0 (empty value).
- * * `existing_out` - receives the existing raw value; `{NULL, 0}` on entry.
- * * `found_out` - true when a value existed (and nothing was written); false on entry.
+ * * `store` - any store.
+ * * `key`, `key_len` - the key.
+ * * `value`, `value_len` - the raw value (NULL only for the empty value).
+ * * `existing_out` - receives the existing raw value.
+ * * `found_out` - true when a value existed (and nothing was written).
  *
  * # Errors
- * As `kstate_kv_put_raw`, plus `KSTATE_ERR_INVALID_ARGUMENT` for a NULL out-parameter.
- *
- * # Safety
- * As `kstate_kv_put_raw`; out-parameters NULL or writable.
- *
- * # Thread safety
- * Safe from any thread; the check and the write are one atomic step.
+ * As `kstate_kv_put_raw`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put_if_absent_raw(struct kstate_kv_t *store,
@@ -1580,18 +1374,13 @@ struct kstate_error_t *kstate_kv_put_if_absent_raw(struct kstate_kv_t *store,
  *
  * # Arguments
  * * `store` - any store.
- * * `key`, `key_len` - the key; `key` may be NULL only when `key_len` is 0.
- * * `value`, `value_len` - the raw value; NULL with `value_len` 0 deletes `key` (Kafka's
- *   `put(key, null)`). An empty value is a non-NULL pointer with `value_len` 0.
+ * * `key`, `key_len` - the key.
+ * * `value`, `value_len` - the raw value; NULL (with length 0) deletes `key` (Kafka's `put(key, null)`); an empty value is a non-NULL pointer with length 0.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
  * * `KSTATE_ERR_INVALID_VALUE` - a timestamped store got fewer than 8 bytes, a
  *   headers-format store a malformed value.
  * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
- *
- * # Safety
- * `key` / `value` are NULL or readable for `key_len` / `value_len` bytes.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_put_raw(struct kstate_kv_t *store,
@@ -1606,20 +1395,12 @@ struct kstate_error_t *kstate_kv_put_raw(struct kstate_kv_t *store,
  *
  * # Arguments
  * * `store` - the store.
- * * `from`, `from_len` - lower bound; NULL with length 0 leaves it open (a non-NULL
- *   pointer with length 0 is the empty key).
- * * `to`, `to_len` - upper bound; NULL with length 0 leaves it open.
- * * `iter_out` - receives the iterator; NULL on entry and on failure.
+ * * `from`, `from_len` - lower bound (copied); NULL with length 0 leaves it open (a non-NULL pointer with length 0 is the empty key).
+ * * `to`, `to_len` - upper bound (copied); NULL with length 0 leaves it open.
+ * * `iter_out` - receives the iterator (release it with `kstate_kv_iter_close`).
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL bound with non-zero length, `iter_out` NULL.
- * * `KSTATE_ERR_STORAGE`.
- * * `KSTATE_ERR_COMMIT_IN_DOUBT` - (uncommitted reads) an earlier commit is in doubt and
- *   finishing it failed again (see `KSTATE_ERR_COMMIT_IN_DOUBT`); nothing else happened.
- *
- * # Safety
- * Bounds NULL or readable for their lengths (they are copied); `iter_out` NULL or
- * writable.
+ * `KSTATE_ERR_STORAGE`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
@@ -1634,7 +1415,8 @@ struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
  * restore after a rebalance or a lost disk) and commits them at once with `offsets` and
  * `metadata`, as `kstate_kv_commit` would. The fast path for restores: the records go
  * straight to the store's engine in one batch without the write-ahead log, with no
- * transaction buffer, no spill and no second write.
+ * transaction buffer, no spill and no second write. Committed readers see all of the
+ * batch or none of it.
  *
  * Entries are in changelog order, values in the store's own layout as for
  * `kstate_kv_put_all_raw` (NULL deletes); for one key, the last entry wins. Every later
@@ -1652,7 +1434,7 @@ struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
  *
  * # Arguments
  * * `store` - the store; its transaction must have no uncommitted writes.
- * * `entries`, `entries_len` - the records; `entries` NULL only when `entries_len` is 0.
+ * * `entries`, `entries_len` - the records.
  * * `offsets`, `offsets_len` - the changelog offsets, as for `kstate_kv_commit`.
  * * `metadata`, `metadata_len` - as for `kstate_kv_commit`.
  *
@@ -1666,13 +1448,6 @@ struct kstate_error_t *kstate_kv_range(struct kstate_kv_t *store,
  *   every call until it is closed and reopened, which recovers the last durable commit.
  *   Writing gathered batches can also fail on the store's next call, which then returns
  *   this error and leaves the store in the same state.
- *
- * # Safety
- * `entries` as for `kstate_kv_put_all_raw`; `offsets` and `metadata` as for
- * `kstate_kv_commit`.
- *
- * # Thread safety
- * Safe from any thread; committed readers see all of the batch or none of it.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_restore_batch(struct kstate_kv_t *store,
@@ -1684,22 +1459,16 @@ struct kstate_error_t *kstate_kv_restore_batch(struct kstate_kv_t *store,
                                                size_t metadata_len);
 
 /**
- * Iterates over every entry in descending key order (Kafka's `reverseAll`).
- * (arguments, errors and thread safety as `kstate_kv_all`).
- *
- * # Safety
- * As `kstate_kv_all`.
+ * Iterates over every entry in descending key order (Kafka's `reverseAll`); arguments and
+ * errors as `kstate_kv_all`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_reverse_all(struct kstate_kv_t *store,
                                              struct kstate_kv_iter_t **iter_out);
 
 /**
- * `kstate_kv_range` in descending key order (Kafka's `reverseRange`).
- * (arguments, errors and thread safety as `kstate_kv_range`).
- *
- * # Safety
- * As `kstate_kv_range`.
+ * `kstate_kv_range` in descending key order (Kafka's `reverseRange`); arguments and
+ * errors as there.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_reverse_range(struct kstate_kv_t *store,
@@ -1710,7 +1479,10 @@ struct kstate_error_t *kstate_kv_reverse_range(struct kstate_kv_t *store,
                                                struct kstate_kv_iter_t **iter_out);
 
 /**
- * Discards every uncommitted write (the transaction restarts empty).
+ * Discards every uncommitted write (the transaction restarts empty). Any outcome but the
+ * errors below is success: the writes are discarded. Writes that had spilled to disk are
+ * left for the next commit (or open) to clear if the disk refuses that now; they can
+ * never be applied.
  *
  * # Arguments
  * * `store` - the store.
@@ -1720,36 +1492,21 @@ struct kstate_error_t *kstate_kv_reverse_range(struct kstate_kv_t *store,
  *   again: nothing was rolled back (the writes of that commit are no longer the
  *   transaction's; retry).
  * * `KSTATE_ERR_STORAGE` - the store is broken by an earlier failed restore; reopen it.
- *
- * Any other outcome is success: the writes are discarded. Writes that had spilled to disk
- * are left for the next commit (or open) to clear if the disk refuses that now; they can
- * never be applied.
- *
- * # Safety
- * None required: the handle is never dereferenced.
  */
 KSTATE_MUST_USE struct kstate_error_t *kstate_kv_rollback(struct kstate_kv_t *store);
 
 /**
  * The general scan behind the others: inclusive bounds, either isolation, either order.
- * With `KSTATE_READ_COMMITTED` it sees only committed data, which is how threads other
- * than the writer iterate consistently.
+ * With `KSTATE_READ_COMMITTED` it sees only committed data (one whole commit), which is
+ * how threads other than the writer iterate consistently. Errors as `kstate_kv_range`.
  *
  * # Arguments
  * * `store` - the store.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` (writer's view) or `KSTATE_READ_COMMITTED`.
- * * `from`, `from_len`, `to`, `to_len` - bounds, as `kstate_kv_range`.
+ * * `from`, `from_len` - lower bound, as for `kstate_kv_range`.
+ * * `to`, `to_len` - upper bound, as for `kstate_kv_range`.
  * * `reverse` - false: ascending; true: descending.
- * * `iter_out` - receives the iterator; NULL on entry and on failure.
- *
- * # Errors
- * As `kstate_kv_range`, plus `KSTATE_ERR_INVALID_ARGUMENT` for an unknown `isolation`.
- *
- * # Safety
- * As `kstate_kv_range`.
- *
- * # Thread safety
- * Safe from any thread; a committed scan sees one whole commit, never part of one.
+ * * `iter_out` - receives the iterator.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_scan(struct kstate_kv_t *store,
@@ -1769,22 +1526,18 @@ struct kstate_error_t *kstate_kv_scan(struct kstate_kv_t *store,
  * keys written meanwhile, commits it with the store's committed offsets and metadata,
  * swaps the two directories atomically and continues on the new store, in regular mode,
  * in the same handle. A kill at any point leaves the old store or the new one live and
- * complete; the next open removes what is left of the other.
+ * complete; the next open removes what is left of the other. Does nothing (and does not
+ * call `progress`) when the store is not in upgrade mode. Other threads may use the store
+ * throughout (they wait for a moment while the last writes are carried over and the
+ * directories swapped).
  *
  * # Arguments
  * * `store` - a RocksDB store.
- * * `progress` - called after each batch copied from the snapshot with the entries copied
- *   so far and the estimated total (`done` increases from call to call; the last call has
- *   `done == total`); NULL for none.
+ * * `progress` - called after each batch copied from the snapshot with the entries copied so far and the estimated total (`done` increases from call to call; the last call has `done == total`); NULL for none.
  * * `user_data` - passed to `progress` as is (may be NULL).
  *
- * # Returns
- * NULL on success (also when the store is not in upgrade mode: nothing is done and
- * `progress` is not called), else an error.
- *
  * # Errors
- * * `KSTATE_ERR_INVALID_HANDLE`, `KSTATE_ERR_STORE_CLOSED` - bad or closed `store`;
- *   `KSTATE_ERR_STORE_CLOSED` also when the store was closed during the swap (by
+ * * `KSTATE_ERR_STORE_CLOSED` - also when the store was closed during the swap (by
  *   `progress`, say): the swap is abandoned, the side directory removed by the next open.
  * * `KSTATE_ERR_INVALID_ARGUMENT` - the store has uncommitted writes when the swap starts
  *   (commit or roll them back first); a memory-engine store; an upgrade by swap already
@@ -1805,10 +1558,6 @@ struct kstate_error_t *kstate_kv_scan(struct kstate_kv_t *store,
  * work as from another thread (and are carried over), a nested `kstate_kv_upgrade_swap`
  * fails with `KSTATE_ERR_INVALID_ARGUMENT`, and `kstate_kv_close` makes this call fail
  * with `KSTATE_ERR_STORE_CLOSED`; none deadlocks.
- *
- * # Thread safety
- * Safe from any thread; other threads may use the store throughout (they wait for a
- * moment while the last writes are carried over and the directories swapped).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_kv_upgrade_swap(struct kstate_kv_t *store,
@@ -1817,21 +1566,15 @@ struct kstate_error_t *kstate_kv_upgrade_swap(struct kstate_kv_t *store,
 
 /**
  * Approximate bytes of the session store's uncommitted writes, as
- * `kstate_kv_approximate_num_uncommitted_bytes` (same arguments, errors).
- *
- * # Safety
- * As `kstate_kv_approximate_num_uncommitted_bytes`.
+ * `kstate_kv_approximate_num_uncommitted_bytes`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_approximate_num_uncommitted_bytes(struct kstate_session_t *store,
                                                                         uint64_t *bytes_out);
 
 /**
- * Kafka's `backwardFetch(key)`: `kstate_session_fetch` in reverse order.
- * (arguments, errors and thread safety as `kstate_session_fetch`).
- *
- * # Safety
- * As `kstate_session_fetch`.
+ * Kafka's `backwardFetch(key)`: `kstate_session_fetch` in reverse order (arguments and
+ * errors as there).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_backward_fetch(struct kstate_session_t *store,
@@ -1841,11 +1584,8 @@ struct kstate_error_t *kstate_session_backward_fetch(struct kstate_session_t *st
                                                      struct kstate_session_iter_t **iter_out);
 
 /**
- * Kafka's `backwardFetch(keyFrom, keyTo)`: `kstate_session_fetch_range` in reverse order.
- * (arguments, errors and thread safety as `kstate_session_fetch_range`).
- *
- * # Safety
- * As `kstate_session_fetch_range`.
+ * Kafka's `backwardFetch(keyFrom, keyTo)`: `kstate_session_fetch_range` in reverse order
+ * (arguments and errors as there).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_backward_fetch_range(struct kstate_session_t *store,
@@ -1858,11 +1598,7 @@ struct kstate_error_t *kstate_session_backward_fetch_range(struct kstate_session
 
 /**
  * Kafka's `backwardFindSessions(key, earliestSessionEndTime, latestSessionStartTime)`:
- * `kstate_session_find_sessions` in reverse order.
- * (arguments, errors and thread safety as `kstate_session_find_sessions`).
- *
- * # Safety
- * As `kstate_session_find_sessions`.
+ * `kstate_session_find_sessions` in reverse order (arguments and errors as there).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_backward_find_sessions(struct kstate_session_t *store,
@@ -1875,11 +1611,7 @@ struct kstate_error_t *kstate_session_backward_find_sessions(struct kstate_sessi
 
 /**
  * Kafka's `backwardFindSessions(keyFrom, keyTo, ...)`:
- * `kstate_session_find_sessions_range` in reverse order.
- * (arguments, errors and thread safety as `kstate_session_find_sessions_range`).
- *
- * # Safety
- * As `kstate_session_find_sessions_range`.
+ * `kstate_session_find_sessions_range` in reverse order (arguments and errors as there).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_backward_find_sessions_range(struct kstate_session_t *store,
@@ -1893,17 +1625,14 @@ struct kstate_error_t *kstate_session_backward_find_sessions_range(struct kstate
                                                                    struct kstate_session_iter_t **iter_out);
 
 /**
- * Closes a session store, as `kstate_kv_close` (same errors, guarantees, safety and thread
- * safety): uncommitted writes are discarded, its iterators closed, the handle invalid.
+ * Closes a session store, as `kstate_kv_close` (same errors and guarantees): uncommitted
+ * writes are discarded, its iterators closed, the handle invalid.
  */
 KSTATE_MUST_USE struct kstate_error_t *kstate_session_close(struct kstate_session_t *store);
 
 /**
  * Commits the session store's uncommitted writes atomically with changelog `offsets` and
- * `metadata`, as `kstate_kv_commit` (same arguments, errors, thread safety).
- *
- * # Safety
- * As `kstate_kv_commit`.
+ * `metadata`, as `kstate_kv_commit` (same arguments and errors).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_commit(struct kstate_session_t *store,
@@ -1914,10 +1643,7 @@ struct kstate_error_t *kstate_session_commit(struct kstate_session_t *store,
 
 /**
  * The metadata of a session store's last commit, as `kstate_kv_committed_metadata` (same
- * arguments, errors, thread safety).
- *
- * # Safety
- * As `kstate_kv_committed_metadata`.
+ * arguments and errors).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_committed_metadata(struct kstate_session_t *store,
@@ -1926,10 +1652,7 @@ struct kstate_error_t *kstate_session_committed_metadata(struct kstate_session_t
 
 /**
  * The committed changelog offset of a partition of a session store, as
- * `kstate_kv_committed_offset` (same arguments, errors, thread safety).
- *
- * # Safety
- * As `kstate_kv_committed_offset`.
+ * `kstate_kv_committed_offset` (same arguments and errors).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_committed_offset(struct kstate_session_t *store,
@@ -1945,14 +1668,8 @@ struct kstate_error_t *kstate_session_committed_offset(struct kstate_session_t *
  * # Arguments
  * * `store` - a session store.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
- * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
- * * `iter_out` - receives the iterator; NULL on entry and on failure.
- *
- * # Errors
- * As `kstate_session_find_sessions`.
- *
- * # Safety
- * As `kstate_session_find_sessions`.
+ * * `key`, `key_len` - the record key (copied).
+ * * `iter_out` - receives the iterator.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_fetch(struct kstate_session_t *store,
@@ -1968,15 +1685,9 @@ struct kstate_error_t *kstate_session_fetch(struct kstate_session_t *store,
  * # Arguments
  * * `store` - a session store.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
- * * `key_from`, `key_from_len`, `key_to`, `key_to_len` - as for
- *   `kstate_session_find_sessions_range` (NULL = open end).
- * * `iter_out` - receives the iterator; NULL on entry and on failure.
- *
- * # Errors
- * As `kstate_session_find_sessions`.
- *
- * # Safety
- * As `kstate_session_find_sessions_range`.
+ * * `key_from`, `key_from_len` - lowest key, inclusive, as for `kstate_session_find_sessions_range` (NULL: open).
+ * * `key_to`, `key_to_len` - highest key, inclusive (NULL: open).
+ * * `iter_out` - receives the iterator.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_fetch_range(struct kstate_session_t *store,
@@ -1992,24 +1703,15 @@ struct kstate_error_t *kstate_session_fetch_range(struct kstate_session_t *store
  *
  * # Arguments
  * * `store` - a session store.
- * * `isolation` - `KSTATE_READ_UNCOMMITTED` (the writer's view) or
- *   `KSTATE_READ_COMMITTED`.
- * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
- * * `start`, `end` - the session's start and end.
- * * `aggregate_out` - receives the aggregate (free with `kstate_bytes_free`);
- *   `{NULL, 0}` on entry and when not found.
- * * `found_out` - true when the session exists and has not expired; false on entry.
- *
- * # Returns
- * NULL on success (found or not), else an error.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` (the writer's view) or `KSTATE_READ_COMMITTED`.
+ * * `key`, `key_len` - the record key.
+ * * `start` - the session's start.
+ * * `end` - the session's end.
+ * * `aggregate_out` - receives the aggregate.
+ * * `found_out` - true when the session exists and has not expired.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
- *   an unknown isolation.
- * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
- *
- * # Safety
- * `key` NULL or readable for `key_len` bytes; out-parameters NULL or writable.
+ * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_fetch_session(struct kstate_session_t *store,
@@ -2029,18 +1731,13 @@ struct kstate_error_t *kstate_session_fetch_session(struct kstate_session_t *sto
  * # Arguments
  * * `store` - a session store.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
- * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
- * * `earliest_end`, `latest_start` - the bounds, inclusive.
- * * `iter_out` - receives the iterator (release it with `kstate_session_iter_close`);
- *   NULL on entry and on failure.
+ * * `key`, `key_len` - the record key (copied).
+ * * `earliest_end` - lowest session end, inclusive.
+ * * `latest_start` - highest session start, inclusive.
+ * * `iter_out` - receives the iterator (release it with `kstate_session_iter_close`).
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `iter_out` NULL, NULL key with non-zero length, an
- *   unknown isolation.
- * * `KSTATE_ERR_STORAGE`.
- *
- * # Safety
- * `key` NULL or readable for `key_len` bytes (copied); `iter_out` NULL or writable.
+ * `KSTATE_ERR_STORAGE`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_find_sessions(struct kstate_session_t *store,
@@ -2061,18 +1758,14 @@ struct kstate_error_t *kstate_session_find_sessions(struct kstate_session_t *sto
  * # Arguments
  * * `store` - a session store opened with `time_ordered`.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
- * * `earliest_end`, `latest_end` - the bounds of the session end, inclusive.
- * * `iter_out` - receives the iterator (release it with `kstate_session_iter_close`);
- *   NULL on entry and on failure.
+ * * `earliest_end` - lowest session end, inclusive.
+ * * `latest_end` - highest session end, inclusive.
+ * * `iter_out` - receives the iterator (release it with `kstate_session_iter_close`).
  *
  * # Errors
  * * `KSTATE_ERR_INVALID_ARGUMENT` - the store is not time-ordered (as Kafka's
- *   `RocksDBSessionStore`, which does not support this query); `iter_out` NULL; an
- *   unknown isolation.
+ *   `RocksDBSessionStore`, which does not support this query).
  * * `KSTATE_ERR_STORAGE`.
- *
- * # Safety
- * `iter_out` NULL or writable.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_find_sessions_by_end(struct kstate_session_t *store,
@@ -2089,18 +1782,11 @@ struct kstate_error_t *kstate_session_find_sessions_by_end(struct kstate_session
  * # Arguments
  * * `store` - a session store.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
- * * `key_from`, `key_from_len` - lowest key, inclusive; NULL (with length 0) leaves it
- *   open (a non-NULL pointer with length 0 is the empty key).
- * * `key_to`, `key_to_len` - highest key, inclusive; NULL leaves it open. Empty when
- *   `key_from > key_to`.
- * * `earliest_end`, `latest_start` - the bounds, inclusive.
- * * `iter_out` - receives the iterator; NULL on entry and on failure.
- *
- * # Errors
- * As `kstate_session_find_sessions`.
- *
- * # Safety
- * Bounds NULL or readable for their lengths (copied); `iter_out` NULL or writable.
+ * * `key_from`, `key_from_len` - lowest key, inclusive; NULL (with length 0) leaves it open (a non-NULL pointer with length 0 is the empty key).
+ * * `key_to`, `key_to_len` - highest key, inclusive; NULL leaves it open. Empty when `key_from > key_to`.
+ * * `earliest_end` - lowest session end, inclusive.
+ * * `latest_start` - highest session start, inclusive.
+ * * `iter_out` - receives the iterator.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_find_sessions_range(struct kstate_session_t *store,
@@ -2114,35 +1800,28 @@ struct kstate_error_t *kstate_session_find_sessions_range(struct kstate_session_
                                                           struct kstate_session_iter_t **iter_out);
 
 /**
- * Releases a session store iterator, as `kstate_kv_iter_close` (same errors, safety,
- * thread safety; a handle of another kind is `KSTATE_ERR_INVALID_HANDLE`).
+ * Releases a session store iterator, as `kstate_kv_iter_close` (same errors; a handle of
+ * another kind is `KSTATE_ERR_INVALID_HANDLE`).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_iter_close(struct kstate_session_iter_t *iter);
 
 /**
- * The next session of an iterator.
+ * The next session of an iterator; at the end, a success with `*found_out` false and
+ * every other out-parameter at its entry value.
  *
  * # Arguments
  * * `iter` - the iterator.
- * * `key_out` - receives the record key (free with `kstate_bytes_free`); `{NULL, 0}` on
- *   entry and at the end.
- * * `aggregate_out` - receives the aggregate (free with `kstate_bytes_free`); `{NULL, 0}`
- *   on entry and at the end.
- * * `start_out`, `end_out` - the session's start and end; 0 on entry.
- * * `found_out` - true when a session was returned, false at the end; false on entry.
- *
- * # Returns
- * NULL on success (a session or the end), else an error.
+ * * `key_out` - receives the record key.
+ * * `aggregate_out` - receives the aggregate.
+ * * `start_out` - the session's start.
+ * * `end_out` - the session's end.
+ * * `found_out` - true when a session was returned, false at the end.
  *
  * # Errors
  * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, never issued, or not a session iterator.
  * * `KSTATE_ERR_ITERATOR_CLOSED` - the iterator or its store was closed.
- * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter.
  * * `KSTATE_ERR_STORAGE`.
- *
- * # Safety
- * Out-parameters NULL or writable.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_iter_next(struct kstate_session_iter_t *iter,
@@ -2154,17 +1833,14 @@ struct kstate_error_t *kstate_session_iter_next(struct kstate_session_iter_t *it
 
 /**
  * Opens (creating it if absent) and recovers the session store at `path`, as `kstate_kv_open`
- * (same arguments, errors and safety), with options of type `kstate_session_options_t` set
- * up by `kstate_session_options_init`, possibly changed.
+ * (same arguments and errors), with options of type `kstate_session_options_t` set up by
+ * `kstate_session_options_init`, possibly changed.
  * NULL options mean the defaults: RocksDB, retention 1 day.
  *
  * # Errors
  * As `kstate_kv_open`; also `KSTATE_ERR_INVALID_ARGUMENT` for an option out of range
  * (negative retention or segment interval) and `KSTATE_ERR_FORMAT_MISMATCH` when
  * `path` holds a store of another kind (a key-value or window store).
- *
- * # Safety
- * As `kstate_kv_open`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_open(const char *path,
@@ -2172,25 +1848,10 @@ struct kstate_error_t *kstate_session_open(const char *path,
                                            struct kstate_session_t **store_out);
 
 /**
- * Sets session store options to the defaults: RocksDB, retention 1 day, Kafka's segment
- * interval, 64 MiB of uncommitted writes in memory, no fsync on commit, Kafka Streams'
- * RocksDB tuning, plain aggregates, not time-ordered; and `struct_size` to `struct_size`.
- *
- * # Arguments
- * * `options` - the options to initialise.
- * * `struct_size` - `sizeof` the caller's `kstate_session_options_t`: `sizeof options`
- *   (`KSTATE_SESSION_OPTIONS_SIZE_V2` with this header; `KSTATE_SESSION_OPTIONS_SIZE_V1`
- *   from a caller built against layout 1, and only that layout's bytes are written).
- *
- * # Returns
- * NULL on success, else an error; `options` is left unchanged then.
- *
- * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `options` NULL or misaligned; `struct_size` is not
- *   a `KSTATE_SESSION_OPTIONS_SIZE_*` this library knows.
- *
- * # Safety
- * `options` is NULL or valid for writing `struct_size` bytes.
+ * Sets session store options to the defaults: RocksDB, retention 1 day, Kafka's
+ * segment interval, plain aggregates, not time-ordered, and the store defaults of
+ * `kstate_kv_options_init`; as that function (same arguments and errors, for
+ * `kstate_session_options_t`).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_options_init(struct kstate_session_options_t *options,
@@ -2203,22 +1864,16 @@ struct kstate_error_t *kstate_session_options_init(struct kstate_session_options
  *
  * # Arguments
  * * `store` - a session store.
- * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
- * * `start`, `end` - the session's start and end (ms).
- * * `aggregate`, `aggregate_len` - the aggregate, stored as given (in a headers-format
- *   store: Kafka's `AggregationWithHeaders` layout, `[varint headersSize][headers]
- *   [aggregation]`); NULL only when `aggregate_len` is 0 (the empty aggregate; use
- *   `kstate_session_remove` to delete).
+ * * `key`, `key_len` - the record key.
+ * * `start` - the session's start (ms).
+ * * `end` - the session's end (ms).
+ * * `aggregate`, `aggregate_len` - the aggregate, stored as given (in a headers-format store: Kafka's `AggregationWithHeaders` layout, `[varint headersSize][headers][aggregation]`); an empty one is still a session (use `kstate_session_remove` to delete).
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
  * * `KSTATE_ERR_INVALID_VALUE` - a headers-format store got a malformed aggregate.
  * * `KSTATE_ERR_KEY_TOO_LARGE` (over `KSTATE_MAX_KEY_BYTES` - 16),
  *   `KSTATE_ERR_VALUE_TOO_LARGE`.
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
- *
- * # Safety
- * `key` / `aggregate` are NULL or readable for their lengths.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_put(struct kstate_session_t *store,
@@ -2231,24 +1886,14 @@ struct kstate_error_t *kstate_session_put(struct kstate_session_t *store,
 
 /**
  * Kafka's `remove(Windowed(key, SessionWindow(start, end)))`: deletes the session (the
- * stream time advances to `end`, as in Kafka 4.4).
+ * stream time advances to `end`, as in Kafka 4.4); a success also when there was no such
+ * session. Errors as `kstate_session_put`.
  *
  * # Arguments
  * * `store` - a session store.
- * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
- * * `start`, `end` - the session's start and end.
- *
- * # Returns
- * NULL on success (also when there was no such session), else an error.
- *
- * # Errors
- * As `kstate_session_put`.
- *
- * # Safety
- * `key` is NULL or readable for `key_len` bytes.
- *
- * # Thread safety
- * As `kstate_session_put`.
+ * * `key`, `key_len` - the record key.
+ * * `start` - the session's start.
+ * * `end` - the session's end.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_session_remove(struct kstate_session_t *store,
@@ -2258,8 +1903,7 @@ struct kstate_error_t *kstate_session_remove(struct kstate_session_t *store,
                                              int64_t end);
 
 /**
- * Discards the session store's uncommitted writes, as `kstate_kv_rollback` (same errors,
- * safety, thread safety).
+ * Discards the session store's uncommitted writes, as `kstate_kv_rollback` (same errors).
  */
 KSTATE_MUST_USE struct kstate_error_t *kstate_session_rollback(struct kstate_session_t *store);
 
@@ -2267,33 +1911,19 @@ KSTATE_MUST_USE struct kstate_error_t *kstate_session_rollback(struct kstate_ses
  * The library's version, e.g. `"0.1.0"`. Compare with the `KSTATE_VERSION_*` macros to
  * detect a header/library mismatch.
  *
- * # Arguments
- * None.
- *
  * # Returns
  * A static NUL-terminated string; never NULL, never freed.
- *
- * # Errors
- * None.
- *
- * # Safety
- * None required.
  */
 const char *kstate_version(void);
 
 /**
- * Kafka's `all()`: every live window, in Kafka's order.
+ * Kafka's `all()`: every live window, in Kafka's order. Errors as
+ * `kstate_window_fetch_range`.
  *
  * # Arguments
  * * `store` - a window store.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
- * * `iter_out` - receives the iterator; NULL on entry and on failure.
- *
- * # Errors
- * As `kstate_window_fetch_range`.
- *
- * # Safety
- * `iter_out` NULL or writable.
+ * * `iter_out` - receives the iterator.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_all(struct kstate_window_t *store,
@@ -2302,21 +1932,15 @@ struct kstate_error_t *kstate_window_all(struct kstate_window_t *store,
 
 /**
  * Approximate bytes of the window store's uncommitted writes, as
- * `kstate_kv_approximate_num_uncommitted_bytes` (same arguments, errors).
- *
- * # Safety
- * As `kstate_kv_approximate_num_uncommitted_bytes`.
+ * `kstate_kv_approximate_num_uncommitted_bytes`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_approximate_num_uncommitted_bytes(struct kstate_window_t *store,
                                                                        uint64_t *bytes_out);
 
 /**
- * Kafka's `backwardAll()`: `kstate_window_all` in reverse order.
- * (arguments, errors and thread safety as `kstate_window_all`).
- *
- * # Safety
- * As `kstate_window_all`.
+ * Kafka's `backwardAll()`: `kstate_window_all` in reverse order (arguments and errors as
+ * there).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_backward_all(struct kstate_window_t *store,
@@ -2325,11 +1949,7 @@ struct kstate_error_t *kstate_window_backward_all(struct kstate_window_t *store,
 
 /**
  * Kafka's `backwardFetchAll(timeFrom, timeTo)`: `kstate_window_fetch_all` in reverse
- * order.
- * (arguments, errors and thread safety as `kstate_window_fetch_all`).
- *
- * # Safety
- * As `kstate_window_fetch_all`.
+ * order (arguments and errors as there).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_backward_fetch_all(struct kstate_window_t *store,
@@ -2339,12 +1959,8 @@ struct kstate_error_t *kstate_window_backward_fetch_all(struct kstate_window_t *
                                                         struct kstate_window_iter_t **iter_out);
 
 /**
- * Kafka's `backwardFetch(keyFrom, keyTo, timeFrom, timeTo)`: `kstate_window_fetch_key_range`
- * in reverse order.
- * (arguments, errors and thread safety as `kstate_window_fetch_key_range`).
- *
- * # Safety
- * As `kstate_window_fetch_key_range`.
+ * Kafka's `backwardFetch(keyFrom, keyTo, timeFrom, timeTo)`:
+ * `kstate_window_fetch_key_range` in reverse order (arguments and errors as there).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_backward_fetch_key_range(struct kstate_window_t *store,
@@ -2359,11 +1975,7 @@ struct kstate_error_t *kstate_window_backward_fetch_key_range(struct kstate_wind
 
 /**
  * Kafka's `backwardFetch(key, timeFrom, timeTo)`: `kstate_window_fetch_range` by
- * descending start.
- * (arguments, errors and thread safety as `kstate_window_fetch_range`).
- *
- * # Safety
- * As `kstate_window_fetch_range`.
+ * descending start (arguments and errors as there).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_backward_fetch_range(struct kstate_window_t *store,
@@ -2375,17 +1987,14 @@ struct kstate_error_t *kstate_window_backward_fetch_range(struct kstate_window_t
                                                           struct kstate_window_iter_t **iter_out);
 
 /**
- * Closes a window store, as `kstate_kv_close` (same errors, guarantees, safety and thread
- * safety): uncommitted writes are discarded, its iterators closed, the handle invalid.
+ * Closes a window store, as `kstate_kv_close` (same errors and guarantees): uncommitted
+ * writes are discarded, its iterators closed, the handle invalid.
  */
 KSTATE_MUST_USE struct kstate_error_t *kstate_window_close(struct kstate_window_t *store);
 
 /**
  * Commits the window store's uncommitted writes atomically with changelog `offsets` and
- * `metadata`, as `kstate_kv_commit` (same arguments, errors, thread safety).
- *
- * # Safety
- * As `kstate_kv_commit`.
+ * `metadata`, as `kstate_kv_commit` (same arguments and errors).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_commit(struct kstate_window_t *store,
@@ -2396,10 +2005,7 @@ struct kstate_error_t *kstate_window_commit(struct kstate_window_t *store,
 
 /**
  * The metadata of a window store's last commit, as `kstate_kv_committed_metadata` (same
- * arguments, errors, thread safety).
- *
- * # Safety
- * As `kstate_kv_committed_metadata`.
+ * arguments and errors).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_committed_metadata(struct kstate_window_t *store,
@@ -2408,10 +2014,7 @@ struct kstate_error_t *kstate_window_committed_metadata(struct kstate_window_t *
 
 /**
  * The committed changelog offset of a partition of a window store, as
- * `kstate_kv_committed_offset` (same arguments, errors, thread safety).
- *
- * # Safety
- * As `kstate_kv_committed_offset`.
+ * `kstate_kv_committed_offset` (same arguments and errors).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_committed_offset(struct kstate_window_t *store,
@@ -2425,26 +2028,15 @@ struct kstate_error_t *kstate_window_committed_offset(struct kstate_window_t *st
  *
  * # Arguments
  * * `store` - a window store.
- * * `isolation` - `KSTATE_READ_UNCOMMITTED` (the writer's view) or
- *   `KSTATE_READ_COMMITTED` (committed data only).
- * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` (the writer's view) or `KSTATE_READ_COMMITTED` (committed data only).
+ * * `key`, `key_len` - the record key.
  * * `window_start` - the window start.
- * * `value_out` - receives the value (without timestamp in a timestamped store, without
- *   timestamp and headers in a headers-format one; free with `kstate_bytes_free`);
- *   `{NULL, 0}` on entry and when not found.
- * * `timestamp_out` - receives the record timestamp (-1 in a plain store); 0 on entry.
- * * `found_out` - true when the window exists and has not expired; false on entry.
- *
- * # Returns
- * NULL on success (found or not), else an error.
+ * * `value_out` - receives the value (without timestamp in a timestamped store, without timestamp and headers in a headers-format one).
+ * * `timestamp_out` - receives the record timestamp (-1 in a plain store).
+ * * `found_out` - true when the window exists and has not expired.
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
- *   an unknown isolation.
- * * `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE`.
- *
- * # Safety
- * `key` is NULL or readable for `key_len` bytes; out-parameters NULL or writable.
+ * `KSTATE_ERR_INVALID_VALUE`, `KSTATE_ERR_STORAGE`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_fetch(struct kstate_window_t *store,
@@ -2458,19 +2050,14 @@ struct kstate_error_t *kstate_window_fetch(struct kstate_window_t *store,
 
 /**
  * Kafka's `fetchAll(timeFrom, timeTo)`: every window whose start is in
- * `[time_from, time_to]`, in Kafka's order.
+ * `[time_from, time_to]`, in Kafka's order. Errors as `kstate_window_fetch_range`.
  *
  * # Arguments
  * * `store` - a window store.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
- * * `time_from`, `time_to` - window start bounds, inclusive.
- * * `iter_out` - receives the iterator; NULL on entry and on failure.
- *
- * # Errors
- * As `kstate_window_fetch_range`.
- *
- * # Safety
- * `iter_out` NULL or writable.
+ * * `time_from` - lowest window start, inclusive.
+ * * `time_to` - highest window start, inclusive.
+ * * `iter_out` - receives the iterator.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_fetch_all(struct kstate_window_t *store,
@@ -2482,24 +2069,17 @@ struct kstate_error_t *kstate_window_fetch_all(struct kstate_window_t *store,
 /**
  * Kafka's `fetch(keyFrom, keyTo, timeFrom, timeTo)`: the windows of the keys in
  * `[key_from, key_to]` whose start is in `[time_from, time_to]`, in Kafka's order
- * (segment by segment; within a segment by key bytes, then start).
+ * (segment by segment; within a segment by key bytes, then start). Errors as
+ * `kstate_window_fetch_range`.
  *
  * # Arguments
  * * `store` - a window store.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
- * * `key_from`, `key_from_len` - lowest key, inclusive; NULL (with length 0) leaves it
- *   open (a non-NULL pointer with length 0 is the empty key).
- * * `key_to`, `key_to_len` - highest key, inclusive; NULL leaves it open. Empty when
- *   `key_from > key_to`.
- * * `time_from`, `time_to` - window start bounds, inclusive.
- * * `iter_out` - receives the iterator; NULL on entry and on failure.
- *
- * # Errors
- * As `kstate_window_fetch_range` (a NULL bound with a non-zero length is
- * `KSTATE_ERR_INVALID_ARGUMENT`).
- *
- * # Safety
- * Bounds NULL or readable for their lengths (copied); `iter_out` NULL or writable.
+ * * `key_from`, `key_from_len` - lowest key, inclusive; NULL (with length 0) leaves it open (a non-NULL pointer with length 0 is the empty key).
+ * * `key_to`, `key_to_len` - highest key, inclusive; NULL leaves it open. Empty when `key_from > key_to`.
+ * * `time_from` - lowest window start, inclusive.
+ * * `time_to` - highest window start, inclusive.
+ * * `iter_out` - receives the iterator.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_fetch_key_range(struct kstate_window_t *store,
@@ -2519,18 +2099,13 @@ struct kstate_error_t *kstate_window_fetch_key_range(struct kstate_window_t *sto
  * # Arguments
  * * `store` - a window store.
  * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
- * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
- * * `time_from`, `time_to` - window start bounds, inclusive (empty when from > to).
- * * `iter_out` - receives the iterator (release it with `kstate_window_iter_close`);
- *   NULL on entry and on failure.
+ * * `key`, `key_len` - the record key (copied).
+ * * `time_from` - lowest window start, inclusive.
+ * * `time_to` - highest window start, inclusive (empty when from > to).
+ * * `iter_out` - receives the iterator (release it with `kstate_window_iter_close`).
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `iter_out` NULL, NULL key with non-zero length, an
- *   unknown isolation.
- * * `KSTATE_ERR_STORAGE`.
- *
- * # Safety
- * `key` NULL or readable for `key_len` bytes (copied); `iter_out` NULL or writable.
+ * `KSTATE_ERR_STORAGE`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_fetch_range(struct kstate_window_t *store,
@@ -2545,28 +2120,7 @@ struct kstate_error_t *kstate_window_fetch_range(struct kstate_window_t *store,
  * Kafka's `fetch(key, windowStart)` returning the value in the store's own layout, as
  * `kstate_window_put_raw` takes it (timestamp prefix in a timestamped store, Kafka's
  * `ValueTimestampHeaders` layout with its headers in a headers-format store, the bytes of
- * a plain one).
- *
- * # Arguments
- * * `store` - a window store.
- * * `isolation` - `KSTATE_READ_UNCOMMITTED` (the writer's view) or
- *   `KSTATE_READ_COMMITTED` (committed data only).
- * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
- * * `window_start` - the window start.
- * * `value_out` - receives the raw value (free with `kstate_bytes_free`); `{NULL, 0}` on
- *   entry and when not found.
- * * `found_out` - true when the window exists and has not expired; false on entry.
- *
- * # Returns
- * NULL on success (found or not), else an error.
- *
- * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter, NULL key with non-zero length,
- *   an unknown isolation.
- * * `KSTATE_ERR_STORAGE`.
- *
- * # Safety
- * As `kstate_window_fetch`.
+ * a plain one). Arguments and errors as `kstate_window_fetch`, without `timestamp_out`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_fetch_raw(struct kstate_window_t *store,
@@ -2578,40 +2132,29 @@ struct kstate_error_t *kstate_window_fetch_raw(struct kstate_window_t *store,
                                                bool *found_out);
 
 /**
- * Releases a window store iterator, as `kstate_kv_iter_close` (same errors, safety,
- * thread safety; a handle of another kind is `KSTATE_ERR_INVALID_HANDLE`).
+ * Releases a window store iterator, as `kstate_kv_iter_close` (same errors; a handle of
+ * another kind is `KSTATE_ERR_INVALID_HANDLE`).
  */
 KSTATE_MUST_USE struct kstate_error_t *kstate_window_iter_close(struct kstate_window_iter_t *iter);
 
 /**
- * The next window of an iterator.
+ * The next window of an iterator; at the end, a success with `*found_out` false and every
+ * other out-parameter at its entry value.
  *
  * # Arguments
  * * `iter` - the iterator.
- * * `key_out` - receives the record key (free with `kstate_bytes_free`); `{NULL, 0}` on
- *   entry and at the end.
- * * `value_out` - receives the value (without timestamp in a timestamped store, without
- *   timestamp and headers in a headers-format one; free with `kstate_bytes_free`);
- *   `{NULL, 0}` on entry and at the end.
- * * `timestamp_out` - the record timestamp (-1 in a plain store); 0 on entry.
- * * `window_start_out` - the window start; 0 on entry.
- * * `window_end_out` - the window end: start + the store's window size
- *   (`INT64_MAX` when that overflows, as Kafka); 0 on entry.
- * * `found_out` - true when a window was returned, false at the end (then every other
- *   out-parameter keeps its entry value); false on entry.
- *
- * # Returns
- * NULL on success (a window or the end), else an error.
+ * * `key_out` - receives the record key.
+ * * `value_out` - receives the value (without timestamp in a timestamped store, without timestamp and headers in a headers-format one).
+ * * `timestamp_out` - the record timestamp (-1 in a plain store).
+ * * `window_start_out` - the window start.
+ * * `window_end_out` - the window end: start + the store's window size (`INT64_MAX` when that overflows, as Kafka).
+ * * `found_out` - true when a window was returned, false at the end.
  *
  * # Errors
  * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, never issued, or not a window iterator.
  * * `KSTATE_ERR_ITERATOR_CLOSED` - the iterator or its store was closed.
- * * `KSTATE_ERR_INVALID_ARGUMENT` - a NULL out-parameter.
  * * `KSTATE_ERR_INVALID_VALUE` - a timestamped value shorter than its timestamp (the
  *   next call continues after it); `KSTATE_ERR_STORAGE`.
- *
- * # Safety
- * Out-parameters NULL or writable.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_iter_next(struct kstate_window_iter_t *iter,
@@ -2624,8 +2167,8 @@ struct kstate_error_t *kstate_window_iter_next(struct kstate_window_iter_t *iter
 
 /**
  * Opens (creating it if absent) and recovers the window store at `path`, as `kstate_kv_open`
- * (same arguments, errors and safety), with options of type `kstate_window_options_t` set
- * up by `kstate_window_options_init`, possibly changed.
+ * (same arguments and errors), with options of type `kstate_window_options_t` set up by
+ * `kstate_window_options_init`, possibly changed.
  * NULL options mean the defaults: RocksDB, timestamped, retention 1 day, window
  * size 0.
  *
@@ -2634,9 +2177,6 @@ struct kstate_error_t *kstate_window_iter_next(struct kstate_window_iter_t *iter
  * (negative retention or window size, a window larger than the retention, a
  * negative segment interval) and `KSTATE_ERR_FORMAT_MISMATCH` when `path` holds a
  * store of another kind (a key-value or session store).
- *
- * # Safety
- * As `kstate_kv_open`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_open(const char *path,
@@ -2644,27 +2184,10 @@ struct kstate_error_t *kstate_window_open(const char *path,
                                           struct kstate_window_t **store_out);
 
 /**
- * Sets window store options to the defaults: RocksDB, timestamped values, retention 1
- * day, window size 0, Kafka's segment interval, no duplicates, 64 MiB of uncommitted
- * writes in memory, no fsync on commit, Kafka Streams' RocksDB tuning, not time-ordered;
- * and `struct_size` to `struct_size`.
- *
- * # Arguments
- * * `options` - the options to initialise.
- * * `struct_size` - `sizeof` the caller's `kstate_window_options_t`: `sizeof options`
- *   (`KSTATE_WINDOW_OPTIONS_SIZE_V2` with this header; a caller built against layout 1
- *   passes `KSTATE_WINDOW_OPTIONS_SIZE_V1`, and only that layout's bytes are written).
- *
- * # Returns
- * NULL on success, else an error (free it with `kstate_error_free`); `options` is left
- * unchanged then.
- *
- * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - `options` NULL or misaligned; `struct_size` is not
- *   a `KSTATE_WINDOW_OPTIONS_SIZE_*` this library knows.
- *
- * # Safety
- * `options` is NULL or valid for writing `struct_size` bytes.
+ * Sets window store options to the defaults: RocksDB, timestamped values, retention
+ * 1 day, window size 0, Kafka's segment interval, no duplicates, not time-ordered,
+ * and the store defaults of `kstate_kv_options_init`; as that function (same
+ * arguments and errors, for `kstate_window_options_t`).
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_options_init(struct kstate_window_options_t *options,
@@ -2673,26 +2196,22 @@ struct kstate_error_t *kstate_window_options_init(struct kstate_window_options_t
 /**
  * Kafka's `put(key, ValueAndTimestamp(value, timestamp), windowStart)` on a timestamped
  * window store (on a headers-format store: the value with its timestamp and no headers, as
- * `kstate_kv_put` does there), in the current transaction. The write advances the stream time to
- * `window_start`; a window already expired by the stream time is dropped silently, as in
- * Kafka. With `retain_duplicates`, every put is kept as a new entry.
+ * `kstate_kv_put` does there), in the current transaction. The write advances the stream
+ * time to `window_start`; a window already expired by the stream time is dropped silently,
+ * as in Kafka. With `retain_duplicates`, every put is kept as a new entry.
  *
  * # Arguments
  * * `store` - a timestamped or headers-format window store.
- * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
- * * `value`, `value_len` - the value without timestamp; NULL only when `value_len` is 0.
+ * * `key`, `key_len` - the record key.
+ * * `value`, `value_len` - the value without timestamp.
  * * `timestamp` - the record timestamp.
  * * `window_start` - the window start (ms).
  *
  * # Errors
- * * `KSTATE_ERR_INVALID_ARGUMENT` - NULL data with a non-zero length.
  * * `KSTATE_ERR_KEY_TOO_LARGE` (over `KSTATE_MAX_KEY_BYTES` - 12),
  *   `KSTATE_ERR_VALUE_TOO_LARGE`.
  * * `KSTATE_ERR_FORMAT_MISMATCH` - the store is plain (use `kstate_window_put_raw`).
  * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
- *
- * # Safety
- * `key` / `value` are NULL or readable for `key_len` / `value_len` bytes.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_put(struct kstate_window_t *store,
@@ -2712,7 +2231,7 @@ struct kstate_error_t *kstate_window_put(struct kstate_window_t *store,
  *
  * # Arguments
  * * `store` - a window store.
- * * `key`, `key_len` - the record key; `key` may be NULL only when `key_len` is 0.
+ * * `key`, `key_len` - the record key.
  * * `value`, `value_len` - the raw value, or NULL with length 0 to delete.
  * * `window_start` - the window start (ms).
  *
@@ -2720,12 +2239,6 @@ struct kstate_error_t *kstate_window_put(struct kstate_window_t *store,
  * As `kstate_window_put` (without `KSTATE_ERR_FORMAT_MISMATCH`), plus
  * `KSTATE_ERR_INVALID_VALUE` for a timestamped value shorter than 8 bytes or a malformed
  * headers-format value.
- *
- * # Safety
- * As `kstate_window_put`.
- *
- * # Thread safety
- * As `kstate_window_put`.
  */
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_window_put_raw(struct kstate_window_t *store,
@@ -2736,8 +2249,7 @@ struct kstate_error_t *kstate_window_put_raw(struct kstate_window_t *store,
                                              int64_t window_start);
 
 /**
- * Discards the window store's uncommitted writes, as `kstate_kv_rollback` (same errors,
- * safety, thread safety).
+ * Discards the window store's uncommitted writes, as `kstate_kv_rollback` (same errors).
  */
 KSTATE_MUST_USE struct kstate_error_t *kstate_window_rollback(struct kstate_window_t *store);
 

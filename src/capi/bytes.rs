@@ -3,7 +3,6 @@
 
 use std::ffi::{c_char, CStr};
 
-use super::error::{ffi_call, kstate_error_t};
 use crate::{Error, Result};
 
 /// A byte buffer allocated by kstate and owned by the caller, who releases it with
@@ -39,12 +38,6 @@ impl kstate_bytes_t {
 ///
 /// # Arguments
 /// * `bytes` - the buffer to release; NULL, or a buffer whose `ptr` is NULL, is a no-op.
-///
-/// # Returns
-/// Nothing.
-///
-/// # Errors
-/// None.
 ///
 /// # Safety
 /// `bytes` is NULL or points to a `kstate_bytes_t` that is either `{NULL, 0}` or exactly as
@@ -183,6 +176,62 @@ pub(crate) unsafe fn init<T>(ptr: *mut T, value: T) {
     }
 }
 
+/// The value an out-parameter holds until a function succeeds: empty bytes, zero, false,
+/// NULL. Generated functions (`@@ fn` in the templates) set every out-parameter to it on
+/// entry, so each is defined whatever happens next.
+pub(crate) trait Nothing {
+    /// The "nothing" value.
+    const NOTHING: Self;
+}
+
+impl Nothing for kstate_bytes_t {
+    const NOTHING: Self = kstate_bytes_t::NONE;
+}
+
+impl Nothing for bool {
+    const NOTHING: Self = false;
+}
+
+impl Nothing for i64 {
+    const NOTHING: Self = 0;
+}
+
+impl Nothing for u64 {
+    const NOTHING: Self = 0;
+}
+
+impl<T> Nothing for *mut T {
+    const NOTHING: Self = std::ptr::null_mut();
+}
+
+/// Publishes what a typed read found, `(value, timestamp)`, through its out-parameters
+/// (left at "nothing" when it found nothing). Always `Ok`: the last expression of a body.
+pub(crate) fn found_typed(
+    found: Option<(Vec<u8>, i64)>,
+    value_out: &mut kstate_bytes_t,
+    timestamp_out: &mut i64,
+    found_out: &mut bool,
+) -> Result<()> {
+    if let Some((v, ts)) = found {
+        *timestamp_out = ts;
+        found_raw(Some(v), value_out, found_out)?;
+    }
+    Ok(())
+}
+
+/// Publishes what a raw read found through its out-parameters, as [`found_typed`].
+pub(crate) fn found_raw(
+    found: Option<Vec<u8>>,
+    value_out: &mut kstate_bytes_t,
+    found_out: &mut bool,
+) -> Result<()> {
+    if let Some(v) = found {
+        *value_out = kstate_bytes_t::from_vec(v);
+        *found_out = true;
+    }
+    Ok(())
+}
+
 /// Borrows a required out-parameter: NULL or misaligned is an `InvalidArgument` error.
 ///
 /// # Safety
@@ -194,82 +243,4 @@ pub(crate) unsafe fn out<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
     }
     // SAFETY: aligned, and NULL or valid and initialised (caller's guarantee).
     unsafe { ptr.as_mut() }.ok_or_else(|| Error::InvalidArgument(format!("{what} is NULL")))
-}
-
-/// The out-parameters of a read that may find a value: the value (`kstate_bytes_t`), its
-/// timestamp for a typed read, and `found_out`. Each is named as the function's parameter
-/// (an error about it says `old_value_out is NULL`).
-pub(crate) struct FoundOut<'n> {
-    /// Receives the value.
-    pub value: (*mut kstate_bytes_t, &'n str),
-    /// Receives the timestamp (typed reads only).
-    pub timestamp: Option<(*mut i64, &'n str)>,
-    /// Receives whether a value was found.
-    pub found: *mut bool,
-}
-
-impl<'n> FoundOut<'n> {
-    /// The out-parameters of a typed read: value, timestamp, found.
-    pub(crate) fn typed(
-        value: *mut kstate_bytes_t,
-        value_name: &'n str,
-        timestamp: *mut i64,
-        timestamp_name: &'n str,
-        found: *mut bool,
-    ) -> Self {
-        FoundOut {
-            value: (value, value_name),
-            timestamp: Some((timestamp, timestamp_name)),
-            found,
-        }
-    }
-
-    /// The out-parameters of a raw read: value, found.
-    pub(crate) fn raw(value: *mut kstate_bytes_t, value_name: &'n str, found: *mut bool) -> Self {
-        FoundOut {
-            value: (value, value_name),
-            timestamp: None,
-            found,
-        }
-    }
-
-    /// Runs a read in [`ffi_call`]: every out-parameter is set to "nothing" first (so all are
-    /// defined whatever happens next), then each is checked (NULL or misaligned:
-    /// `InvalidArgument`) before `read` runs; what `read` finds, `(value, timestamp)`, is
-    /// published with `*found = true`.
-    ///
-    /// # Safety
-    /// Each out-parameter is NULL or valid for writing its type.
-    pub(crate) unsafe fn call(
-        self,
-        read: impl FnOnce() -> Result<Option<(Vec<u8>, i64)>>,
-    ) -> *mut kstate_error_t {
-        // SAFETY: NULL or writable (caller's guarantee).
-        unsafe {
-            init(self.value.0, kstate_bytes_t::NONE);
-            if let Some((ts, _)) = self.timestamp {
-                init(ts, 0);
-            }
-            init(self.found, false);
-        }
-        ffi_call(|| {
-            // SAFETY: initialised above.
-            let value = unsafe { out(self.value.0, self.value.1)? };
-            let timestamp = match self.timestamp {
-                // SAFETY: initialised above.
-                Some((ts, what)) => Some(unsafe { out(ts, what)? }),
-                None => None,
-            };
-            // SAFETY: initialised above.
-            let found = unsafe { out(self.found, "found_out")? };
-            if let Some((v, ts)) = read()? {
-                *value = kstate_bytes_t::from_vec(v);
-                if let Some(out) = timestamp {
-                    *out = ts;
-                }
-                *found = true;
-            }
-            Ok(())
-        })
-    }
 }

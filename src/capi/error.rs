@@ -54,9 +54,6 @@ pub(crate) fn ffi_infallible<T>(fallback: T, body: impl FnOnce() -> T) -> T {
 /// # Returns
 /// The error's `KSTATE_ERR_*` code; `KSTATE_OK` (0) when `error` is NULL.
 ///
-/// # Errors
-/// None.
-///
 /// # Safety
 /// `error` is NULL or a pointer returned by a kstate function and not yet passed to
 /// `kstate_error_free`.
@@ -81,9 +78,6 @@ pub unsafe extern "C" fn kstate_error_code(error: *const kstate_error_t) -> i32 
 /// A NUL-terminated UTF-8 string owned by `error` and valid until `kstate_error_free(error)`;
 /// a static `"no error"` when `error` is NULL. Never NULL.
 ///
-/// # Errors
-/// None.
-///
 /// # Safety
 /// `error` is NULL or a pointer returned by a kstate function and not yet freed. Do not
 /// free or modify the returned string, nor use it after freeing `error`.
@@ -100,12 +94,6 @@ pub unsafe extern "C" fn kstate_error_message(error: *const kstate_error_t) -> *
 ///
 /// # Arguments
 /// * `error` - an error returned by a kstate function, or NULL (then nothing happens).
-///
-/// # Returns
-/// Nothing.
-///
-/// # Errors
-/// None.
 ///
 /// # Safety
 /// `error` is NULL or a pointer returned by a kstate function that was not freed before;
@@ -132,12 +120,6 @@ pub unsafe extern "C" fn kstate_error_free(error: *mut kstate_error_t) {
 /// # Returns
 /// A static NUL-terminated string: `"OK"` for 0, the name for a `KSTATE_ERR_*` code,
 /// `"UNKNOWN"` otherwise. Never NULL; never freed.
-///
-/// # Errors
-/// None.
-///
-/// # Safety
-/// None required.
 #[no_mangle]
 pub extern "C" fn kstate_error_code_name(code: i32) -> *const c_char {
     ffi_infallible(c"UNKNOWN".as_ptr(), || {

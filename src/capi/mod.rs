@@ -21,13 +21,12 @@ mod error;
 mod iter;
 mod kv;
 mod options;
-mod segmented;
 mod segmented_options;
 mod session;
 mod shared;
+mod sized;
 #[cfg(test)]
 mod tests;
-mod txn;
 mod window;
 #[cfg(test)]
 mod window_tests;
@@ -50,14 +49,14 @@ pub use kv::{
     kstate_kv_write_t, kstate_offset_t, kstate_progress_fn,
 };
 pub use options::{
-    kstate_engine_t, kstate_kv_options_init, kstate_kv_options_t, kstate_value_format_t,
-    KSTATE_ENGINE_MEMORY, KSTATE_ENGINE_ROCKSDB, KSTATE_FORMAT_PLAIN, KSTATE_FORMAT_TIMESTAMPED,
-    KSTATE_KV_OPTIONS_SIZE_V1, KSTATE_KV_OPTIONS_SIZE_V2,
+    kstate_engine_t, kstate_kv_options_init, kstate_kv_options_t, kstate_session_options_init,
+    kstate_value_format_t, kstate_window_options_init, KSTATE_ENGINE_MEMORY, KSTATE_ENGINE_ROCKSDB,
+    KSTATE_FORMAT_PLAIN, KSTATE_FORMAT_TIMESTAMPED, KSTATE_KV_OPTIONS_SIZE_V1,
+    KSTATE_KV_OPTIONS_SIZE_V2,
 };
 pub use segmented_options::{
-    kstate_session_options_init, kstate_session_options_t, kstate_window_options_init,
-    kstate_window_options_t, KSTATE_SESSION_OPTIONS_SIZE_V1, KSTATE_SESSION_OPTIONS_SIZE_V2,
-    KSTATE_WINDOW_OPTIONS_SIZE_V1, KSTATE_WINDOW_OPTIONS_SIZE_V2,
+    kstate_session_options_t, kstate_window_options_t, KSTATE_SESSION_OPTIONS_SIZE_V1,
+    KSTATE_SESSION_OPTIONS_SIZE_V2, KSTATE_WINDOW_OPTIONS_SIZE_V1, KSTATE_WINDOW_OPTIONS_SIZE_V2,
 };
 pub use session::{
     kstate_session_backward_fetch, kstate_session_backward_fetch_range,
@@ -86,6 +85,8 @@ pub use window::{
 };
 
 use std::ffi::c_char;
+
+pub(crate) use sized::OptionsStruct;
 
 use crate::{Error, Isolation, Result};
 
@@ -167,49 +168,6 @@ pub(crate) fn pointer<P>(h: u64) -> *mut P {
     h as usize as *mut P
 }
 
-/// An options struct of the C API (`kstate_kv_options_t`, `kstate_window_options_t`,
-/// `kstate_session_options_t`): what each kind's open reads from the caller's pointer.
-pub(crate) trait OptionsStruct {
-    /// The core's options it becomes.
-    type Options;
-    /// Reads the caller's options (NULL: the defaults) and checks them.
-    ///
-    /// # Safety
-    /// `options` is NULL or points to a struct set up by the kind's `_init` function, of at
-    /// least its `struct_size` readable bytes.
-    unsafe fn load(options: *const Self) -> Result<Self::Options>;
-}
-
-impl OptionsStruct for kstate_kv_options_t {
-    type Options = crate::StoreOptions;
-    unsafe fn load(options: *const Self) -> Result<Self::Options> {
-        let options = if options.is_null() {
-            kstate_kv_options_t::defaults()
-        } else {
-            // SAFETY: non-NULL and initialised with the caller's struct size (caller's
-            // guarantee); read in that layout.
-            unsafe { kstate_kv_options_t::read(options)? }
-        };
-        options.to_store_options()
-    }
-}
-
-impl OptionsStruct for kstate_window_options_t {
-    type Options = crate::store::WindowOptions;
-    unsafe fn load(options: *const Self) -> Result<Self::Options> {
-        // SAFETY: NULL or initialised (caller's guarantee); `read` handles NULL.
-        unsafe { kstate_window_options_t::read(options)? }.to_window_options()
-    }
-}
-
-impl OptionsStruct for kstate_session_options_t {
-    type Options = crate::store::SessionOptions;
-    unsafe fn load(options: *const Self) -> Result<Self::Options> {
-        // SAFETY: NULL or initialised (caller's guarantee); `read` handles NULL.
-        unsafe { kstate_session_options_t::read(options)? }.to_session_options()
-    }
-}
-
 pub(crate) fn isolation(value: kstate_isolation_t) -> Result<Isolation> {
     match value {
         KSTATE_READ_UNCOMMITTED => Ok(Isolation::ReadUncommitted),
@@ -223,17 +181,8 @@ pub(crate) fn isolation(value: kstate_isolation_t) -> Result<Isolation> {
 /// The library's version, e.g. `"0.1.0"`. Compare with the `KSTATE_VERSION_*` macros to
 /// detect a header/library mismatch.
 ///
-/// # Arguments
-/// None.
-///
 /// # Returns
 /// A static NUL-terminated string; never NULL, never freed.
-///
-/// # Errors
-/// None.
-///
-/// # Safety
-/// None required.
 #[no_mangle]
 pub extern "C" fn kstate_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()

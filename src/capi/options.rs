@@ -3,7 +3,8 @@
 use crate::engine::rocksdb::{BoundedMemory, RocksOptions};
 use crate::{EngineKind, Error, Result, StoreOptions, ValueFormat};
 
-use super::error::{ffi_call, kstate_error_t};
+use super::segmented_options::{kstate_session_options_t, kstate_window_options_t};
+use super::sized::{init, Layouts, OptionsStruct};
 
 /// Which storage engine backs a store: `KSTATE_ENGINE_ROCKSDB` or `KSTATE_ENGINE_MEMORY`.
 pub type kstate_engine_t = u32;
@@ -115,9 +116,15 @@ const _: () = assert!(std::mem::size_of::<OptionsV1>() == KSTATE_KV_OPTIONS_SIZE
 const _: () = assert!(std::mem::size_of::<kstate_kv_options_t>() == KSTATE_KV_OPTIONS_SIZE_V2);
 const _: () = assert!(std::mem::align_of::<OptionsV1>() == std::mem::align_of::<usize>());
 
-impl kstate_kv_options_t {
+impl OptionsStruct for kstate_kv_options_t {
+    type Options = StoreOptions;
+    const LAYOUTS: Layouts = Layouts {
+        v1: KSTATE_KV_OPTIONS_SIZE_V1,
+        v2: KSTATE_KV_OPTIONS_SIZE_V2,
+        name: "kstate_kv_options",
+    };
     /// The defaults, in the current layout.
-    pub(crate) fn defaults() -> Self {
+    fn defaults() -> Self {
         let d = StoreOptions::default();
         kstate_kv_options_t {
             struct_size: KSTATE_KV_OPTIONS_SIZE_V2,
@@ -136,71 +143,7 @@ impl kstate_kv_options_t {
     }
 
     /// The first layout's fields of these options.
-    fn v1(&self) -> OptionsV1 {
-        OptionsV1 {
-            struct_size: KSTATE_KV_OPTIONS_SIZE_V1,
-            engine: self.engine,
-            value_format: self.value_format,
-            max_uncommitted_bytes: self.max_uncommitted_bytes,
-            sync_on_commit: self.sync_on_commit,
-            rocksdb_block_cache_bytes: self.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: self.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: self.rocksdb_max_write_buffers,
-        }
-    }
-
-    /// Reads a caller's options in the layout its `struct_size` names.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a misaligned pointer or a size no layout has.
-    ///
-    /// # Safety
-    /// `options` is non-NULL and points to at least `size_of::<usize>()` readable bytes,
-    /// and to `struct_size` readable bytes when `struct_size` is a known layout's size.
-    pub(crate) unsafe fn read(options: *const kstate_kv_options_t) -> Result<Self> {
-        if !options.is_aligned() {
-            return Err(Error::InvalidArgument("options is misaligned".into()));
-        }
-        // SAFETY: aligned and readable for the leading size field (caller's guarantee).
-        let size = unsafe { options.cast::<usize>().read() };
-        match size {
-            KSTATE_KV_OPTIONS_SIZE_V2 => {
-                // SAFETY: the caller's struct has the current layout, all readable; plain
-                // old data, copied out. bool fields come from C code that set them through
-                // the header's `bool` type.
-                Ok(unsafe { options.read() })
-            }
-            KSTATE_KV_OPTIONS_SIZE_V1 => {
-                // SAFETY: the caller's struct has the first layout, all readable.
-                let old = unsafe { options.cast::<OptionsV1>().read() };
-                Ok(Self::from_v1(old))
-            }
-            0 => Err(Error::InvalidArgument(
-                "options.struct_size is 0: initialise the options with \
-                 kstate_kv_options_init(&options, sizeof options)"
-                    .into(),
-            )),
-            other => Err(unknown_size(other)),
-        }
-    }
-
-    /// Options of the first layout, the later fields at their defaults.
-    fn from_v1(old: OptionsV1) -> Self {
-        kstate_kv_options_t {
-            struct_size: KSTATE_KV_OPTIONS_SIZE_V2,
-            engine: old.engine,
-            value_format: old.value_format,
-            max_uncommitted_bytes: old.max_uncommitted_bytes,
-            sync_on_commit: old.sync_on_commit,
-            rocksdb_block_cache_bytes: old.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: old.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: old.rocksdb_max_write_buffers,
-            ..Self::defaults()
-        }
-    }
-
-    /// Validates and converts to the core's options.
-    pub(crate) fn to_store_options(self) -> Result<StoreOptions> {
+    fn convert(self) -> Result<StoreOptions> {
         let engine = match self.engine {
             KSTATE_ENGINE_ROCKSDB => EngineKind::RocksDb,
             KSTATE_ENGINE_MEMORY => EngineKind::Memory,
@@ -265,77 +208,45 @@ impl kstate_kv_options_t {
             adopt_left_open: false,
         })
     }
-}
-
-/// The error for a `struct_size` that no layout has.
-fn unknown_size(size: usize) -> Error {
-    if size > KSTATE_KV_OPTIONS_SIZE_V2 {
-        Error::InvalidArgument(format!(
-            "options.struct_size {size} is larger than any kstate_kv_options_t this library \
-             ({}) knows ({KSTATE_KV_OPTIONS_SIZE_V2} bytes at most): the program was built \
-             against a newer kstate.h, or the options were not initialised with \
-             kstate_kv_options_init",
-            env!("CARGO_PKG_VERSION")
-        ))
-    } else {
-        Error::InvalidArgument(format!(
-            "options.struct_size {size} is not the size of a kstate_kv_options_t layout \
-             ({KSTATE_KV_OPTIONS_SIZE_V1} or {KSTATE_KV_OPTIONS_SIZE_V2}): initialise the \
-             options with kstate_kv_options_init(&options, sizeof options)"
-        ))
+    // Layout 1 has its own type: its tail padding holds fields of layout 2.
+    unsafe fn read_v1(options: *const Self) -> Self {
+        // SAFETY: the caller's struct has layout 1, all readable (caller's guarantee).
+        Self::from_v1(unsafe { options.cast::<OptionsV1>().read() })
+    }
+    unsafe fn write_v1(options: *mut Self, value: Self) {
+        // SAFETY: aligned and writable for layout 1 (caller's guarantee).
+        unsafe { options.cast::<OptionsV1>().write(value.v1()) }
     }
 }
 
-/// Sets options to the defaults: RocksDB, timestamped values, 64 MiB of uncommitted writes
-/// in memory, no fsync on commit, Kafka Streams' RocksDB tuning (50 MiB block cache, 16 MiB
-/// write buffers, 3 of them, bloom filter on, statistics off, no shared memory budget), and
-/// `struct_size` to `struct_size`.
-///
-/// # Arguments
-/// * `options` - the options to initialise.
-/// * `struct_size` - `sizeof` the caller's `kstate_kv_options_t`: `sizeof options` (it
-///   tells the library which fields the caller's header has; only those are written).
-///
-/// # Returns
-/// NULL on success, else an error (free it with `kstate_error_free`); `options` is left
-/// unchanged then.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_ARGUMENT` - `options` NULL or misaligned; `struct_size` is not
-///   one of the `KSTATE_KV_OPTIONS_SIZE_*` this library knows (a header newer than the
-///   library gives a larger one).
-///
-/// # Safety
-/// `options` is NULL or valid for writing `struct_size` bytes.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_kv_options_init(
-    options: *mut kstate_kv_options_t,
-    struct_size: usize,
-) -> *mut kstate_error_t {
-    ffi_call(|| {
-        if options.is_null() {
-            return Err(Error::InvalidArgument("options is NULL".into()));
+impl kstate_kv_options_t {
+    fn v1(&self) -> OptionsV1 {
+        OptionsV1 {
+            struct_size: KSTATE_KV_OPTIONS_SIZE_V1,
+            engine: self.engine,
+            value_format: self.value_format,
+            max_uncommitted_bytes: self.max_uncommitted_bytes,
+            sync_on_commit: self.sync_on_commit,
+            rocksdb_block_cache_bytes: self.rocksdb_block_cache_bytes,
+            rocksdb_write_buffer_bytes: self.rocksdb_write_buffer_bytes,
+            rocksdb_max_write_buffers: self.rocksdb_max_write_buffers,
         }
-        if !options.is_aligned() {
-            return Err(Error::InvalidArgument("options is misaligned".into()));
+    }
+
+    /// Options of the first layout, the later fields at their defaults.
+    fn from_v1(old: OptionsV1) -> Self {
+        kstate_kv_options_t {
+            struct_size: KSTATE_KV_OPTIONS_SIZE_V2,
+            engine: old.engine,
+            value_format: old.value_format,
+            max_uncommitted_bytes: old.max_uncommitted_bytes,
+            sync_on_commit: old.sync_on_commit,
+            rocksdb_block_cache_bytes: old.rocksdb_block_cache_bytes,
+            rocksdb_write_buffer_bytes: old.rocksdb_write_buffer_bytes,
+            rocksdb_max_write_buffers: old.rocksdb_max_write_buffers,
+            ..Self::defaults()
         }
-        let defaults = kstate_kv_options_t::defaults();
-        match struct_size {
-            // SAFETY: non-NULL, aligned, writable for the current layout's size (caller's
-            // guarantee with this `struct_size`).
-            KSTATE_KV_OPTIONS_SIZE_V2 => unsafe { options.write(defaults) },
-            // SAFETY: as above, for the first layout's size.
-            KSTATE_KV_OPTIONS_SIZE_V1 => unsafe {
-                options.cast::<OptionsV1>().write(defaults.v1())
-            },
-            0 => {
-                return Err(Error::InvalidArgument(
-                    "struct_size is 0: pass sizeof the kstate_kv_options_t".into(),
-                ))
-            }
-            other => return Err(unknown_size(other)),
-        }
-        Ok(())
-    })
+    }
 }
+
+include!(concat!(env!("OUT_DIR"), "/capi_options.rs"));

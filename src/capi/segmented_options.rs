@@ -13,11 +13,11 @@
 use crate::engine::rocksdb::BoundedMemory;
 use crate::{bridge, Error, Result, SessionOptions, StoreOptions, WindowOptions};
 
-use super::error::{ffi_call, kstate_error_t};
 use super::options::{
     kstate_engine_t, kstate_kv_options_t, kstate_value_format_t, KSTATE_ENGINE_ROCKSDB,
     KSTATE_FORMAT_PLAIN, KSTATE_FORMAT_TIMESTAMPED,
 };
+use super::sized::{Layouts, OptionsStruct};
 
 /// Options for `kstate_window_open`. Initialise them with
 /// `kstate_window_options_init(&options, sizeof options)`, then set at least
@@ -178,26 +178,6 @@ const _: () = assert!(
     std::mem::offset_of!(kstate_session_options_t, value_format) == KSTATE_SESSION_OPTIONS_SIZE_V1
 );
 
-/// The known layouts of a sized options struct: the first's size and the current one's.
-#[derive(Clone, Copy)]
-struct Layouts {
-    v1: usize,
-    v2: usize,
-    name: &'static str,
-}
-
-const WINDOW_LAYOUTS: Layouts = Layouts {
-    v1: KSTATE_WINDOW_OPTIONS_SIZE_V1,
-    v2: KSTATE_WINDOW_OPTIONS_SIZE_V2,
-    name: "kstate_window_options",
-};
-
-const SESSION_LAYOUTS: Layouts = Layouts {
-    v1: KSTATE_SESSION_OPTIONS_SIZE_V1,
-    v2: KSTATE_SESSION_OPTIONS_SIZE_V2,
-    name: "kstate_session_options",
-};
-
 /// Default retention of both option structs: one day, Kafka's default for windowed stores.
 const DEFAULT_RETENTION_MS: i64 = 86_400_000;
 
@@ -216,6 +196,25 @@ struct StoreFields {
     rocksdb_bounded_memtable_bytes: usize,
 }
 
+/// The [`StoreFields`] of a window or session options struct (the same field names in both).
+macro_rules! store_fields {
+    ($o:expr) => {
+        StoreFields {
+            engine: $o.engine,
+            value_format: $o.value_format,
+            sync_on_commit: $o.sync_on_commit,
+            max_uncommitted_bytes: $o.max_uncommitted_bytes,
+            rocksdb_block_cache_bytes: $o.rocksdb_block_cache_bytes,
+            rocksdb_write_buffer_bytes: $o.rocksdb_write_buffer_bytes,
+            rocksdb_max_write_buffers: $o.rocksdb_max_write_buffers,
+            rocksdb_bloom_filter: $o.rocksdb_bloom_filter,
+            rocksdb_statistics: $o.rocksdb_statistics,
+            rocksdb_bounded_memory_bytes: $o.rocksdb_bounded_memory_bytes,
+            rocksdb_bounded_memtable_bytes: $o.rocksdb_bounded_memtable_bytes,
+        }
+    };
+}
+
 impl StoreFields {
     /// Validated store options, through the key-value options' conversion.
     fn to_store_options(&self) -> Result<StoreOptions> {
@@ -231,7 +230,7 @@ impl StoreFields {
             rocksdb_max_write_buffers: self.rocksdb_max_write_buffers,
             ..kstate_kv_options_t::defaults()
         };
-        let mut options = kv.to_store_options()?;
+        let mut options = kv.convert()?;
         options.rocksdb.bloom_filter = self.rocksdb_bloom_filter;
         options.rocksdb.statistics = self.rocksdb_statistics;
         if self.rocksdb_bounded_memory_bytes != 0 {
@@ -248,9 +247,15 @@ impl StoreFields {
     }
 }
 
-impl kstate_window_options_t {
+impl OptionsStruct for kstate_window_options_t {
+    type Options = WindowOptions;
+    const LAYOUTS: Layouts = Layouts {
+        v1: KSTATE_WINDOW_OPTIONS_SIZE_V1,
+        v2: KSTATE_WINDOW_OPTIONS_SIZE_V2,
+        name: "kstate_window_options",
+    };
     /// The defaults (retention 1 day, window size 0), in the current layout.
-    pub(crate) fn defaults() -> Self {
+    fn defaults() -> Self {
         let kv = kstate_kv_options_t::defaults();
         let rocks = StoreOptions::default().rocksdb;
         kstate_window_options_t {
@@ -275,36 +280,9 @@ impl kstate_window_options_t {
         }
     }
 
-    /// Reads a caller's options in the layout its `struct_size` names (the fields a layout 1
-    /// caller lacks take their defaults); NULL is the defaults.
-    ///
-    /// # Safety
-    /// `options` is NULL or points to at least `size_of::<usize>()` readable bytes, and to
-    /// `struct_size` readable bytes when that is a known layout's size.
-    pub(crate) unsafe fn read(options: *const Self) -> Result<Self> {
-        if options.is_null() {
-            return Ok(Self::defaults());
-        }
-        // SAFETY: forwarded to the caller.
-        unsafe { read_sized(options, Self::defaults(), WINDOW_LAYOUTS) }
-    }
-
     /// Validates and converts to the core's options.
-    pub(crate) fn to_window_options(self) -> Result<WindowOptions> {
-        let store = StoreFields {
-            engine: self.engine,
-            value_format: self.value_format,
-            sync_on_commit: self.sync_on_commit,
-            max_uncommitted_bytes: self.max_uncommitted_bytes,
-            rocksdb_block_cache_bytes: self.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: self.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: self.rocksdb_max_write_buffers,
-            rocksdb_bloom_filter: self.rocksdb_bloom_filter,
-            rocksdb_statistics: self.rocksdb_statistics,
-            rocksdb_bounded_memory_bytes: self.rocksdb_bounded_memory_bytes,
-            rocksdb_bounded_memtable_bytes: self.rocksdb_bounded_memtable_bytes,
-        }
-        .to_store_options()?;
+    fn convert(self) -> Result<WindowOptions> {
+        let store = store_fields!(self).to_store_options()?;
         if self.key_index && !self.time_ordered {
             return Err(Error::InvalidArgument(
                 "options.key_index is Kafka's hasIndex of a time-ordered window store: it \
@@ -327,9 +305,15 @@ impl kstate_window_options_t {
     }
 }
 
-impl kstate_session_options_t {
+impl OptionsStruct for kstate_session_options_t {
+    type Options = SessionOptions;
+    const LAYOUTS: Layouts = Layouts {
+        v1: KSTATE_SESSION_OPTIONS_SIZE_V1,
+        v2: KSTATE_SESSION_OPTIONS_SIZE_V2,
+        name: "kstate_session_options",
+    };
     /// The defaults (retention 1 day), in the current layout.
-    pub(crate) fn defaults() -> Self {
+    fn defaults() -> Self {
         let w = kstate_window_options_t::defaults();
         kstate_session_options_t {
             struct_size: KSTATE_SESSION_OPTIONS_SIZE_V2,
@@ -350,20 +334,8 @@ impl kstate_session_options_t {
         }
     }
 
-    /// Reads a caller's options as [`kstate_window_options_t::read`].
-    ///
-    /// # Safety
-    /// As [`kstate_window_options_t::read`].
-    pub(crate) unsafe fn read(options: *const Self) -> Result<Self> {
-        if options.is_null() {
-            return Ok(Self::defaults());
-        }
-        // SAFETY: forwarded to the caller.
-        unsafe { read_sized(options, Self::defaults(), SESSION_LAYOUTS) }
-    }
-
     /// Validates and converts to the core's options.
-    pub(crate) fn to_session_options(self) -> Result<SessionOptions> {
+    fn convert(self) -> Result<SessionOptions> {
         // The core reads timestamped as plain for sessions; C callers are told instead.
         if self.value_format == KSTATE_FORMAT_TIMESTAMPED {
             return Err(Error::InvalidArgument(
@@ -372,200 +344,11 @@ impl kstate_session_options_t {
                     .into(),
             ));
         }
-        let store = StoreFields {
-            engine: self.engine,
-            value_format: self.value_format,
-            sync_on_commit: self.sync_on_commit,
-            max_uncommitted_bytes: self.max_uncommitted_bytes,
-            rocksdb_block_cache_bytes: self.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: self.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: self.rocksdb_max_write_buffers,
-            rocksdb_bloom_filter: self.rocksdb_bloom_filter,
-            rocksdb_statistics: self.rocksdb_statistics,
-            rocksdb_bounded_memory_bytes: self.rocksdb_bounded_memory_bytes,
-            rocksdb_bounded_memtable_bytes: self.rocksdb_bounded_memtable_bytes,
-        }
-        .to_store_options()?;
+        let store = store_fields!(self).to_store_options()?;
         let mut options = SessionOptions::new(self.retention_ms).with_store(store);
         options.segment_interval = bridge::segment_interval(self.segment_interval_ms);
         options.time_ordered = self.time_ordered;
         options.validate()?;
         Ok(options)
     }
-}
-
-/// Reads a sized struct in the layout its leading size names: the current one whole, the
-/// first one over `defaults` (its bytes are a prefix of the current layout).
-///
-/// # Safety
-/// `options` is non-NULL and points to at least `size_of::<usize>()` readable bytes, and to
-/// as many readable bytes as its leading size when that is a known layout's size.
-unsafe fn read_sized<T: Copy>(options: *const T, defaults: T, layouts: Layouts) -> Result<T> {
-    if !options.is_aligned() {
-        return Err(Error::InvalidArgument("options is misaligned".into()));
-    }
-    // SAFETY: aligned and readable for the leading size field (caller's guarantee).
-    let got = unsafe { options.cast::<usize>().read() };
-    if got == layouts.v2 {
-        // SAFETY: the caller's struct has this layout, all readable; plain old data.
-        return Ok(unsafe { options.read() });
-    }
-    if got == layouts.v1 {
-        let mut read = defaults;
-        // SAFETY: the caller's `v1` bytes are readable (its size says so); they are the
-        // leading fields of `T` in the same places (asserted at compile time), so copying
-        // them over the defaults leaves the later fields at their defaults. The leading
-        // size is copied too: the layout-1 value the caller set.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                options.cast::<u8>(),
-                std::ptr::addr_of_mut!(read).cast::<u8>(),
-                layouts.v1,
-            );
-        }
-        return Ok(read);
-    }
-    Err(Error::InvalidArgument(size_error(got, layouts)))
-}
-
-/// The message for a `struct_size` no layout has.
-fn size_error(got: usize, layouts: Layouts) -> String {
-    let Layouts { v1, v2, name } = layouts;
-    if got == 0 {
-        format!(
-            "options.struct_size is 0: initialise the options with \
-             {name}_init(&options, sizeof options)"
-        )
-    } else if got > v2 {
-        format!(
-            "options.struct_size {got} is larger than any {name}_t this library ({}) knows \
-             ({v2} bytes at most): the program was built against a newer kstate.h, or the \
-             options were not initialised with {name}_init",
-            env!("CARGO_PKG_VERSION")
-        )
-    } else {
-        format!(
-            "options.struct_size {got} is not the size of a {name}_t layout ({v1} or {v2}): \
-             initialise the options with {name}_init(&options, sizeof options)"
-        )
-    }
-}
-
-/// Writes the first `struct_size` bytes of `defaults` (a known layout's size; its leading
-/// size set to `struct_size`) to a caller's struct.
-///
-/// # Safety
-/// `options` is NULL or valid for writing `struct_size` bytes.
-unsafe fn init_sized<T>(
-    options: *mut T,
-    struct_size: usize,
-    mut defaults: T,
-    layouts: Layouts,
-) -> Result<()> {
-    if options.is_null() {
-        return Err(Error::InvalidArgument("options is NULL".into()));
-    }
-    if !options.is_aligned() {
-        return Err(Error::InvalidArgument("options is misaligned".into()));
-    }
-    if struct_size != layouts.v1 && struct_size != layouts.v2 {
-        return Err(Error::InvalidArgument(
-            size_error(struct_size, layouts).replace("options.struct_size", "struct_size"),
-        ));
-    }
-    // SAFETY: `defaults` is a live `T`, which starts with its `usize` size field.
-    unsafe {
-        std::ptr::addr_of_mut!(defaults)
-            .cast::<usize>()
-            .write(struct_size)
-    };
-    // SAFETY: `options` is non-NULL, aligned and writable for `struct_size` bytes (caller's
-    // guarantee); `struct_size` is at most `size_of::<T>()`, the layouts being prefixes of
-    // `T`, so the copy reads within `defaults` and writes only the caller's layout.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            std::ptr::addr_of!(defaults).cast::<u8>(),
-            options.cast::<u8>(),
-            struct_size,
-        );
-    }
-    Ok(())
-}
-
-/// Sets window store options to the defaults: RocksDB, timestamped values, retention 1
-/// day, window size 0, Kafka's segment interval, no duplicates, 64 MiB of uncommitted
-/// writes in memory, no fsync on commit, Kafka Streams' RocksDB tuning, not time-ordered;
-/// and `struct_size` to `struct_size`.
-///
-/// # Arguments
-/// * `options` - the options to initialise.
-/// * `struct_size` - `sizeof` the caller's `kstate_window_options_t`: `sizeof options`
-///   (`KSTATE_WINDOW_OPTIONS_SIZE_V2` with this header; a caller built against layout 1
-///   passes `KSTATE_WINDOW_OPTIONS_SIZE_V1`, and only that layout's bytes are written).
-///
-/// # Returns
-/// NULL on success, else an error (free it with `kstate_error_free`); `options` is left
-/// unchanged then.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_ARGUMENT` - `options` NULL or misaligned; `struct_size` is not
-///   a `KSTATE_WINDOW_OPTIONS_SIZE_*` this library knows.
-///
-/// # Safety
-/// `options` is NULL or valid for writing `struct_size` bytes.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_window_options_init(
-    options: *mut kstate_window_options_t,
-    struct_size: usize,
-) -> *mut kstate_error_t {
-    ffi_call(|| {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            init_sized(
-                options,
-                struct_size,
-                kstate_window_options_t::defaults(),
-                WINDOW_LAYOUTS,
-            )
-        }
-    })
-}
-
-/// Sets session store options to the defaults: RocksDB, retention 1 day, Kafka's segment
-/// interval, 64 MiB of uncommitted writes in memory, no fsync on commit, Kafka Streams'
-/// RocksDB tuning, plain aggregates, not time-ordered; and `struct_size` to `struct_size`.
-///
-/// # Arguments
-/// * `options` - the options to initialise.
-/// * `struct_size` - `sizeof` the caller's `kstate_session_options_t`: `sizeof options`
-///   (`KSTATE_SESSION_OPTIONS_SIZE_V2` with this header; `KSTATE_SESSION_OPTIONS_SIZE_V1`
-///   from a caller built against layout 1, and only that layout's bytes are written).
-///
-/// # Returns
-/// NULL on success, else an error; `options` is left unchanged then.
-///
-/// # Errors
-/// * `KSTATE_ERR_INVALID_ARGUMENT` - `options` NULL or misaligned; `struct_size` is not
-///   a `KSTATE_SESSION_OPTIONS_SIZE_*` this library knows.
-///
-/// # Safety
-/// `options` is NULL or valid for writing `struct_size` bytes.
-#[must_use]
-#[no_mangle]
-pub unsafe extern "C" fn kstate_session_options_init(
-    options: *mut kstate_session_options_t,
-    struct_size: usize,
-) -> *mut kstate_error_t {
-    ffi_call(|| {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            init_sized(
-                options,
-                struct_size,
-                kstate_session_options_t::defaults(),
-                SESSION_LAYOUTS,
-            )
-        }
-    })
 }

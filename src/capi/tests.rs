@@ -62,7 +62,7 @@ fn constants_match_the_core() {
     assert_eq!(lib.to_str().unwrap(), v);
     let d = kstate_kv_options_t::defaults();
     let core = crate::StoreOptions::default();
-    assert_eq!(d.to_store_options().unwrap(), core);
+    assert_eq!(d.convert().unwrap(), core);
 }
 
 #[test]
@@ -607,7 +607,7 @@ fn options_are_read_in_the_layout_the_caller_was_built_with() {
     current.rocksdb_bounded_memtable_bytes = 2 << 20;
     // SAFETY: a valid current-layout struct.
     let read = unsafe { kstate_kv_options_t::read(&current) }.unwrap();
-    let core = read.to_store_options().unwrap();
+    let core = read.convert().unwrap();
     assert!(!core.rocksdb.bloom_filter && core.rocksdb.statistics);
     assert_eq!(
         core.rocksdb.bounded_memory.map(|b| b.total_bytes),
@@ -629,7 +629,7 @@ fn options_are_read_in_the_layout_the_caller_was_built_with() {
     bytes[8..12].copy_from_slice(&KSTATE_ENGINE_MEMORY.to_ne_bytes());
     // SAFETY: an initialised old-layout struct of 56 readable bytes.
     let read = unsafe { kstate_kv_options_t::read(old.as_ptr().cast()) }.unwrap();
-    let core = read.to_store_options().unwrap();
+    let core = read.convert().unwrap();
     let defaults = crate::StoreOptions::default();
     assert_eq!(core.engine, crate::EngineKind::Memory);
     assert_eq!(core.rocksdb, defaults.rocksdb);

@@ -127,13 +127,9 @@ fn options_are_sized_and_validated() {
         );
     }
     // The defaults are Kafka's (retention 1 day, Kafka's segment interval).
-    let d = kstate_window_options_t::defaults()
-        .to_window_options()
-        .unwrap();
+    let d = kstate_window_options_t::defaults().convert().unwrap();
     assert_eq!(d, crate::WindowOptions::new(86_400_000, 0, false));
-    let d = kstate_session_options_t::defaults()
-        .to_session_options()
-        .unwrap();
+    let d = kstate_session_options_t::defaults().convert().unwrap();
     assert_eq!(d, crate::SessionOptions::new(86_400_000));
     let mut w = null_mut();
     // A window larger than the retention, a negative interval, a forged size: refused.
@@ -847,10 +843,10 @@ fn layout_1_callers_get_the_defaults_of_the_later_fields() {
     let mut modern = kstate_window_options_t::defaults();
     modern.time_ordered = true;
     modern.key_index = true;
-    assert!(modern.to_window_options().unwrap().key_index);
+    assert!(modern.convert().unwrap().key_index);
     modern.time_ordered = false;
     assert!(matches!(
-        modern.to_window_options(),
+        modern.convert(),
         Err(crate::Error::InvalidArgument(_))
     ));
 
@@ -866,7 +862,7 @@ fn layout_1_callers_get_the_defaults_of_the_later_fields() {
     let read = unsafe { kstate_session_options_t::read(&so) }.unwrap();
     assert_eq!(read.value_format, KSTATE_FORMAT_PLAIN);
     assert!(!read.time_ordered);
-    let d = read.to_session_options().unwrap();
+    let d = read.convert().unwrap();
     assert!(!d.time_ordered);
     assert_eq!(d.store.value_format, crate::ValueFormat::Plain);
     let timestamped = kstate_session_options_t {
@@ -874,7 +870,7 @@ fn layout_1_callers_get_the_defaults_of_the_later_fields() {
         ..kstate_session_options_t::defaults()
     };
     assert!(matches!(
-        timestamped.to_session_options(),
+        timestamped.convert(),
         Err(crate::Error::InvalidArgument(_))
     ));
 }

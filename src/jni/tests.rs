@@ -232,7 +232,7 @@ fn both_surfaces_share_one_table_and_one_verdict() {
     // A store opened through JNI is a store for C, and back.
     assert_eq!(c_verdicts(s).0, None);
     let mut c_handle = std::ptr::null_mut();
-    let mut opts = capi::kstate_kv_options_t::defaults();
+    let mut opts = <capi::kstate_kv_options_t as capi::OptionsStruct>::defaults();
     opts.engine = capi::KSTATE_ENGINE_MEMORY;
     // SAFETY: valid pointers.
     assert_eq!(

@@ -147,6 +147,21 @@ pub(crate) fn open_memory_families(
     })
 }
 
+/// Locks the store at `path` for this open and clears what a killed process left beside
+/// it: a creation killed before its rename (its staging directory, returned for a new
+/// creation to use) and an upgrade by swap or an adoption killed midway (finished or undone
+/// by `swap::recover`, past its point of no return finished). We hold the lock, so nobody
+/// else is using them.
+fn take(path: &Path) -> Result<(StoreLock, PathBuf)> {
+    let lock = StoreLock::acquire(path)?;
+    let staging = sibling(path, "kstate-new")?;
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    }
+    super::swap::recover(path)?;
+    Ok((lock, staging))
+}
+
 /// Opens the RocksDB store at `path`, creating it if the path is vacant.
 pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened> {
     if path.as_os_str().is_empty() {
@@ -159,14 +174,7 @@ pub(crate) fn open_rocksdb(path: &Path, options: &StoreOptions) -> Result<Opened
             refuse_if_in_use(path)?;
         }
     }
-    let lock = StoreLock::acquire(path)?;
-    let staging = sibling(path, "kstate-new")?;
-    if staging.exists() {
-        // A creation killed before its rename: we hold the lock, so nobody is using it.
-        std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
-    }
-    // An upgrade by swap killed midway: finished or undone before the store is read.
-    super::swap::recover(path)?;
+    let (lock, staging) = take(path)?;
     let format = options.value_format;
     let existing = match probe(path)? {
         Probe::Vacant => {
@@ -481,14 +489,7 @@ pub(crate) fn open_rocksdb_kind(
     if adopt_segmented::kafka_segments(path)?.is_none() {
         probe(path)?;
     }
-    let lock = StoreLock::acquire(path)?;
-    let staging = sibling(path, "kstate-new")?;
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
-    }
-    // An adoption killed midway: its side directory is removed (or, past the point of no
-    // return of the fallback renames, finished) before the directory is looked at again.
-    super::swap::recover(path)?;
+    let (lock, staging) = take(path)?;
     if let Some(segments) = adopt_segmented::kafka_segments(path)? {
         let target = adopt_segmented::Target {
             kind,
