@@ -60,12 +60,28 @@ public abstract class BenchStore implements AutoCloseable {
      * @param root the built, uninitialised store
      */
     protected BenchStore(String variant, File stateDir, StateStore root) {
+        this(variant, stateDir, root, null);
+    }
+
+    /**
+     * Initialises {@code root} as a task of an application whose {@code rocksdb.config.setter}
+     * is {@code configSetter} ({@code null}: none).
+     *
+     * @param variant the variant ({@code kafka-rocksdb-txn} turns transactional state stores on)
+     * @param stateDir the task directory
+     * @param root the built, uninitialised store
+     * @param configSetter the application's {@code RocksDBConfigSetter} class, or {@code null}
+     */
+    protected BenchStore(String variant, File stateDir, StateStore root, Class<?> configSetter) {
         this.variant = variant;
         this.stateDir = stateDir;
         this.root = root;
         Properties props = TestSupport.props("bench", stateDir);
         if (variant.equals("kafka-rocksdb-txn")) {
             props.put(StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG, "true");
+        }
+        if (configSetter != null) {
+            props.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, configSetter);
         }
         this.context = new TestSupport.CapturingContext(props, stateDir);
         root.init(internal(context), root);

@@ -30,18 +30,27 @@ public final class Subject extends BenchStore {
     /** The store, as the processor sees it. */
     public final TimestampedKeyValueStore<Bytes, byte[]> store;
 
-    private Subject(String variant, File stateDir, TimestampedKeyValueStore<Bytes, byte[]> store) {
-        super(variant, stateDir, store);
+    private Subject(String variant, File stateDir, TimestampedKeyValueStore<Bytes, byte[]> store,
+                    Class<?> configSetter) {
+        super(variant, stateDir, store, configSetter);
         this.store = store;
     }
 
     /** Opens (creating if absent) the variant's store under {@code stateDir}. */
     public static Subject open(String variant, File stateDir) {
+        return open(variant, stateDir, null);
+    }
+
+    /**
+     * Opens (creating if absent) the variant's store under {@code stateDir}, in an application
+     * whose {@code rocksdb.config.setter} is {@code configSetter} ({@code null}: none).
+     */
+    public static Subject open(String variant, File stateDir, Class<?> configSetter) {
         return new Subject(variant, stateDir,
             Stores.timestampedKeyValueStoreBuilder(supplier(variant), Serdes.Bytes(), Serdes.ByteArray())
                 .withLoggingDisabled()
                 .withCachingDisabled()
-                .build());
+                .build(), configSetter);
     }
 
     private static KeyValueBytesStoreSupplier supplier(String variant) {

@@ -79,11 +79,14 @@ final class RocksDbConfigSetterBridge {
         if (setterConfig == null) {
             return configs;
         }
+        // Before the setter's class is loaded: Kafka's documented bounded-memory setter builds
+        // its cache in static fields, which need RocksJava's native library, and in an
+        // application whose stores are all kstate's nothing else has loaded it.
+        RocksDB.loadLibrary();
         RocksDBConfigSetter setter = instantiate(setterConfig);
         String setterName = setter.getClass().getName();
         Map<String, Object> implied = new LinkedHashMap<>();
         List<String> unsupported = new ArrayList<>();
-        RocksDB.loadLibrary();
         List<AutoCloseable> owned = new ArrayList<>();
         try {
             Options untouched = kafkaDefaults(owned);

@@ -1,0 +1,215 @@
+package dev.kstate.bench;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.state.RocksDBConfigSetter;
+
+/**
+ * Many persistent stores in one JVM, as an instance with many tasks holds them: {@code stores}
+ * key-value stores (by default 1,000, as 250 tasks of 4 stores), each in its own task directory
+ * and loaded with {@code entries} entries (10,000), then closed and opened again as after a
+ * restart. For each variant, in a fresh child JVM, it reports the time to open the stores, to
+ * load them, to close them, to open them again with their data, and, with every store open
+ * and loaded, the process's resident memory, open file descriptors and threads (from
+ * {@code /proc/self}).
+ *
+ * <p>Variants are those of {@link BenchStore} ({@code kstate-rocksdb}, {@code kafka-rocksdb},
+ * ...), and each with {@code -bounded}: the application sets {@code rocksdb.config.setter} to
+ * {@link BoundedSetter}, Kafka's documented bounded-memory setter (one block cache for every
+ * store, charged with the memtables through a write-buffer manager), which kstate turns into its
+ * shared budget of the same size.
+ *
+ * <p>Run: {@code gradle -p java manyStores} ({@code -Pvariants=kstate-rocksdb,kafka-rocksdb},
+ * {@code -Pstores=1000}, {@code -Pentries=10000}). Not part of the test suite.
+ */
+public final class ManyStores {
+    private ManyStores() {
+    }
+
+    /**
+     * Kafka Streams' bounded-memory example setter ({@code BoundedMemoryRocksDBConfig} in Kafka's
+     * documentation): a 256 MiB block cache shared by every store, 64 MiB of it for memtables.
+     */
+    public static final class BoundedSetter implements RocksDBConfigSetter {
+        private static final long TOTAL = 256L << 20;
+        private static final long MEMTABLES = 64L << 20;
+        private static final org.rocksdb.Cache CACHE = new org.rocksdb.LRUCache(TOTAL, -1, false, 0.1);
+        private static final org.rocksdb.WriteBufferManager WBM = new org.rocksdb.WriteBufferManager(MEMTABLES, CACHE);
+
+        @Override
+        public void setConfig(String storeName, org.rocksdb.Options options, Map<String, Object> configs) {
+            org.rocksdb.BlockBasedTableConfig table = (org.rocksdb.BlockBasedTableConfig) options.tableFormatConfig();
+            table.setBlockCache(CACHE);
+            table.setCacheIndexAndFilterBlocks(true);
+            options.setWriteBufferManager(WBM);
+            options.setTableFormatConfig(table);
+        }
+
+        @Override
+        public void close(String storeName, org.rocksdb.Options options) {
+            // The cache and manager are shared by every store: they live as long as the process.
+        }
+    }
+
+    /**
+     * With arguments {@code variant stores entries dir}: measures one variant in this JVM and
+     * prints one result line. With {@code race variants stores entries dir}: runs each variant
+     * in a child JVM in turn and prints the table.
+     */
+    public static void main(String[] args) throws Exception {
+        if (args[0].equals("race")) {
+            race(args[1].split(","), Integer.parseInt(args[2]), Integer.parseInt(args[3]), new File(args[4]));
+        } else {
+            System.out.println(measure(args[0], Integer.parseInt(args[1]), Integer.parseInt(args[2]), new File(args[3])));
+        }
+    }
+
+    private static void race(String[] variants, int stores, int entries, File dir) throws Exception {
+        System.out.printf("%d stores of %,d entries (%d-byte values) in one JVM, each variant in its own JVM%n",
+            stores, entries, BenchStore.VALUE_BYTES);
+        System.out.println(Result.HEADER);
+        for (String variant : variants) {
+            List<String> cmd = new ArrayList<>();
+            cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+            cmd.add("-Xmx2g");
+            cmd.add("-cp");
+            cmd.add(System.getProperty("java.class.path"));
+            cmd.add(ManyStores.class.getName());
+            cmd.add(variant);
+            cmd.add(Integer.toString(stores));
+            cmd.add(Integer.toString(entries));
+            cmd.add(new File(dir, variant).getAbsolutePath());
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(2, TimeUnit.HOURS) || p.exitValue() != 0) {
+                throw new IllegalStateException(variant + " failed:\n" + out);
+            }
+            String[] lines = out.trim().split("\n");
+            System.out.println(lines[lines.length - 1]);
+        }
+    }
+
+    private static Result measure(String variant, int stores, int entries, File dir) throws Exception {
+        deleteTree(dir.toPath());
+        String base = variant.replace("-bounded", "");
+        boolean bounded = variant.endsWith("-bounded");
+        Bytes[] keys = Subject.keys(entries);
+        byte[][] values = BenchStore.values(1000, 42);
+        Result r = new Result(variant);
+
+        long t = System.nanoTime();
+        List<Subject> open = openAll(base, bounded, stores, dir);
+        r.openEmptyS = seconds(t);
+        t = System.nanoTime();
+        for (Subject s : open) {
+            s.load(keys, values);
+        }
+        r.loadS = seconds(t);
+        BenchStore.settle();
+        r.sample();
+        t = System.nanoTime();
+        closeAll(open);
+        r.closeS = seconds(t);
+
+        t = System.nanoTime();
+        open = openAll(base, bounded, stores, dir);
+        r.reopenS = seconds(t);
+        BenchStore.settle();
+        r.sampleReopened();
+        closeAll(open);
+        return r;
+    }
+
+    private static List<Subject> openAll(String variant, boolean bounded, int stores, File dir) {
+        List<Subject> open = new ArrayList<>(stores);
+        for (int i = 0; i < stores; i++) {
+            // 4 stores per task: task i/4, store i%4, as Kafka lays out a task's stores.
+            File task = new File(dir, String.format("0_%d/s%d", i / 4, i % 4));
+            open.add(Subject.open(variant, task, bounded ? BoundedSetter.class : null));
+        }
+        return open;
+    }
+
+    private static void closeAll(List<Subject> open) {
+        for (Subject s : open) {
+            s.close();
+        }
+    }
+
+    private static double seconds(long since) {
+        return (System.nanoTime() - since) / 1e9;
+    }
+
+    private static void deleteTree(Path root) throws IOException {
+        if (!Files.exists(root)) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> walk = Files.walk(root)) {
+            walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    /** One variant's figures. */
+    static final class Result {
+        static final String HEADER = String.format("%-24s %9s %9s %9s %9s %10s %7s %8s %10s %7s",
+            "variant", "open s", "load s", "close s", "reopen s", "RSS MiB", "fds", "threads",
+            "RSS2 MiB", "fds2");
+        final String variant;
+        double openEmptyS;
+        double loadS;
+        double closeS;
+        double reopenS;
+        long rssMiB;
+        long fds;
+        long threads;
+        long rssReopenedMiB;
+        long fdsReopened;
+
+        Result(String variant) {
+            this.variant = variant;
+        }
+
+        void sample() throws IOException {
+            System.gc();
+            rssMiB = status("VmRSS:") / 1024;
+            threads = status("Threads:");
+            fds = openFds();
+        }
+
+        void sampleReopened() throws IOException {
+            System.gc();
+            rssReopenedMiB = status("VmRSS:") / 1024;
+            fdsReopened = openFds();
+        }
+
+        private static long status(String field) throws IOException {
+            for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
+                if (line.startsWith(field)) {
+                    return Long.parseLong(line.substring(field.length()).trim().split("\\s+")[0]);
+                }
+            }
+            throw new IllegalStateException(field + " not in /proc/self/status");
+        }
+
+        private static long openFds() throws IOException {
+            try (java.util.stream.Stream<Path> fds = Files.list(Paths.get("/proc/self/fd"))) {
+                return fds.count();
+            }
+        }
+
+        @Override
+        public String toString() {
+            return String.format("%-24s %9.1f %9.1f %9.1f %9.1f %10d %7d %8d %10d %7d",
+                variant, openEmptyS, loadS, closeS, reopenS, rssMiB, fds, threads, rssReopenedMiB, fdsReopened);
+        }
+    }
+}
