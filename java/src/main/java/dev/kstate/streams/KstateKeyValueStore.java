@@ -299,7 +299,8 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
     }
 
     /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
-    private final class ReadOnlyView extends ReadView<ReadOnlyKeyValueStore<Bytes, byte[]>> implements ReadOnlyKeyValueStore<Bytes, byte[]> {
+    private final class ReadOnlyView extends ReadView<ReadOnlyKeyValueStore<Bytes, byte[]>>
+        implements ReadOnlyKeyValueStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
             super(name(), level, KstateKeyValueStore.this::readOnly);
         }

@@ -213,7 +213,8 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     }
 
     /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
-    private final class ReadOnlyView extends ReadView<ReadOnlySessionStore<Bytes, byte[]>> implements ReadOnlySessionStore<Bytes, byte[]> {
+    private final class ReadOnlyView extends ReadView<ReadOnlySessionStore<Bytes, byte[]>>
+        implements ReadOnlySessionStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
             super(name(), level, KstateSessionStore.this::readOnly);
         }

@@ -195,7 +195,8 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     }
 
     /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
-    private final class ReadOnlyView extends ReadView<ReadOnlyWindowStore<Bytes, byte[]>> implements ReadOnlyWindowStore<Bytes, byte[]> {
+    private final class ReadOnlyView extends ReadView<ReadOnlyWindowStore<Bytes, byte[]>>
+        implements ReadOnlyWindowStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
             super(name(), level, KstateWindowStore.this::readOnly);
         }
