@@ -107,17 +107,24 @@ public final class ParkedStores {
         private State state;
         private ScheduledFuture<?> deadline;
 
-        private Parked(String directory, Object options, AutoCloseable store, Callable<AutoCloseable> open, Object owner,
+        /** The checks {@link #park} and {@link #preOpen} share; the entry is keyed by its canonical directory. */
+        private Parked(File directory, Object options, AutoCloseable store, Callable<AutoCloseable> open, Object owner,
                        boolean emptySinceCreation, long deadlineMs, String description) {
-            this.directory = directory;
+            if (deadlineMs <= 0) {
+                throw new IllegalArgumentException("deadline must be positive: " + deadlineMs);
+            }
+            installShutdownHook();
+            // what an adopter must match
+            this.directory = canonical(directory);
             this.options = options;
-            this.open = open;
             this.owner = owner;
             this.emptySinceCreation = emptySinceCreation;
-            this.deadlineMs = deadlineMs;
             this.description = description;
-            this.settled = new CountDownLatch(1);
+            // the life cycle
+            this.open = open;
             this.state = State.OPENING;
+            this.deadlineMs = deadlineMs;
+            this.settled = new CountDownLatch(1);
             // a store handed over open has nothing left to open: it is settled by parkOpen()
             this.started = store != null;
         }
@@ -304,13 +311,8 @@ public final class ParkedStores {
     public static void park(File directory, Object options, AutoCloseable store, Object owner, boolean emptySinceCreation,
                             long deadlineMs, String description) {
         Objects.requireNonNull(store, "store");
-        if (deadlineMs <= 0) {
-            throw new IllegalArgumentException("deadline must be positive: " + deadlineMs);
-        }
-        installShutdownHook();
-        String dir = canonical(directory);
-        Parked p = new Parked(dir, options, store, null, owner, emptySinceCreation, deadlineMs, description);
-        Parked previous = PARKED.put(dir, p);
+        Parked p = new Parked(directory, options, store, null, owner, emptySinceCreation, deadlineMs, description);
+        Parked previous = PARKED.put(p.directory, p);
         if (previous != null) {
             CLOSER.execute(() -> previous.close("another store was parked at the same directory"));
         }
@@ -334,13 +336,8 @@ public final class ParkedStores {
     public static boolean preOpen(File directory, Object options, Callable<AutoCloseable> open, Object owner,
                                   long deadlineMs, String description) {
         Objects.requireNonNull(open, "open");
-        if (deadlineMs <= 0) {
-            throw new IllegalArgumentException("deadline must be positive: " + deadlineMs);
-        }
-        installShutdownHook();
-        String dir = canonical(directory);
-        Parked p = new Parked(dir, options, null, open, owner, false, deadlineMs, description);
-        if (PARKED.putIfAbsent(dir, p) != null) {
+        Parked p = new Parked(directory, options, null, open, owner, false, deadlineMs, description);
+        if (PARKED.putIfAbsent(p.directory, p) != null) {
             return false;
         }
         OPENERS.execute(p::runOpen);

@@ -15,12 +15,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * created with. Needs Kafka Streams 4.3+.
  */
 public class KstateHeadersWindowStore extends KstateTimestampedWindowStore implements HeadersBytesStore {
-    KstateHeadersWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize,
-                             boolean retainDuplicates, long segmentInterval) {
-        super(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval);
-    }
-
-    /** A time-ordered store ({@code timeOrdered}, with Kafka's key index when {@code keyIndex}). */
+    /** A time-ordered store when {@code timeOrdered}, with Kafka's key index when {@code keyIndex}. */
     KstateHeadersWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize,
                              boolean retainDuplicates, long segmentInterval, boolean timeOrdered, boolean keyIndex) {
         super(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval, timeOrdered, keyIndex);
@@ -32,6 +27,7 @@ public class KstateHeadersWindowStore extends KstateTimestampedWindowStore imple
      */
     static WindowStore<Bytes, byte[]> create(KstateStoreOptions options, long retentionPeriod, long windowSize,
                                              boolean retainDuplicates, long segmentInterval) {
-        return new KstateHeadersWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval);
+        return new KstateHeadersWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval, false,
+            false);
     }
 }

@@ -101,13 +101,21 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
      */
     @Override
     Location locate(File stateDir) {
-        File own = new File(stateDir, name());
-        File kafka = new File(new File(stateDir, KAFKA_ROCKSDB_DIR), name());
-        if (!hasFiles(own) && hasFiles(kafka)) {
-            return new Location(kafka, false, true, false, "Kafka Streams' RocksDB store directory, opened in place (adopted)");
+        File kafka = kafkaDirToAdopt(stateDir, name());
+        if (kafka != null) {
+            return new Location(kafka, true, false, "Kafka Streams' RocksDB store directory, opened in place (adopted)");
         }
-        boolean fresh = !hasFiles(own);
-        return new Location(own, fresh, false, true, fresh ? "new store" : "existing store");
+        return new Location(new File(stateDir, name()), false, true, null);
+    }
+
+    /**
+     * @return Kafka's RocksDB store {@code name} in {@code taskDir} when this kind opens it in
+     *     place (kstate's own directory of that name is empty), or null; the task's adoption
+     *     check asks the same
+     */
+    static File kafkaDirToAdopt(File taskDir, String name) {
+        File kafka = new File(new File(taskDir, KAFKA_ROCKSDB_DIR), name);
+        return !hasFiles(new File(taskDir, name)) && hasFiles(kafka) ? kafka : null;
     }
 
     @Override
@@ -291,9 +299,10 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
     }
 
     /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
-    private final class ReadOnlyView extends ReadView implements ReadOnlyKeyValueStore<Bytes, byte[]> {
+    private final class ReadOnlyView extends ReadView<ReadOnlyKeyValueStore<Bytes, byte[]>>
+        implements ReadOnlyKeyValueStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
-            super(name(), level);
+            super(name(), level, KstateKeyValueStore.this::readOnly);
         }
 
         @Override
@@ -332,11 +341,6 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
         @Override
         public long approximateNumEntries() {
             return open().approximateNumEntries(committed);
-        }
-
-        @Override
-        public ReadOnlyKeyValueStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
-            return KstateKeyValueStore.this.readOnly(isolationLevel);
         }
     }
 

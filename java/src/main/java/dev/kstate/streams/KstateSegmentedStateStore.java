@@ -80,11 +80,8 @@ abstract class KstateSegmentedStateStore<S extends NativeSegmentedStore> extends
     @Override
     final Location locate(File stateDir) {
         File dir = new File(stateDir, name());
-        boolean kafkaSegments = TaskAdoption.holdsKafkaSegments(dir);
-        boolean fresh = !hasFiles(dir);
-        return new Location(dir, fresh, kafkaSegments, true, fresh ? "new store" : kafkaSegments
-            ? "Kafka Streams' own segmented " + kind() + " store, converted in place with its offsets (adopted)"
-            : "existing store");
+        return new Location(dir, TaskAdoption.holdsKafkaSegments(dir), true,
+            "Kafka Streams' own segmented " + kind() + " store, converted in place with its offsets (adopted)");
     }
 
     /** @return Kafka's tag: {@code rocksdb-window-state-id}, {@code rocksdb-session-state-id} (kstate's for the memory engine) */

@@ -213,9 +213,10 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     }
 
     /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
-    private final class ReadOnlyView extends ReadView implements ReadOnlySessionStore<Bytes, byte[]> {
+    private final class ReadOnlyView extends ReadView<ReadOnlySessionStore<Bytes, byte[]>>
+        implements ReadOnlySessionStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
-            super(name(), level);
+            super(name(), level, KstateSessionStore.this::readOnly);
         }
 
         @Override
@@ -297,11 +298,6 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
         @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetch(Bytes keyFrom, Bytes keyTo) {
             return findRange(keyFrom, keyTo, 0, Long.MAX_VALUE, true, committed);
-        }
-
-        @Override
-        public ReadOnlySessionStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
-            return KstateSessionStore.this.readOnly(isolationLevel);
         }
 
         /** The {@link Instant} reads of one key, forward or backward, after Kafka's checks of the instants. */

@@ -135,19 +135,25 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
     /** Where a RocksDB store's files are, and what they are. */
     static final class Location {
         final File dir;
+        /** Nothing is there yet: a new store. */
         final boolean fresh;
         /** A Kafka store to adopt: the task's all-or-nothing check runs first. */
         final boolean adoptsKafka;
         /** kstate's own directory: the start-up path may park and defer it, and it keeps an offsets hint. */
         final boolean ownDirectory;
+        /** For the open's log line. */
         final String origin;
 
-        Location(File dir, boolean fresh, boolean adoptsKafka, boolean ownDirectory, String origin) {
+        /**
+         * @param adoptedOrigin how the log names a Kafka store that is adopted; every kind's new
+         *     and existing stores are named alike
+         */
+        Location(File dir, boolean adoptsKafka, boolean ownDirectory, String adoptedOrigin) {
             this.dir = dir;
-            this.fresh = fresh;
             this.adoptsKafka = adoptsKafka;
+            this.fresh = !hasFiles(dir);
+            this.origin = fresh ? "new store" : adoptsKafka ? adoptedOrigin : "existing store";
             this.ownDirectory = ownDirectory;
-            this.origin = origin;
         }
     }
 

@@ -518,10 +518,7 @@ public final class KstateStoreOptions {
          * @return this
          */
         public Builder maxUncommittedBytes(long bytes) {
-            if (bytes <= 0) {
-                throw new IllegalArgumentException("maxUncommittedBytes must be positive: " + bytes);
-            }
-            this.maxUncommittedBytes = bytes;
+            this.maxUncommittedBytes = checked("maxUncommittedBytes", bytes, 1, Long.MAX_VALUE, "positive");
             return this;
         }
 
@@ -541,10 +538,7 @@ public final class KstateStoreOptions {
          * @return this
          */
         public Builder blockCacheBytes(long bytes) {
-            if (bytes <= 0) {
-                throw new IllegalArgumentException("blockCacheBytes must be positive: " + bytes);
-            }
-            this.blockCacheBytes = bytes;
+            this.blockCacheBytes = checked("blockCacheBytes", bytes, 1, Long.MAX_VALUE, "positive");
             return this;
         }
 
@@ -555,10 +549,7 @@ public final class KstateStoreOptions {
          * @return this
          */
         public Builder writeBufferBytes(long bytes) {
-            if (bytes <= 0) {
-                throw new IllegalArgumentException("writeBufferBytes must be positive: " + bytes);
-            }
-            this.writeBufferBytes = bytes;
+            this.writeBufferBytes = checked("writeBufferBytes", bytes, 1, Long.MAX_VALUE, "positive");
             return this;
         }
 
@@ -567,10 +558,7 @@ public final class KstateStoreOptions {
          * @return this
          */
         public Builder writeBufferCount(int count) {
-            if (count < 1 || count > 1000) {
-                throw new IllegalArgumentException("writeBufferCount must be from 1 to 1000: " + count);
-            }
-            this.writeBufferCount = count;
+            this.writeBufferCount = (int) checked("writeBufferCount", count, 1, 1000, "from 1 to 1000");
             return this;
         }
 
@@ -598,10 +586,7 @@ public final class KstateStoreOptions {
          * @return this
          */
         public Builder boundedMemoryBytes(long bytes) {
-            if (bytes <= 1) {
-                throw new IllegalArgumentException("boundedMemoryBytes must be at least 2: " + bytes);
-            }
-            this.boundedMemoryBytes = bytes;
+            this.boundedMemoryBytes = checked("boundedMemoryBytes", bytes, 2, Long.MAX_VALUE, "at least 2");
             return this;
         }
 
@@ -615,6 +600,14 @@ public final class KstateStoreOptions {
             }
             this.boundedMemoryMemtableRatio = ratio;
             return this;
+        }
+
+        /** The setters' bounds check, with one message form: "{@code <option> must be <rule>: <value>}". */
+        private static long checked(String option, long value, long min, long max, String rule) {
+            if (value < min || value > max) {
+                throw new IllegalArgumentException(option + " must be " + rule + ": " + value);
+            }
+            return value;
         }
 
         /** @return the options */

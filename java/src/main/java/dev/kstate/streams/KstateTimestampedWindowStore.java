@@ -11,11 +11,6 @@ import org.apache.kafka.streams.state.TimestampedBytesStore;
  */
 public class KstateTimestampedWindowStore extends KstateWindowStore implements TimestampedBytesStore {
     KstateTimestampedWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize,
-                                 boolean retainDuplicates, long segmentInterval) {
-        super(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval);
-    }
-
-    KstateTimestampedWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize,
                                  boolean retainDuplicates, long segmentInterval, boolean timeOrdered, boolean keyIndex) {
         super(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval, timeOrdered, keyIndex);
     }

@@ -55,8 +55,9 @@ public class KstateWindowBytesStoreSupplier extends KstateSegmentedBytesStoreSup
                 retainDuplicates, segmentInterval, true, keyIndex), retentionPeriod, windowSize, retainDuplicates, keyIndex);
         }
         return options.timestamped
-            ? new KstateTimestampedWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval)
-            : new KstateWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval);
+            ? new KstateTimestampedWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval,
+                false, false)
+            : new KstateWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval, false, false);
     }
 
     @Override

@@ -41,11 +41,6 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     private final ReadOnlyView writer;
 
     KstateWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize, boolean retainDuplicates,
-                      long segmentInterval) {
-        this(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval, false, false);
-    }
-
-    KstateWindowStore(KstateStoreOptions options, long retentionPeriod, long windowSize, boolean retainDuplicates,
                       long segmentInterval, boolean timeOrdered, boolean keyIndex) {
         super(options, retentionPeriod, segmentInterval, timeOrdered);
         writer = new ReadOnlyView(IsolationLevel.READ_UNCOMMITTED);
@@ -200,9 +195,10 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     }
 
     /** See {@link #readOnly(IsolationLevel)}; the store's own reads are its READ_UNCOMMITTED view. */
-    private final class ReadOnlyView extends ReadView implements ReadOnlyWindowStore<Bytes, byte[]> {
+    private final class ReadOnlyView extends ReadView<ReadOnlyWindowStore<Bytes, byte[]>>
+        implements ReadOnlyWindowStore<Bytes, byte[]> {
         ReadOnlyView(IsolationLevel level) {
-            super(name(), level);
+            super(name(), level, KstateWindowStore.this::readOnly);
         }
 
         @Override
@@ -249,11 +245,6 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
         @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardFetchAll(Instant timeFrom, Instant timeTo) {
             return fetchTimes(millis(timeFrom, "timeFrom"), millis(timeTo, "timeTo"), true, committed);
-        }
-
-        @Override
-        public ReadOnlyWindowStore<Bytes, byte[]> readOnly(IsolationLevel isolationLevel) {
-            return KstateWindowStore.this.readOnly(isolationLevel);
         }
     }
 

@@ -62,10 +62,7 @@ final class TaskAdoption {
         /** @return the directory of Kafka's store this store would adopt in {@code taskDir}, or null */
         File kafkaDir(File taskDir) {
             if (kind == KEY_VALUE) {
-                File own = new File(taskDir, name);
-                File kafka = new File(new File(taskDir, KstateKeyValueStore.KAFKA_ROCKSDB_DIR), name);
-                // as KstateKeyValueStore#init chooses: Kafka's directory only while its own is empty
-                return !hasFiles(own) && hasFiles(kafka) ? kafka : null;
+                return KstateKeyValueStore.kafkaDirToAdopt(taskDir, name);
             }
             File dir = new File(taskDir, name);
             return holdsKafkaSegments(dir) ? dir : null;
@@ -199,11 +196,6 @@ final class TaskAdoption {
         } catch (KstateProcessorStateException e) {
             return false;
         }
-    }
-
-    private static boolean hasFiles(File dir) {
-        String[] names = dir.list();
-        return names != null && names.length > 0;
     }
 
     /** @return whether {@code dir} holds Kafka's segment directories and no database of its own */

@@ -234,6 +234,11 @@ public class StoreContractTest {
         assertEquals(Integer.valueOf(1), countCommitted.get());
         assertArrayEquals(ts(100, "committed"), store.readOnly(IsolationLevel.READ_COMMITTED).get(b("a")));
         assertArrayEquals(ts(200, "pending"), store.readOnly(IsolationLevel.READ_UNCOMMITTED).get(b("a")));
+        // a view's own readOnly is the store's view at that level (Kafka's default would return the view itself)
+        assertArrayEquals(ts(100, "committed"),
+            store.readOnly(IsolationLevel.READ_UNCOMMITTED).readOnly(IsolationLevel.READ_COMMITTED).get(b("a")));
+        assertArrayEquals(ts(200, "pending"),
+            store.readOnly(IsolationLevel.READ_COMMITTED).readOnly(IsolationLevel.READ_UNCOMMITTED).get(b("a")));
 
         // IQv2
         QueryConfig committed = new QueryConfig(true, IsolationLevel.READ_COMMITTED);

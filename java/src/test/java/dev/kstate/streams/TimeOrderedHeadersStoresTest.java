@@ -5,40 +5,25 @@ import static org.junit.Assert.assertTrue;
 
 import java.io.File;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
-import java.util.Random;
 import java.util.function.Consumer;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
-import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
-import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
-import org.apache.kafka.streams.kstream.Grouped;
-import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.kstream.SessionWindows;
-import org.apache.kafka.streams.kstream.SlidingWindows;
-import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.WindowStoreIterator;
-import org.apache.kafka.streams.state.internals.WrappedStateStore;
 import org.apache.kafka.streams.test.TestRecord;
-import org.junit.After;
 import org.junit.Test;
 
 /**
@@ -55,51 +40,24 @@ import org.junit.Test;
  * all and backward fetches; session fetches by key and key range) identical. And Kafka's own
  * directory of the combination, adopted in place mid-stream.
  */
-public class TimeOrderedHeadersStoresTest {
+public class TimeOrderedHeadersStoresTest extends TimeOrderedHarness {
     private static final int RECORDS = 3_000;
-    private final List<File> dirs = new ArrayList<>();
-
-    @After
-    public void tearDown() {
-        for (File d : dirs) {
-            TestSupport.deleteTree(d);
-        }
-    }
-
-    private enum Stores3 { KAFKA, KSTATE_ROCKSDB, KSTATE_MEMORY }
-
-    private File tempDir(String prefix) throws Exception {
-        File d = TestSupport.tempDir(prefix);
-        dirs.add(d);
-        return d;
-    }
 
     private static Properties props(Stores3 stores, File stateDir) {
-        Properties props = TestSupport.props("toh", stateDir);
-        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
+        Properties props = props("toh", stores, stateDir);
         props.put(StreamsConfig.DSL_STORE_FORMAT_CONFIG, StreamsConfig.DSL_STORE_FORMAT_HEADERS);
-        if (stores != Stores3.KAFKA) {
-            props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class.getName());
-            props.put(KstateStoreOptions.ENGINE_CONFIG, stores == Stores3.KSTATE_MEMORY ? "memory" : "rocksdb");
-        }
         return props;
     }
 
     /** Random records with random headers: one in six late by up to 100 s (beyond every grace). */
     private static List<TestRecord<String, String>> records(long seed) {
-        Random rnd = new Random(seed);
-        List<TestRecord<String, String>> out = new ArrayList<>();
-        long base = 1_000_000;
-        for (int i = 0; i < RECORDS; i++) {
-            base += rnd.nextInt(2_000);
-            long ts = rnd.nextInt(6) == 0 ? Math.max(0, base - rnd.nextInt(100_000)) : base;
+        return records(seed, RECORDS, (rnd, ts) -> {
             RecordHeaders h = new RecordHeaders();
             if (rnd.nextBoolean()) {
                 h.add("h" + rnd.nextInt(3), Integer.toString(rnd.nextInt(100)).getBytes(StandardCharsets.UTF_8));
             }
-            out.add(new TestRecord<>("k" + rnd.nextInt(30), "v" + rnd.nextInt(1000), h, ts));
-        }
-        return out;
+            return new TestRecord<>("k" + rnd.nextInt(30), "v" + rnd.nextInt(1000), h, ts);
+        });
     }
 
     /** What one run produced. */
@@ -139,19 +97,9 @@ public class TimeOrderedHeadersStoresTest {
         return run;
     }
 
-    /** The output and changelog records so far. */
+    /** The output and changelog records so far, headers included. */
     private static void collect(TopologyTestDriver driver, Run run, String storeName) {
-        TestOutputTopic<String, String> out = driver.createOutputTopic("out", new StringDeserializer(),
-            new StringDeserializer());
-        for (TestRecord<String, String> r : out.readRecordsToList()) {
-            run.output.add(r.key() + "=" + r.value() + "@" + r.timestamp() + HeadersWindowSessionTest.headers(r.headers()));
-        }
-        TestOutputTopic<byte[], byte[]> c = driver.createOutputTopic("toh-" + storeName + "-changelog",
-            Serdes.ByteArray().deserializer(), Serdes.ByteArray().deserializer());
-        for (TestRecord<byte[], byte[]> r : c.readRecordsToList()) {
-            run.changelog.add(Bytes.wrap(r.key()) + "=" + (r.value() == null ? "null" : Bytes.wrap(r.value()))
-                + "@" + r.timestamp() + HeadersWindowSessionTest.headers(r.headers()));
-        }
+        collect(driver, "toh-" + storeName + "-changelog", true, run.output, run.changelog);
     }
 
     /** The store's class and layers, and the answers of the queries. */
@@ -199,36 +147,6 @@ public class TimeOrderedHeadersStoresTest {
         }
     }
 
-    /** Kafka's metered, caching and change-logging layers, down to the store (or its adapter). */
-    private static String layers(StateStore store) {
-        StringBuilder sb = new StringBuilder();
-        StateStore s = store;
-        while (s instanceof WrappedStateStore && !(s instanceof KstateTimeOrderedWindowStore)
-            && !s.getClass().getSimpleName().startsWith("RocksDB")) {
-            sb.append(s.getClass().getSimpleName()).append(' ');
-            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
-        }
-        return sb.append(s.getClass().getSimpleName().startsWith("SessionToHeaders") ? s.getClass().getSimpleName() : "")
-            .toString();
-    }
-
-    /** The class of the store doing the work, under Kafka's wrappers and its session adapter. */
-    private static String innermost(StateStore store) throws Exception {
-        StateStore s = store;
-        while (true) {
-            if (s instanceof WrappedStateStore && !(s instanceof KstateTimeOrderedWindowStore)
-                && !s.getClass().getSimpleName().startsWith("RocksDB")) {
-                s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
-            } else if (s.getClass().getSimpleName().equals("SessionToHeadersStoreAdapter")) {
-                java.lang.reflect.Field f = s.getClass().getDeclaredField("store");
-                f.setAccessible(true);
-                s = (StateStore) f.get(s);
-            } else {
-                return s.getClass().getSimpleName();
-            }
-        }
-    }
-
     private void assertSame(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
                             String kafkaClass, String kstateClass, long seed) throws Exception {
         List<TestRecord<String, String>> input = records(seed);
@@ -252,13 +170,6 @@ public class TimeOrderedHeadersStoresTest {
         }
     }
 
-    private static void assertSameList(String what, List<String> expected, List<String> actual) {
-        for (int i = 0; i < Math.min(expected.size(), actual.size()); i++) {
-            assertEquals(what + ": record " + i + " of " + expected.size(), expected.get(i), actual.get(i));
-        }
-        assertEquals(what + ": records", expected.size(), actual.size());
-    }
-
     /**
      * Kafka's own directory of the combination (time-ordered segments whose records are in
      * {@code windowKeyValueWithHeaders} / {@code sessionKeyValueWithHeaders}), its task closed with
@@ -276,21 +187,35 @@ public class TimeOrderedHeadersStoresTest {
 
     private void assertAdoptedMidStream(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
                                         String kafkaClass, String kstateClass, long seed) throws Exception {
-        List<TestRecord<String, String>> input = records(seed);
-        int cut = RECORDS / 2;
-        // Kafka's reopened segments have no stream time until a write reaches them, kstate's adopted
-        // store the largest time held: the first record after the switch is at the stream time
-        long streamTime = input.subList(0, cut).stream().mapToLong(TestRecord::timestamp).max().orElse(0);
-        input.add(cut, new TestRecord<>("k0", "restart", new RecordHeaders(), streamTime));
-        Run kafka = runInTwo(Stores3.KAFKA, Stores3.KAFKA, topology, input, cut, storeName, session);
+        List<TestRecord<String, String>> input = recordsWithSwitch(seed);
+        Run kafka = runInTwo(Stores3.KAFKA, Stores3.KAFKA, topology, input, SWITCH, storeName, session);
         assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
         assertEquals(what + ": Kafka's own store", kafkaClass, kafka.store);
-        Run adopted = runInTwo(Stores3.KAFKA, Stores3.KSTATE_ROCKSDB, topology, input, cut, storeName, session);
+        Run adopted = runInTwo(Stores3.KAFKA, Stores3.KSTATE_ROCKSDB, topology, input, SWITCH, storeName, session);
         assertEquals(what + ": a kstate store after the switch", kstateClass, adopted.store);
-        assertEquals(what + ": Kafka's layers above the store", kafka.layers, adopted.layers);
-        assertSameList(what + ": output", kafka.output, adopted.output);
-        assertSameList(what + ": changelog", kafka.changelog, adopted.changelog);
-        assertSameList(what + ": queries", kafka.queries, adopted.queries);
+        assertSameRun(what, kafka, adopted);
+    }
+
+    /** Where a run in two parts switches stores. */
+    private static final int SWITCH = RECORDS / 2;
+
+    /**
+     * Random records and, at {@link #SWITCH}, one at the stream time: Kafka's reopened segments have
+     * no stream time until a write reaches them, kstate's adopted store the largest time held.
+     */
+    private static List<TestRecord<String, String>> recordsWithSwitch(long seed) {
+        List<TestRecord<String, String>> input = records(seed);
+        long streamTime = input.subList(0, SWITCH).stream().mapToLong(TestRecord::timestamp).max().orElse(0);
+        input.add(SWITCH, new TestRecord<>("k0", "restart", new RecordHeaders(), streamTime));
+        return input;
+    }
+
+    /** The same layers above the store, output, changelog and queries. */
+    private static void assertSameRun(String what, Run expected, Run actual) {
+        assertEquals(what + ": Kafka's layers above the store", expected.layers, actual.layers);
+        assertSameList(what + ": output", expected.output, actual.output);
+        assertSameList(what + ": changelog", expected.changelog, actual.changelog);
+        assertSameList(what + ": queries", expected.queries, actual.queries);
     }
 
     /**
@@ -309,7 +234,7 @@ public class TimeOrderedHeadersStoresTest {
     @Test
     public void kstatesStoresOfTheCombinationAreExportedToKafkasMidStream() throws Exception {
         assertExportedMidStream("tumbling count", tumblingCount(false), "counts", false, 33);
-        assertExportedMidStream("sliding aggregate", slidingAggregate("slides"), "slides", false, 34);
+        assertExportedMidStream("sliding aggregate", slidingAggregate(true), "slides", false, 34);
         assertExportedMidStream("session count", sessionCount(), "sessions", true, 35);
     }
 
@@ -317,26 +242,20 @@ public class TimeOrderedHeadersStoresTest {
                                          boolean session, long seed) throws Exception {
         String kafkaClass = session ? "RocksDBTimeOrderedSessionStore" : WINDOWS_KAFKA;
         String family = session ? "sessionKeyValueWithHeaders" : "windowKeyValueWithHeaders";
-        List<TestRecord<String, String>> input = records(seed);
-        int cut = RECORDS / 2;
-        long streamTime = input.subList(0, cut).stream().mapToLong(TestRecord::timestamp).max().orElse(0);
-        input.add(cut, new TestRecord<>("k0", "restart", new RecordHeaders(), streamTime));
-        Run kafka = runInTwo(Stores3.KAFKA, Stores3.KAFKA, topology, input, cut, storeName, session);
+        List<TestRecord<String, String>> input = recordsWithSwitch(seed);
+        Run kafka = runInTwo(Stores3.KAFKA, Stores3.KAFKA, topology, input, SWITCH, storeName, session);
         assertTrue(what + ": the topology emits final results", kafka.output.size() > 100);
         assertEquals(what + ": Kafka's own store", kafkaClass, kafka.store);
-        Run exported = runInTwo(Stores3.KSTATE_ROCKSDB, Stores3.KAFKA, topology, input, cut, storeName, session);
+        Run exported = runInTwo(Stores3.KSTATE_ROCKSDB, Stores3.KAFKA, topology, input, SWITCH, storeName, session);
         assertTrue(exported.export, exported.export.contains("1 store(s) exported"));
         assertTrue(exported.export, exported.export.contains(kafkaClass) && exported.export.contains("headers store format"));
         assertEquals(what + ": Kafka's own store after the export", kafkaClass, exported.store);
-        assertEquals(what + ": Kafka's layers above the store", kafka.layers, exported.layers);
         assertTrue(what + ": Kafka's segments hold records in " + family + ", with the index: " + kafka.handedOver,
             kafka.handedOver.length() > 1000 && kafka.handedOver.contains("/" + family + "/\\x01")
             && kafka.handedOver.contains("/" + family + "/\\x00"));
         assertEquals(what + ": the exported segments hold Kafka's own records, byte for byte", kafka.handedOver,
             exported.handedOver);
-        assertSameList(what + ": output", kafka.output, exported.output);
-        assertSameList(what + ": changelog", kafka.changelog, exported.changelog);
-        assertSameList(what + ": queries", kafka.queries, exported.queries);
+        assertSameRun(what, kafka, exported);
     }
 
     /**
@@ -349,31 +268,15 @@ public class TimeOrderedHeadersStoresTest {
         String[] segments = store.list();
         assertTrue(store + ": Kafka's segments", segments != null && !new File(store, "CURRENT").exists());
         for (String segment : segments) {
-            File db = new File(store, segment);
-            List<org.rocksdb.ColumnFamilyDescriptor> descriptors = new ArrayList<>();
-            for (byte[] name : org.rocksdb.RocksDB.listColumnFamilies(new org.rocksdb.Options(), db.getPath())) {
-                descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(name));
-            }
-            List<org.rocksdb.ColumnFamilyHandle> handles = new ArrayList<>();
-            try (org.rocksdb.DBOptions options = new org.rocksdb.DBOptions();
-                 org.rocksdb.RocksDB rocks = org.rocksdb.RocksDB.openReadOnly(options, db.getPath(), descriptors, handles)) {
-                for (int i = 0; i < descriptors.size(); i++) {
-                    String family = new String(descriptors.get(i).getName(), StandardCharsets.UTF_8);
-                    out.put(segment + "/" + family, "family");
-                    try (org.rocksdb.RocksIterator it = rocks.newIterator(handles.get(i))) {
-                        for (it.seekToFirst(); it.isValid(); it.next()) {
-                            if (family.equals("offsets") && new String(it.key(), StandardCharsets.UTF_8).equals("position")) {
-                                continue;
-                            }
-                            out.put(segment + "/" + family + "/" + Bytes.wrap(it.key()), Bytes.wrap(it.value()).toString());
-                        }
+            readFamilies(new File(store, segment), (family, it) -> {
+                out.put(segment + "/" + family, "family");
+                for (it.seekToFirst(); it.isValid(); it.next()) {
+                    if (family.equals("offsets") && new String(it.key(), StandardCharsets.UTF_8).equals("position")) {
+                        continue;
                     }
+                    out.put(segment + "/" + family + "/" + Bytes.wrap(it.key()), Bytes.wrap(it.value()).toString());
                 }
-            } finally {
-                for (org.rocksdb.ColumnFamilyHandle h : handles) {
-                    h.close();
-                }
-            }
+            });
         }
         return out.toString();
     }
@@ -430,56 +333,6 @@ public class TimeOrderedHeadersStoresTest {
         return first;
     }
 
-    /** Every file under {@code root} (relative path to bytes, lock files left out) and every directory. */
-    private static java.util.Map<String, byte[]> snapshot(File root) throws Exception {
-        java.util.Map<String, byte[]> out = new java.util.TreeMap<>();
-        try (java.util.stream.Stream<java.nio.file.Path> paths = java.nio.file.Files.walk(root.toPath())) {
-            for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) paths::iterator) {
-                out.put(root.toPath().relativize(p).toString(),
-                    java.nio.file.Files.isDirectory(p) ? null : java.nio.file.Files.readAllBytes(p));
-            }
-        }
-        return out;
-    }
-
-    private static void copyTree(java.nio.file.Path from, java.nio.file.Path to) throws java.io.IOException {
-        try (java.util.stream.Stream<java.nio.file.Path> paths = java.nio.file.Files.walk(from)) {
-            for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) paths::iterator) {
-                java.nio.file.Path target = to.resolve(from.relativize(p).toString());
-                if (java.nio.file.Files.isDirectory(p)) {
-                    java.nio.file.Files.createDirectories(target);
-                } else if (!p.getFileName().toString().endsWith(".lock") && !p.getFileName().toString().equals("LOCK")) {
-                    java.nio.file.Files.copy(p, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-                }
-            }
-        }
-    }
-
-    private static String window(Windowed<String> w) {
-        return w.key() + "@" + w.window().start() + "/" + w.window().end();
-    }
-
-    private static Consumer<StreamsBuilder> tumblingCount(boolean caching) {
-        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-            .groupByKey()
-            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(60), Duration.ofSeconds(30)))
-            .emitStrategy(EmitStrategy.onWindowClose())
-            .count(caching ? Materialized.as("counts")
-                : Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("counts").withCachingDisabled())
-            .toStream((w, v) -> window(w)).mapValues(String::valueOf)
-            .to("out", Produced.with(Serdes.String(), Serdes.String()));
-    }
-
-    private static Consumer<StreamsBuilder> sessionCount() {
-        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(15)))
-            .emitStrategy(EmitStrategy.onWindowClose())
-            .count(Materialized.as("sessions"))
-            .toStream((w, v) -> window(w)).mapValues(v -> v == null ? "<removed>" : String.valueOf(v))
-            .to("out", Produced.with(Serdes.String(), Serdes.String()));
-    }
-
     private static final String WINDOWS_KAFKA = "RocksDBTimeOrderedWindowStoreWithHeaders";
     private static final String WINDOWS_KSTATE = "KstateTimeOrderedHeadersWindowStore";
 
@@ -492,35 +345,12 @@ public class TimeOrderedHeadersStoresTest {
 
     @Test
     public void hoppingAggregateWithCaching() throws Exception {
-        assertSame("hopping aggregate", b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-                .groupByKey()
-                .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(60), Duration.ofSeconds(20))
-                    .advanceBy(Duration.ofSeconds(15)))
-                .emitStrategy(EmitStrategy.onWindowClose())
-                .aggregate(() -> "", (k, v, agg) -> agg.length() > 40 ? v : agg + "," + v,
-                    Materialized.<String, String, WindowStore<Bytes, byte[]>>as("hops")
-                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
-                        .withRetention(Duration.ofMinutes(5)))
-                .toStream((w, v) -> window(w))
-                .to("out", Produced.with(Serdes.String(), Serdes.String())),
-            "hops", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 23);
+        assertSame("hopping aggregate", hoppingAggregate(true), "hops", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 23);
     }
 
     @Test
     public void slidingAggregate() throws Exception {
-        assertSame("sliding aggregate", slidingAggregate("slides"), "slides", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 24);
-    }
-
-    private static Consumer<StreamsBuilder> slidingAggregate(String storeName) {
-        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-            .groupByKey()
-            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(30)))
-            .emitStrategy(EmitStrategy.onWindowClose())
-            .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
-                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as(storeName)
-                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
-            .toStream((w, v) -> window(w)).mapValues(String::valueOf)
-            .to("out", Produced.with(Serdes.String(), Serdes.String()));
+        assertSame("sliding aggregate", slidingAggregate(true), "slides", false, WINDOWS_KAFKA, WINDOWS_KSTATE, 24);
     }
 
     /** Aggregates stored without headers, under Kafka's SessionToHeadersStoreAdapter, as Kafka's. */

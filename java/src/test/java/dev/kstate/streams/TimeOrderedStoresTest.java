@@ -21,17 +21,9 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
-import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
-import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
-import org.apache.kafka.streams.kstream.Grouped;
-import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.kstream.SessionWindows;
-import org.apache.kafka.streams.kstream.SlidingWindows;
-import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.processor.StateStore;
@@ -49,9 +41,6 @@ import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.internals.RocksDbIndexedTimeOrderedWindowBytesStoreSupplier;
 import org.apache.kafka.streams.state.internals.RocksDbTimeOrderedSessionBytesStoreSupplier;
 import org.apache.kafka.streams.state.internals.WrappedStateStore;
-import org.apache.kafka.streams.test.TestRecord;
-import org.junit.After;
-import org.junit.Before;
 import org.junit.Test;
 
 /**
@@ -73,52 +62,17 @@ import org.junit.Test;
  *   change-logging, caching on and off): identical answers, order included.</li>
  * </ul>
  */
-public class TimeOrderedStoresTest {
+public class TimeOrderedStoresTest extends TimeOrderedHarness {
     private static final int RECORDS = 4_000;
-    private final List<File> dirs = new ArrayList<>();
-
-    @Before
-    public void setUp() {
-        dirs.clear();
-    }
-
-    @After
-    public void tearDown() {
-        for (File d : dirs) {
-            TestSupport.deleteTree(d);
-        }
-    }
-
-    private File tempDir(String prefix) throws Exception {
-        File d = TestSupport.tempDir(prefix);
-        dirs.add(d);
-        return d;
-    }
-
-    private enum Stores3 { KAFKA, KSTATE_ROCKSDB, KSTATE_MEMORY }
 
     private static Properties props(Stores3 stores, File stateDir) {
-        Properties props = TestSupport.props("to", stateDir);
-        // emit on every record (the default throttles emits to one a second of wall-clock time)
-        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
-        if (stores != Stores3.KAFKA) {
-            props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class.getName());
-            props.put(KstateStoreOptions.ENGINE_CONFIG, stores == Stores3.KSTATE_MEMORY ? "memory" : "rocksdb");
-        }
-        return props;
+        return props("to", stores, stateDir);
     }
 
     /** Random records: stream time moves on, one in six late by up to 100 s (beyond every grace). */
     private static List<KeyValue<String, KeyValue<String, Long>>> records(long seed) {
-        Random rnd = new Random(seed);
-        List<KeyValue<String, KeyValue<String, Long>>> out = new ArrayList<>();
-        long base = 1_000_000;
-        for (int i = 0; i < RECORDS; i++) {
-            base += rnd.nextInt(2_000);
-            long ts = rnd.nextInt(6) == 0 ? Math.max(0, base - rnd.nextInt(100_000)) : base;
-            out.add(KeyValue.pair("k" + rnd.nextInt(30), KeyValue.pair("v" + rnd.nextInt(1000), ts)));
-        }
-        return out;
+        return records(seed, RECORDS,
+            (rnd, ts) -> KeyValue.pair("k" + rnd.nextInt(30), KeyValue.pair("v" + rnd.nextInt(1000), ts)));
     }
 
     /** What one run produced. */
@@ -202,17 +156,7 @@ public class TimeOrderedStoresTest {
                 for (KeyValue<String, KeyValue<String, Long>> r : input.subList(from, to)) {
                     in.pipeInput(r.key, r.value.key, r.value.value);
                 }
-                TestOutputTopic<String, String> out = driver.createOutputTopic("out", new StringDeserializer(),
-                    new StringDeserializer());
-                for (TestRecord<String, String> r : out.readRecordsToList()) {
-                    run.output.add(r.key() + "=" + r.value() + "@" + r.timestamp());
-                }
-                TestOutputTopic<byte[], byte[]> c = driver.createOutputTopic("to-" + storeName + "-changelog",
-                    Serdes.ByteArray().deserializer(), Serdes.ByteArray().deserializer());
-                for (TestRecord<byte[], byte[]> r : c.readRecordsToList()) {
-                    run.changelog.add(Bytes.wrap(r.key()) + "=" + (r.value() == null ? "null" : Bytes.wrap(r.value()))
-                        + "@" + r.timestamp());
-                }
+                collect(driver, "to-" + storeName + "-changelog", false, run.output, run.changelog);
                 run.contents.add("--- part " + part);
                 StateStore outer;
                 if (session) {
@@ -296,40 +240,6 @@ public class TimeOrderedStoresTest {
         throw new NoSuchFieldException(type + "." + name);
     }
 
-    private static void copyTree(java.nio.file.Path from, java.nio.file.Path to) throws java.io.IOException {
-        try (java.util.stream.Stream<java.nio.file.Path> paths = java.nio.file.Files.walk(from)) {
-            for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) paths::iterator) {
-                java.nio.file.Path target = to.resolve(from.relativize(p).toString());
-                if (java.nio.file.Files.isDirectory(p)) {
-                    java.nio.file.Files.createDirectories(target);
-                } else if (!p.getFileName().toString().endsWith(".lock") && !p.getFileName().toString().equals("LOCK")) {
-                    java.nio.file.Files.copy(p, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-                }
-            }
-        }
-    }
-
-    private static String layers(StateStore store) {
-        StringBuilder sb = new StringBuilder();
-        StateStore s = store;
-        // Kafka's metered, caching and change-logging layers (its RocksDB stores are wrappers too)
-        while (s instanceof WrappedStateStore && !(s instanceof KstateTimeOrderedWindowStore)
-            && !s.getClass().getSimpleName().startsWith("RocksDB")) {
-            sb.append(s.getClass().getSimpleName()).append(' ');
-            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
-        }
-        return sb.toString();
-    }
-
-    /** The class of the store doing the work, under Kafka's wrappers. */
-    private static String innermost(StateStore store) {
-        StateStore s = store;
-        while (s instanceof WrappedStateStore && !(s instanceof KstateTimeOrderedWindowStore)) {
-            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
-        }
-        return s.getClass().getSimpleName();
-    }
-
     /** @return the last kstate run */
     private Run assertSame(String what, Consumer<StreamsBuilder> topology, String storeName, boolean session,
                            String kstateClass, long seed, int restartAt) throws Exception {
@@ -361,39 +271,6 @@ public class TimeOrderedStoresTest {
         return last;
     }
 
-    /** Equal lists, or a message naming the first difference. */
-    private static void assertSameList(String what, List<String> expected, List<String> actual) {
-        for (int i = 0; i < Math.min(expected.size(), actual.size()); i++) {
-            assertEquals(what + ": record " + i + " of " + expected.size(), expected.get(i), actual.get(i));
-        }
-        assertEquals(what + ": records", expected.size(), actual.size());
-    }
-
-    private static String window(Windowed<String> w) {
-        return w.key() + "@" + w.window().start() + "/" + w.window().end();
-    }
-
-    private static Consumer<StreamsBuilder> tumblingCount(boolean caching) {
-        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-            .groupByKey()
-            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(60), Duration.ofSeconds(30)))
-            .emitStrategy(EmitStrategy.onWindowClose())
-            .count(caching ? Materialized.as("counts")
-                : Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("counts").withCachingDisabled())
-            .toStream((w, v) -> window(w)).mapValues(String::valueOf)
-            .to("out", Produced.with(Serdes.String(), Serdes.String()));
-    }
-
-    private static Consumer<StreamsBuilder> sessionCount() {
-        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(15)))
-            .emitStrategy(EmitStrategy.onWindowClose())
-            .count(Materialized.as("sessions"))
-            .toStream((w, v) -> window(w)).mapValues(v -> v == null ? "<removed>" : String.valueOf(v))
-            .to("out", Produced.with(Serdes.String(), Serdes.String()));
-    }
-
     /** Kafka's time-ordered cache over the kstate store, as over its own. */
     @Test
     public void tumblingCountWithCaching() throws Exception {
@@ -404,32 +281,12 @@ public class TimeOrderedStoresTest {
 
     @Test
     public void hoppingAggregateWithoutCachingAndLongerRetention() throws Exception {
-        assertSame("hopping aggregate", b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-                .groupByKey()
-                .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(60), Duration.ofSeconds(20))
-                    .advanceBy(Duration.ofSeconds(15)))
-                .emitStrategy(EmitStrategy.onWindowClose())
-                .aggregate(() -> "", (k, v, agg) -> agg.length() > 40 ? v : agg + "," + v,
-                    Materialized.<String, String, WindowStore<Bytes, byte[]>>as("hops")
-                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
-                        .withCachingDisabled().withRetention(Duration.ofMinutes(5)))
-                .toStream((w, v) -> window(w))
-                .to("out", Produced.with(Serdes.String(), Serdes.String())),
-            "hops", false, "KstateTimeOrderedWindowStore", 12, -1);
+        assertSame("hopping aggregate", hoppingAggregate(false), "hops", false, "KstateTimeOrderedWindowStore", 12, -1);
     }
 
     @Test
     public void slidingAggregate() throws Exception {
-        assertSame("sliding aggregate", b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-                .groupByKey()
-                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(30)))
-                .emitStrategy(EmitStrategy.onWindowClose())
-                .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
-                    Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slides")
-                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
-                .toStream((w, v) -> window(w)).mapValues(String::valueOf)
-                .to("out", Produced.with(Serdes.String(), Serdes.String())),
-            "slides", false, "KstateTimeOrderedWindowStore", 13, -1);
+        assertSame("sliding aggregate", slidingAggregate(true), "slides", false, "KstateTimeOrderedWindowStore", 13, -1);
     }
 
     @Test
@@ -466,16 +323,8 @@ public class TimeOrderedStoresTest {
     public void kafkasTimeOrderedStoresAreAdoptedMidStream() throws Exception {
         assertAdoptedMidStream("tumbling count", tumblingCount(false), "counts", false, "KstateTimeOrderedWindowStore", 17,
             Stores3.KAFKA);
-        assertAdoptedMidStream("sliding aggregate", b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-                .groupByKey()
-                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(30)))
-                .emitStrategy(EmitStrategy.onWindowClose())
-                .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
-                    Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slides")
-                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()).withCachingDisabled())
-                .toStream((w, v) -> window(w)).mapValues(String::valueOf)
-                .to("out", Produced.with(Serdes.String(), Serdes.String())),
-            "slides", false, "KstateTimeOrderedWindowStore", 18, Stores3.KSTATE_ROCKSDB);
+        assertAdoptedMidStream("sliding aggregate", slidingAggregate(false), "slides", false, "KstateTimeOrderedWindowStore",
+            18, Stores3.KSTATE_ROCKSDB);
         assertAdoptedMidStream("session count", sessionCount(), "sessions", true, "KstateSessionStore", 19, Stores3.KAFKA);
     }
 
@@ -496,18 +345,6 @@ public class TimeOrderedStoresTest {
         assertSameList(what + ": output", kafka.output, adopted.output);
         assertSameList(what + ": changelog", kafka.changelog, adopted.changelog);
         assertSameList(what + ": final store contents", kafka.contents, adopted.contents);
-    }
-
-    private static Consumer<StreamsBuilder> slidingAggregateWithoutCaching() {
-        return b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
-            .groupByKey()
-            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(20), Duration.ofSeconds(30)))
-            .emitStrategy(EmitStrategy.onWindowClose())
-            .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
-                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slides")
-                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()).withCachingDisabled())
-            .toStream((w, v) -> window(w)).mapValues(String::valueOf)
-            .to("out", Produced.with(Serdes.String(), Serdes.String()));
     }
 
     /**
@@ -543,7 +380,7 @@ public class TimeOrderedStoresTest {
     public void kstatesTimeOrderedStoresAreExportedToKafkasMidStream() throws Exception {
         assertExportedMidStream("tumbling count", tumblingCount(false), "counts", false, "KstateTimeOrderedWindowStore",
             20, "RocksDBTimeOrderedWindowStore (EmitStrategy.onWindowClose(), without Kafka's key index)");
-        assertExportedMidStream("sliding aggregate", slidingAggregateWithoutCaching(), "slides", false,
+        assertExportedMidStream("sliding aggregate", slidingAggregate(false), "slides", false,
             "KstateTimeOrderedWindowStore", 21, "sliding windows: with Kafka's key index");
         assertExportedMidStream("session count", sessionCount(), "sessions", true, "KstateSessionStore", 22,
             "RocksDBTimeOrderedSessionStore");
@@ -635,30 +472,18 @@ public class TimeOrderedStoresTest {
     /** The distinct (first key byte, value length, first value byte) of a family's records in a segment. */
     private static List<String> records(File db, String family) throws Exception {
         List<String> out = new ArrayList<>();
-        List<org.rocksdb.ColumnFamilyDescriptor> descriptors = new ArrayList<>();
-        for (byte[] name : org.rocksdb.RocksDB.listColumnFamilies(new org.rocksdb.Options(), db.getPath())) {
-            descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(name));
-        }
-        List<org.rocksdb.ColumnFamilyHandle> handles = new ArrayList<>();
-        try (org.rocksdb.DBOptions options = new org.rocksdb.DBOptions();
-             org.rocksdb.RocksDB rocks = org.rocksdb.RocksDB.openReadOnly(options, db.getPath(), descriptors, handles)) {
-            for (int i = 0; i < descriptors.size(); i++) {
-                if (new String(descriptors.get(i).getName(), java.nio.charset.StandardCharsets.UTF_8).equals(family)) {
-                    try (org.rocksdb.RocksIterator it = rocks.newIterator(handles.get(i))) {
-                        for (it.seekToFirst(); it.isValid(); it.next()) {
-                            byte[] v = it.value();
-                            String r = it.key()[0] + "/" + v.length + (v.length > 0 ? "/" + v[0] : "");
-                            if (!out.contains(r)) {
-                                out.add(r);
-                            }
-                        }
-                    }
+        readFamilies(db, (name, it) -> {
+            if (!name.equals(family)) {
+                return;
+            }
+            for (it.seekToFirst(); it.isValid(); it.next()) {
+                byte[] v = it.value();
+                String r = it.key()[0] + "/" + v.length + (v.length > 0 ? "/" + v[0] : "");
+                if (!out.contains(r)) {
+                    out.add(r);
                 }
             }
-            for (org.rocksdb.ColumnFamilyHandle h : handles) {
-                h.close();
-            }
-        }
+        });
         return out;
     }
 
@@ -718,7 +543,7 @@ public class TimeOrderedStoresTest {
         Object[][] cases = {
             {tumblingCount(false), "counts", "[[default, offsets]] [0/16/0]",
                 "RocksDBTimeOrderedWindowStoreWithHeaders", "[[default, offsets, windowKeyValueWithHeaders]] [0/17/0, 1/0]"},
-            {slidingAggregateWithoutCaching(), "slides", "[[default, offsets]] [0/16/0, 1/0]",
+            {slidingAggregate(false), "slides", "[[default, offsets]] [0/16/0, 1/0]",
                 "RocksDBTimeOrderedWindowStoreWithHeaders", "[[default, offsets, windowKeyValueWithHeaders]] [0/17/0, 1/0]"},
             {sessionCount(), "sessions", "[[default, offsets]] [0/8/0, 1/0]",
                 "SessionToHeadersStoreAdapter", "[[default, offsets, sessionKeyValueWithHeaders]] [0/8/0, 1/0]"},

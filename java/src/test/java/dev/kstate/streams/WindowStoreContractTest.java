@@ -270,6 +270,35 @@ public class WindowStoreContractTest {
         }
     }
 
+    /**
+     * A view's own {@code readOnly(level)} (what Kafka's wrappers call on the view they hold) is
+     * the store's view at that level, for window and session stores: committed data through a
+     * READ_UNCOMMITTED view's READ_COMMITTED one, and the other way round.
+     */
+    @Test
+    public void viewsAnswerReadOnlyWithTheStoresViewAtThatLevel() {
+        WindowStore<Bytes, byte[]> w = KstateStores.persistentTimestampedWindowStore("w", Duration.ofHours(1),
+            Duration.ofMinutes(1), false).get();
+        w.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), w);
+        SessionStore<Bytes, byte[]> s = KstateStores.persistentSessionStore("s", Duration.ofHours(1)).get();
+        s.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), s);
+        Windowed<Bytes> session = new Windowed<>(b("a"), new SessionWindow(0, 10));
+        w.put(b("a"), ts(1, "committed"), 60_000);
+        s.put(session, new byte[] {1});
+        w.commit(Collections.singletonMap(CHANGELOG, 1L));
+        s.commit(Collections.emptyMap());
+        w.put(b("a"), ts(2, "pending"), 60_000);
+        s.put(session, new byte[] {2});
+        IsolationLevel rc = IsolationLevel.READ_COMMITTED;
+        IsolationLevel ru = IsolationLevel.READ_UNCOMMITTED;
+        assertArrayEquals(ts(1, "committed"), w.readOnly(ru).readOnly(rc).fetch(b("a"), 60_000));
+        assertArrayEquals(ts(2, "pending"), w.readOnly(rc).readOnly(ru).fetch(b("a"), 60_000));
+        assertArrayEquals(new byte[] {1}, s.readOnly(ru).readOnly(rc).fetchSession(b("a"), 0, 10));
+        assertArrayEquals(new byte[] {2}, s.readOnly(rc).readOnly(ru).fetchSession(b("a"), 0, 10));
+        w.close();
+        s.close();
+    }
+
     /** Every operation of a closed store and of a closed iterator throws InvalidStateStoreException. */
     @Test
     public void closedStoresAndIteratorsThrowInvalidStateStoreException() {
