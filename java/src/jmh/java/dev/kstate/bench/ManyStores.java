@@ -20,7 +20,8 @@ import org.apache.kafka.streams.state.RocksDBConfigSetter;
  * restart. For each variant, in a fresh child JVM, it reports the time to open the stores, to
  * load them, to close them, to open them again with their data, and, with every store open
  * and loaded, the process's resident memory, open file descriptors and threads (from
- * {@code /proc/self}).
+ * {@code /proc/self}), and the disk space the stores took (allocated blocks, so RocksDB's
+ * preallocated write-ahead logs count).
  *
  * <p>Variants are those of {@link BenchStore} ({@code kstate-rocksdb}, {@code kafka-rocksdb},
  * ...), and each with {@code -bounded}: the application sets {@code rocksdb.config.setter} to
@@ -117,7 +118,7 @@ public final class ManyStores {
         BenchStore.settle();
         r.sample();
         t = System.nanoTime();
-        closeAll(open);
+        closeAll(open, entries);
         r.closeS = seconds(t);
 
         t = System.nanoTime();
@@ -125,7 +126,11 @@ public final class ManyStores {
         r.reopenS = seconds(t);
         BenchStore.settle();
         r.sampleReopened();
-        closeAll(open);
+        closeAll(open, entries);
+        r.diskMiB = allocatedKiB(dir) / 1024;
+        // 1,000 stores hold gigabytes of preallocated write-ahead logs: free them before the
+        // next variant runs.
+        deleteTree(dir.toPath());
         return r;
     }
 
@@ -139,10 +144,20 @@ public final class ManyStores {
         return open;
     }
 
-    private static void closeAll(List<Subject> open) {
+    /** Closes every store as a task's clean close does: commit (Kafka flushes), then close. */
+    private static void closeAll(List<Subject> open, int entries) {
         for (Subject s : open) {
+            s.commit(entries - 1);
             s.close();
         }
+    }
+
+    /** Disk blocks allocated under {@code dir} (preallocated log space included), by du. */
+    private static long allocatedKiB(File dir) throws IOException, InterruptedException {
+        Process du = new ProcessBuilder("du", "-sk", dir.getAbsolutePath()).start();
+        String out = new String(du.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        du.waitFor();
+        return Long.parseLong(out.trim().split("\\s+")[0]);
     }
 
     private static double seconds(long since) {
@@ -160,9 +175,9 @@ public final class ManyStores {
 
     /** One variant's figures. */
     static final class Result {
-        static final String HEADER = String.format("%-24s %9s %9s %9s %9s %10s %7s %8s %10s %7s",
+        static final String HEADER = String.format("%-24s %9s %9s %9s %9s %10s %7s %8s %10s %7s %9s",
             "variant", "open s", "load s", "close s", "reopen s", "RSS MiB", "fds", "threads",
-            "RSS2 MiB", "fds2");
+            "RSS2 MiB", "fds2", "disk MiB");
         final String variant;
         double openEmptyS;
         double loadS;
@@ -173,6 +188,7 @@ public final class ManyStores {
         long threads;
         long rssReopenedMiB;
         long fdsReopened;
+        long diskMiB;
 
         Result(String variant) {
             this.variant = variant;
@@ -208,8 +224,9 @@ public final class ManyStores {
 
         @Override
         public String toString() {
-            return String.format("%-24s %9.1f %9.1f %9.1f %9.1f %10d %7d %8d %10d %7d",
-                variant, openEmptyS, loadS, closeS, reopenS, rssMiB, fds, threads, rssReopenedMiB, fdsReopened);
+            return String.format("%-24s %9.1f %9.1f %9.1f %9.1f %10d %7d %8d %10d %7d %9d",
+                variant, openEmptyS, loadS, closeS, reopenS, rssMiB, fds, threads, rssReopenedMiB, fdsReopened,
+                diskMiB);
         }
     }
 }
