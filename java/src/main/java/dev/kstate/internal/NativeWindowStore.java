@@ -11,22 +11,15 @@ import java.util.Arrays;
  * Thread-safe; closes exactly once; its iterators close with it.
  */
 public final class NativeWindowStore extends NativeSegmentedStore {
-    /** {@link #query} kind: Kafka's {@code fetch(key, timeFrom, timeTo)} ({@code keyFrom} is the key). */
-    public static final int QUERY_KEY = 0;
-    /** {@link #query} kind: {@code fetch(keyFrom, keyTo, timeFrom, timeTo)}, null = open end. */
-    public static final int QUERY_KEY_RANGE = 1;
+    // query kinds: QUERY_KEY is Kafka's fetch(key, timeFrom, timeTo), QUERY_KEY_RANGE its
+    // fetch(keyFrom, keyTo, timeFrom, timeTo) (NativeSegmentedStore)
     /** {@link #query} kind: {@code fetchAll(timeFrom, timeTo)}. */
     public static final int QUERY_TIME = 2;
     /** {@link #query} kind: {@code all()}. */
     public static final int QUERY_ALL = 3;
 
-    private static final Natives NATIVES = new Natives(KstateNative::windowClose, KstateNative::windowNext,
-        KstateNative::windowCloseIterator, KstateNative::windowCommit, KstateNative::windowFlush,
-        KstateNative::windowCommittedOffset, KstateNative::windowCommittedMetadata, KstateNative::windowRollback,
-        KstateNative::windowApproximateNumUncommittedBytes, KstateNative::windowProperty, true);
-
     private NativeWindowStore(String name, long handle) {
-        super(name, handle, NATIVES, KstateNative::windowStreamTime);
+        super(name, handle, WINDOW, KstateNative::windowStreamTime);
     }
 
     /**
@@ -84,14 +77,9 @@ public final class NativeWindowStore extends NativeSegmentedStore {
                                          NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
                                          boolean retainDuplicates, long segmentIntervalMs, boolean timeOrdered,
                                          boolean keyIndex) {
-        KstateNative.ensureLoaded();
-        // a store parked at this directory holds its lock: close it first
-        ParkedStores.release(path);
-        long h = KstateNative.windowOpen(path, engine, valueFormat, maxUncommittedBytes, syncOnCommit,
-            rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
-            rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs,
-            windowSizeMs, retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex, rocksdb.adoptLeftOpen);
-        return new NativeWindowStore(name, h);
+        long[] options = KstateNative.openOptions(engine, valueFormat, maxUncommittedBytes, syncOnCommit, rocksdb,
+            retentionMs, windowSizeMs, retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex, false);
+        return new NativeWindowStore(name, KstateNative.openStore(KstateNative::windowOpen, path, options));
     }
 
     /**
