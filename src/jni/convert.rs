@@ -10,8 +10,7 @@ use super::natives::OpenArgs;
 use crate::{Error, Result, TopicPartition};
 
 /// A native's argument type: the JNI type Java passes (`Raw`), its conversion, and how the
-/// native's body borrows it (`Arg`, `&[u8]` for a `byte[]`), so that each body is a plain
-/// Rust function the tests call without a JVM.
+/// native's body borrows it (`Arg`, `&[u8]` for a `byte[]`).
 pub(crate) trait FromJava: Sized {
     /// The JNI type of the argument.
     type Raw<'l>;
@@ -57,8 +56,7 @@ from_java! {
     Vec<String>: JObjectArray<'l> => &'a [String], |env, x, what| strings(env, &x, what), |s| s;
     Vec<jint>: JIntArray<'l> => &'a [jint], |env, x, what| {
         let mut out = vec![0; length(env, &x, what)?];
-        env.get_int_array_region(&x, 0, &mut out)?;
-        Ok(out)
+        Ok(env.get_int_array_region(&x, 0, &mut out).map(|()| out)?)
     }, |s| s;
     Vec<jlong>: JLongArray<'l> => &'a [jlong], |env, x, what| longs(env, &x, what), |s| s;
     OpenArgs: JLongArray<'l> => &'a OpenArgs,
@@ -66,11 +64,7 @@ from_java! {
 }
 
 fn nullable<T>(null: bool, convert: impl FnOnce() -> JniResult<T>) -> JniResult<Option<T>> {
-    if null {
-        Ok(None)
-    } else {
-        convert().map(Some)
-    }
+    (!null).then(convert).transpose()
 }
 
 fn length<'l>(
@@ -87,8 +81,9 @@ fn length<'l>(
 
 fn longs(env: &JNIEnv<'_>, array: &JLongArray<'_>, what: &str) -> JniResult<Vec<jlong>> {
     let mut out = vec![0; length(env, array, what)?];
-    env.get_long_array_region(array, 0, &mut out)?;
-    Ok(out)
+    Ok(env
+        .get_long_array_region(array, 0, &mut out)
+        .map(|()| out)?)
 }
 
 fn strings(env: &mut JNIEnv<'_>, array: &JObjectArray<'_>, what: &str) -> JniResult<Vec<String>> {
@@ -125,12 +120,11 @@ pub(crate) fn offsets(
     Ok(pairs.map(entry).collect())
 }
 
-/// A native's result type: the JNI type it returns, what it returns when an exception is
-/// thrown (Java ignores it then), and the conversion.
+/// A native's result type: the JNI type it returns and how.
 pub(crate) trait IntoJava {
     /// The JNI type returned.
     type Raw;
-    /// Returned with an exception pending.
+    /// Returned with an exception pending (Java ignores it then).
     const FALLBACK: Self::Raw;
     /// Converts the result.
     fn into_java(self, env: &mut JNIEnv<'_>) -> JniResult<Self::Raw>;

@@ -1,21 +1,15 @@
 //! How a native is declared once. [`natives!`] turns each entry
-//! `java "javaName" fn name(arg: Type, …) -> Ret { body }` into
-//!
-//! * `fn name`, the body as a plain Rust function of borrowed arguments (`&[u8]` for a
-//!   `byte[]`, see [`super::convert::FromJava`]) returning `crate::Result<Ret>`: what the
-//!   tests call without a JVM;
-//! * the `extern "system"` function exported as `Java_dev_kstate_internal_KstateNative_javaName`,
-//!   which converts its Java arguments, calls `name` inside [`super::guard::guard`] (panics
-//!   caught, errors thrown as typed exceptions) and converts the result
-//!   ([`super::convert::IntoJava`]).
-//!
-//! [`kind_natives!`] declares the natives every store kind has (close, iterators,
-//! transactions; for window and session stores also restore batches, stream time and
-//! queries) once for all kinds, each kind's Java names being its prefix and the operation.
+//! `java "javaName" fn name(arg: Type, …) -> Ret { body }` into `fn name`, the body as a
+//! plain Rust function of borrowed arguments (`&[u8]` for a `byte[]`,
+//! [`super::convert::FromJava`]) returning `crate::Result<Ret>`, which the tests call without
+//! a JVM, and the `extern "system"` function `Java_dev_kstate_internal_KstateNative_javaName`,
+//! which converts the Java arguments, calls `name` inside [`super::guard::guard`] (panics
+//! caught, errors thrown as typed exceptions) and converts the result
+//! ([`super::convert::IntoJava`]). [`kind_natives!`] declares the natives every store kind
+//! has once for all kinds, a kind's Java names being its prefix and the operation.
 
 /// The exported symbol of a native: `"name"`, or `(prefix, "name", "Name")` for a store
-/// kind's native (`"name"` for the key-value kind, whose prefix is empty, `prefixName`
-/// otherwise).
+/// kind's (`name` for the key-value kind, whose prefix is empty, else `prefixName`).
 macro_rules! java_name {
     ($name:literal) => {
         concat!("Java_dev_kstate_internal_KstateNative_", $name)
@@ -85,10 +79,7 @@ macro_rules! kind_natives {
                     $close(number(h))
                 }
                 /// `byte[] *next(long iterator, int maxEntries, int maxBytes)`: the next entries
-                /// packed ([`crate::jni::codec`]; window and session iterators with Kafka's store
-                /// keys), at least one if any remains; null once exhausted. Non-positive bounds
-                /// count as 1. An error met after entries were taken is thrown by the next call,
-                /// so no entry is lost.
+                /// ([`pack`]ed), null once exhausted.
                 java ($p, "next", "Next") fn next(it: jlong, max_entries: jint, max_bytes: jint)
                     -> Option<Vec<u8>> {
                     let iter = store::<$Iter>(it)?;
@@ -99,21 +90,15 @@ macro_rules! kind_natives {
                     $close_iter(number(it))
                 }
                 /// `void *commit(long store, String[] topics, int[] partitions, long[] offsets,
-                /// byte[] metadata)`: commits the transaction with the changelog offsets
-                /// (`Long.MIN_VALUE` removes a partition's offset; empty arrays remove all) and,
-                /// when not null, the metadata blob, atomically.
-                java ($p, "commit", "Commit") fn commit(
-                    h: jlong,
-                    topics: Vec<String>,
-                    partitions: Vec<jint>,
-                    offsets: Vec<jlong>,
-                    metadata: Option<JavaBytes>,
-                ) -> () {
+                /// byte[] metadata)`: commits with the changelog offsets ([`NO_OFFSET`] removes
+                /// one; none removes all) and, when not null, the metadata blob, atomically.
+                java ($p, "commit", "Commit") fn commit(h: jlong, topics: Vec<String>,
+                    partitions: Vec<jint>, offsets: Vec<jlong>, metadata: Option<JavaBytes>) -> () {
                     let offsets = $crate::jni::convert::offsets(topics, partitions, offsets)?;
                     <$T as Transactional>::commit(&*store::<$T>(h)?, &offsets, metadata)
                 }
-                /// `long *committedOffset(long store, String topic, int partition)`:
-                /// `Long.MIN_VALUE` when none is committed.
+                /// `long *committedOffset(long store, String topic, int partition)`: [`NO_OFFSET`]
+                /// when none is committed.
                 java ($p, "committedOffset", "CommittedOffset")
                 fn committed_offset(h: jlong, topic: String, partition: jint) -> jlong {
                     let tp = $crate::TopicPartition::new(topic, partition);
@@ -129,9 +114,8 @@ macro_rules! kind_natives {
                 java ($p, "rollback", "Rollback") fn rollback(h: jlong) -> () {
                     <$T as Transactional>::rollback(&*store::<$T>(h)?)
                 }
-                /// `void *flush(long store, byte[] metadata)`: commits the uncommitted writes
-                /// keeping every committed offset as it is (for Kafka Streams 4.0-4.2 runtimes,
-                /// which keep offsets in their own checkpoint file).
+                /// `void *flush(long store, byte[] metadata)`: commits keeping the committed offsets
+                /// (Kafka Streams 4.0-4.2 keep offsets in their own checkpoint file).
                 java ($p, "flush", "Flush") fn flush(h: jlong, metadata: Option<JavaBytes>) -> () {
                     $crate::bridge::flush(&*store::<$T>(h)?, metadata)
                 }
@@ -141,8 +125,7 @@ macro_rules! kind_natives {
                     Ok(saturating(<$T as Transactional>::uncommitted_bytes(&*store::<$T>(h)?)?))
                 }
                 /// `long *property(long store, String name)`: an integer RocksDB property or
-                /// statistics ticker by RocksDB name (`rocksdb.cur-size-all-mem-tables`,
-                /// `rocksdb.bytes.written`); -1 when the store has none (memory engine, unknown
+                /// statistics ticker by name, -1 when the store has none (memory engine, unknown
                 /// name, statistics off).
                 java ($p, "property", "Property") fn property(h: jlong, name: String) -> jlong {
                     Ok(<$T as Transactional>::property(&*store::<$T>(h)?, name)?.map_or(-1, saturating))
@@ -160,31 +143,21 @@ macro_rules! kind_natives {
                 java ($p, "streamTime", "StreamTime") fn stream_time(h: jlong, committed: bool) -> jlong {
                     store::<$T>(h)?.stream_time(isolation(committed))
                 }
-                /// `long *Query(long store, int kind, byte[] keyFrom, byte[] keyTo, long a,
-                /// long b, boolean reverse, boolean committed)`: a new iterator; the kinds and
-                /// the two times are the kind's (`NativeWindowStore.QUERY_*`,
-                /// `NativeSessionStore.QUERY_*`).
-                java ($p, "query", "Query") fn query(
-                    h: jlong,
-                    kind: jint,
-                    key_from: Option<JavaBytes>,
-                    key_to: Option<JavaBytes>,
-                    $a: jlong,
-                    $b: jlong,
-                    reverse: bool,
-                    committed: bool,
-                ) -> jlong {
+                /// `long *Query(long store, int kind, byte[] keyFrom, byte[] keyTo, long a, long b,
+                /// boolean reverse, boolean committed)`: a new iterator; kinds and times are the
+                /// store kind's (`NativeWindowStore.QUERY_*`, `NativeSessionStore.QUERY_*`).
+                java ($p, "query", "Query") fn query(h: jlong, kind: jint, key_from: Option<JavaBytes>,
+                    key_to: Option<JavaBytes>, $a: jlong, $b: jlong, reverse: bool, committed: bool)
+                    -> jlong {
                     $(if kind == $by {
                         return $by_end(number(h), isolation(committed), $a, $b, reverse).map(jhandle);
                     })?
                     let query = match kind {
                         KEY => $Q::Key { key: required(key_from)?, $a, $b },
-                        KEY_RANGE => $Q::KeyRange {
-                            key_from: key_from.map(<[u8]>::to_vec),
-                            key_to: key_to.map(<[u8]>::to_vec),
-                            $a,
-                            $b,
-                        },
+                        KEY_RANGE => {
+                            let (key_from, key_to) = (key_from.map(<[u8]>::to_vec), key_to.map(<[u8]>::to_vec));
+                            $Q::KeyRange { key_from, key_to, $a, $b }
+                        }
                         other => ($more)(other, $a, $b).ok_or_else(|| {
                             Error::InvalidArgument(format!("unknown {} query kind {other}", $p))
                         })?,

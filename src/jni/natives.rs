@@ -60,16 +60,20 @@ fn size_of(value: jlong, what: &str) -> Result<usize> {
         .map_err(|_| Error::InvalidArgument(format!("{what} is too large: {value}")))
 }
 
+/// The `n`th of `all`: how Java numbers engines and value formats.
+fn numbered<T: Copy>(n: jlong, what: &str, all: &[T]) -> Result<T> {
+    let found = usize::try_from(n).ok().and_then(|i| all.get(i).copied());
+    found.ok_or_else(|| Error::InvalidArgument(format!("unknown {what} {n}")))
+}
+
 /// A value format as Java numbers it (C's `KSTATE_FORMAT_*`).
 fn value_format(n: jlong) -> Result<ValueFormat> {
-    match n {
-        0 => Ok(ValueFormat::Timestamped),
-        1 => Ok(ValueFormat::Plain),
-        2 => Ok(ValueFormat::Headers),
-        other => Err(Error::InvalidArgument(format!(
-            "unknown value format {other}"
-        ))),
-    }
+    let formats = [
+        ValueFormat::Timestamped,
+        ValueFormat::Plain,
+        ValueFormat::Headers,
+    ];
+    numbered(n, "value format", &formats)
 }
 
 /// The options of the three open natives, which Java packs into one `long[]` of
@@ -96,13 +100,12 @@ impl OpenArgs {
     /// Decodes the packed options, refusing what the store's options would not take.
     pub(crate) fn decode(packed: &[jlong]) -> Result<OpenArgs> {
         let wrong = |_| Error::InvalidArgument(format!("{} open options", packed.len()));
-        let [engine, format, max_uncommitted, sync, cache, buffer, buffers, bloom, stats, bounded, memtable, adopt, retention, size, duplicates, interval, time_ordered, index, headers] =
+        #[rustfmt::skip]
+        let [engine, format, max_uncommitted, sync, cache, buffer, buffers, bloom, stats, bounded,
+            memtable, adopt, retention, size, duplicates, interval, time_ordered, index, headers] =
             <[jlong; Self::LEN]>::try_from(packed).map_err(wrong)?;
-        let mut store = StoreOptions::timestamped(match engine {
-            0 => EngineKind::RocksDb,
-            1 => EngineKind::Memory,
-            other => return Err(Error::InvalidArgument(format!("unknown engine {other}"))),
-        });
+        let engines = [EngineKind::RocksDb, EngineKind::Memory];
+        let mut store = StoreOptions::timestamped(numbered(engine, "engine", &engines)?);
         store.value_format = value_format(format)?;
         if max_uncommitted != 0 {
             store.max_uncommitted_bytes = non_negative(max_uncommitted, "maxUncommittedBytes")?;

@@ -4,6 +4,7 @@
 
 use jni::sys::jlong;
 
+use super::codec;
 use super::natives::kv::{self, close_iterator, commit, committed_offset, property, rollback};
 use super::natives::{self as ops, OpenArgs, NO_OFFSET};
 use super::segmented::{self as seg, session, window, KEY, KEY_RANGE};
@@ -521,4 +522,36 @@ fn window_and_session_handles_work_and_refuse_other_kinds() {
         code(window::rollback(w).unwrap_err()),
         ErrorCode::StoreClosed
     );
+}
+
+// ----- the packed batch layout (`codec`) -----
+
+#[test]
+fn round_trip_with_nulls_and_empties() {
+    let mut buf = Vec::new();
+    codec::encode_entry(&mut buf, b"a", Some(b"1")).unwrap();
+    codec::encode_entry(&mut buf, b"", None).unwrap();
+    codec::encode_entry(&mut buf, b"c", Some(b"")).unwrap();
+    let entries = codec::decode_entries(&buf).unwrap();
+    assert_eq!(
+        entries,
+        vec![
+            (&b"a"[..], Some(&b"1"[..])),
+            (&b""[..], None),
+            (&b"c"[..], Some(&b""[..]))
+        ]
+    );
+    assert!(codec::decode_entries(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn malformed_batches_are_rejected() {
+    let mut buf = Vec::new();
+    codec::encode_entry(&mut buf, b"key", Some(b"value")).unwrap();
+    for cut in 1..buf.len() {
+        assert!(codec::decode_entries(&buf[..cut]).is_err(), "cut at {cut}");
+    }
+    assert!(codec::decode_entries(&(-1i32).to_be_bytes()).is_err());
+    assert!(codec::decode_entries(&(-7i32).to_be_bytes()).is_err());
+    assert!(codec::decode_entries(&i32::MAX.to_be_bytes()).is_err());
 }
