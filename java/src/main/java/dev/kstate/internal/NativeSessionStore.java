@@ -27,26 +27,6 @@ public final class NativeSessionStore extends NativeSegmentedStore {
     }
 
     /**
-     * Opens (creating if absent) a session store.
-     *
-     * @param name the store name, for messages
-     * @param path directory for RocksDB; may be null for the memory engine
-     * @param engine {@link KstateNative#ENGINE_ROCKSDB} or {@link KstateNative#ENGINE_MEMORY}
-     * @param maxUncommittedBytes bound before spilling, 0 = default
-     * @param syncOnCommit fsync the WAL on commit
-     * @param rocksdb RocksDB tuning (ignored by the memory engine)
-     * @param retentionMs retention period
-     * @param segmentIntervalMs segment interval of a new store, 0 = Kafka's default
-     * @return the open store
-     */
-    public static NativeSessionStore open(String name, String path, int engine, long maxUncommittedBytes,
-                                          boolean syncOnCommit, NativeStore.RocksTuning rocksdb, long retentionMs,
-                                          long segmentIntervalMs) {
-        return open(name, path, engine, false, maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs,
-            segmentIntervalMs, false, false);
-    }
-
-    /**
      * Opens (creating if absent) a session store whose aggregates are plain or, with
      * {@code headers}, in Kafka 4.3+'s {@code AggregationWithHeaders} layout (KIP-1271:
      * {@code [varint headersSize][headers][aggregation]}), optionally as Kafka's time-ordered session

@@ -23,32 +23,6 @@ public final class NativeWindowStore extends NativeSegmentedStore {
     }
 
     /**
-     * Opens (creating if absent) a window store.
-     *
-     * @param name the store name, for messages
-     * @param path directory for RocksDB; may be null for the memory engine
-     * @param engine {@link KstateNative#ENGINE_ROCKSDB} or {@link KstateNative#ENGINE_MEMORY}
-     * @param timestamped values in Kafka's timestamped layout, or plain
-     * @param maxUncommittedBytes bound before spilling, 0 = default
-     * @param syncOnCommit fsync the WAL on commit
-     * @param rocksdb RocksDB tuning (ignored by the memory engine)
-     * @param retentionMs retention period (>= windowSizeMs)
-     * @param windowSizeMs window size
-     * @param retainDuplicates Kafka's retainDuplicates
-     * @param segmentIntervalMs segment interval of a new store, 0 = Kafka's max(retention / 2, 60 s);
-     *     an existing store keeps its own
-     * @return the open store
-     */
-    public static NativeWindowStore open(String name, String path, int engine, boolean timestamped,
-                                         long maxUncommittedBytes, boolean syncOnCommit,
-                                         NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
-                                         boolean retainDuplicates, long segmentIntervalMs) {
-        return open(name, path, engine, timestamped ? KstateNative.FORMAT_TIMESTAMPED : KstateNative.FORMAT_PLAIN,
-            maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs, windowSizeMs, retainDuplicates, segmentIntervalMs,
-            false, false);
-    }
-
-    /**
      * Opens (creating if absent) a window store in the given value format, optionally as Kafka's
      * time-ordered window store (what {@code EmitStrategy.onWindowClose()} uses): {@link #QUERY_TIME},
      * {@link #QUERY_ALL} and (without {@code keyIndex}) {@link #QUERY_KEY_RANGE} then return windows by start
