@@ -81,38 +81,3 @@ fn take<'a>(buf: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8]> {
     *pos = end;
     Ok(slice)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trip_with_nulls_and_empties() {
-        let mut buf = Vec::new();
-        encode_entry(&mut buf, b"a", Some(b"1")).unwrap();
-        encode_entry(&mut buf, b"", None).unwrap();
-        encode_entry(&mut buf, b"c", Some(b"")).unwrap();
-        let entries = decode_entries(&buf).unwrap();
-        assert_eq!(
-            entries,
-            vec![
-                (&b"a"[..], Some(&b"1"[..])),
-                (&b""[..], None),
-                (&b"c"[..], Some(&b""[..]))
-            ]
-        );
-        assert!(decode_entries(&[]).unwrap().is_empty());
-    }
-
-    #[test]
-    fn malformed_batches_are_rejected() {
-        let mut buf = Vec::new();
-        encode_entry(&mut buf, b"key", Some(b"value")).unwrap();
-        for cut in 1..buf.len() {
-            assert!(decode_entries(&buf[..cut]).is_err(), "cut at {cut}");
-        }
-        assert!(decode_entries(&(-1i32).to_be_bytes()).is_err());
-        assert!(decode_entries(&(-7i32).to_be_bytes()).is_err());
-        assert!(decode_entries(&i32::MAX.to_be_bytes()).is_err());
-    }
-}

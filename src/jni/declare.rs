@@ -1,210 +1,172 @@
-//! How a native is declared once: [`natives!`] turns a list of
-//! `fn Java_…(arg: Type, …) -> Ret = body;` entries into the `extern "system"` functions,
-//! each converting its Java arguments ([`FromJava`]), running its body (a call into
-//! [`super::ops`] returning `crate::Result<Ret>`) inside [`super::guard::guard`] (panics
-//! caught, errors thrown as typed exceptions) and converting its result ([`IntoJava`]).
-//! The per-native code is then the declaration alone: the argument checks, the error
-//! mapping and the panic guard are written here once.
+//! How a native is declared once. [`natives!`] turns each entry
+//! `java "javaName" fn name(arg: Type, …) -> Ret { body }` into `fn name`, the body as a
+//! plain Rust function of borrowed arguments (`&[u8]` for a `byte[]`,
+//! [`super::convert::FromJava`]) returning `crate::Result<Ret>`, which the tests call without
+//! a JVM, and the `extern "system"` function `Java_dev_kstate_internal_KstateNative_javaName`,
+//! which converts the Java arguments, calls `name` inside [`super::guard::guard`] (panics
+//! caught, errors thrown as typed exceptions) and converts the result
+//! ([`super::convert::IntoJava`]). [`kind_natives!`] declares the natives every store kind
+//! has once for all kinds, a kind's Java names being its prefix and the operation.
 
-use jni::objects::{JByteArray, JString};
-use jni::sys::{jboolean, jbyteArray, jint, jlong, JNI_TRUE};
-use jni::JNIEnv;
-
-use super::guard::JniResult;
-use super::natives::{bytes, opt_bytes, string, JavaBytes};
-
-/// A native's argument type: what Java passes (`Raw`) and how it becomes the Rust value.
-pub(crate) trait FromJava<'l>: Sized {
-    /// The JNI type of the argument.
-    type Raw;
-    /// Converts `raw`; `what` names the argument in an error ("null key").
-    fn from_java(env: &mut JNIEnv<'l>, raw: Self::Raw, what: &str) -> JniResult<Self>;
+/// The exported symbol of a native: `"name"`, or `(prefix, "name", "Name")` for a store
+/// kind's (`name` for the key-value kind, whose prefix is empty, else `prefixName`).
+macro_rules! java_name {
+    ($name:literal) => {
+        concat!("Java_dev_kstate_internal_KstateNative_", $name)
+    };
+    (("", $lower:literal, $upper:literal)) => {
+        concat!("Java_dev_kstate_internal_KstateNative_", $lower)
+    };
+    (($prefix:literal, $lower:literal, $upper:literal)) => {
+        concat!("Java_dev_kstate_internal_KstateNative_", $prefix, $upper)
+    };
 }
+pub(crate) use java_name;
 
-/// A native's result type: the JNI type it returns and how.
-pub(crate) trait IntoJava {
-    /// The JNI type returned.
-    type Raw;
-    /// Returned when an exception is thrown (Java ignores it then).
-    const FALLBACK: Self::Raw;
-    /// Converts the result.
-    fn into_java(self, env: &mut JNIEnv<'_>) -> JniResult<Self::Raw>;
-}
-
-macro_rules! identity {
-    ($($ty:ty = $fallback:expr),*) => {$(
-        impl FromJava<'_> for $ty {
-            type Raw = $ty;
-            fn from_java(_: &mut JNIEnv<'_>, raw: $ty, _: &str) -> JniResult<$ty> {
-                Ok(raw)
-            }
-        }
-        impl IntoJava for $ty {
-            type Raw = $ty;
-            const FALLBACK: $ty = $fallback;
-            fn into_java(self, _: &mut JNIEnv<'_>) -> JniResult<$ty> {
-                Ok(self)
-            }
-        }
-    )*};
-}
-identity!(jlong = 0, jint = 0, () = ());
-
-impl FromJava<'_> for bool {
-    type Raw = jboolean;
-    fn from_java(_: &mut JNIEnv<'_>, raw: jboolean, _: &str) -> JniResult<bool> {
-        Ok(raw == JNI_TRUE)
-    }
-}
-
-impl IntoJava for bool {
-    type Raw = jboolean;
-    const FALLBACK: jboolean = 0;
-    fn into_java(self, _: &mut JNIEnv<'_>) -> JniResult<jboolean> {
-        Ok(jboolean::from(self))
-    }
-}
-
-/// A `byte[]` that must not be null.
-impl<'l> FromJava<'l> for JavaBytes {
-    type Raw = JByteArray<'l>;
-    fn from_java(env: &mut JNIEnv<'l>, raw: JByteArray<'l>, what: &str) -> JniResult<Self> {
-        bytes(env, &raw, what)
-    }
-}
-
-/// A `byte[]` where null means "none" (an open bound, a delete, no metadata).
-impl<'l> FromJava<'l> for Option<JavaBytes> {
-    type Raw = JByteArray<'l>;
-    fn from_java(env: &mut JNIEnv<'l>, raw: JByteArray<'l>, _: &str) -> JniResult<Self> {
-        opt_bytes(env, &raw)
-    }
-}
-
-/// A `String` that must not be null.
-impl<'l> FromJava<'l> for String {
-    type Raw = JString<'l>;
-    fn from_java(env: &mut JNIEnv<'l>, raw: JString<'l>, what: &str) -> JniResult<Self> {
-        string(env, &raw, what)
-    }
-}
-
-/// A `String` where null means "none" (the memory engine's path).
-impl<'l> FromJava<'l> for Option<String> {
-    type Raw = JString<'l>;
-    fn from_java(env: &mut JNIEnv<'l>, raw: JString<'l>, what: &str) -> JniResult<Self> {
-        if raw.is_null() {
-            Ok(None)
-        } else {
-            string(env, &raw, what).map(Some)
-        }
-    }
-}
-
-/// A `byte[]` result, null for none.
-impl IntoJava for Option<Vec<u8>> {
-    type Raw = jbyteArray;
-    const FALLBACK: jbyteArray = std::ptr::null_mut();
-    fn into_java(self, env: &mut JNIEnv<'_>) -> JniResult<jbyteArray> {
-        match self {
-            None => Ok(std::ptr::null_mut()),
-            Some(v) => Ok(env.byte_array_from_slice(&v)?.into_raw()),
-        }
-    }
-}
-
-/// Declares natives (see the module documentation). Each entry is
-/// `/// doc` `fn Java_name(arg: Type, ...) -> Ret = body;` where `body` may use the
-/// converted arguments by name and evaluates to `crate::Result<Ret>`; an argument's name is
-/// what an error about it says (`null key`).
+/// Declares natives (see the module documentation); an argument's name is what an error
+/// about it says (`null key`).
 macro_rules! natives {
     ($(
         $(#[doc = $doc:literal])*
-        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty = $body:expr;
+        java $java:tt fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block
     )*) => {$(
         $(#[doc = $doc])*
-        #[no_mangle]
-        #[allow(clippy::too_many_arguments)]
-        pub extern "system" fn $name<'l>(
-            mut env: ::jni::JNIEnv<'l>,
-            _class: ::jni::objects::JClass<'l>,
-            $($arg: <$ty as $crate::jni::declare::FromJava<'l>>::Raw),*
-        ) -> <$ret as $crate::jni::declare::IntoJava>::Raw {
-            $crate::jni::guard::guard(
-                &mut env,
-                <$ret as $crate::jni::declare::IntoJava>::FALLBACK,
-                |env| {
-                    $(let $arg =
-                        <$ty as $crate::jni::declare::FromJava<'l>>::from_java(
-                            env, $arg, stringify!($arg),
-                        )?;)*
-                    let result: $ret = $body?;
-                    $crate::jni::declare::IntoJava::into_java(result, env)
-                },
-            )
-        }
+        #[allow(clippy::too_many_arguments, clippy::extra_unused_lifetimes)]
+        pub(crate) fn $name<'a>(
+            $($arg: <$ty as $crate::jni::convert::FromJava>::Arg<'a>),*
+        ) -> $crate::Result<$ret> $body
+
+        const _: () = {
+            $(#[doc = $doc])*
+            #[export_name = $crate::jni::declare::java_name!($java)]
+            #[allow(clippy::too_many_arguments)]
+            pub extern "system" fn native<'l>(
+                mut env: ::jni::JNIEnv<'l>,
+                _class: ::jni::objects::JClass<'l>,
+                $($arg: <$ty as $crate::jni::convert::FromJava>::Raw<'l>),*
+            ) -> <$ret as $crate::jni::convert::IntoJava>::Raw {
+                use $crate::jni::convert::{FromJava, IntoJava};
+                $crate::jni::guard::guard(&mut env, <$ret as IntoJava>::FALLBACK, |env| {
+                    $(let $arg = <$ty as FromJava>::from_java(env, $arg, stringify!($arg))?;)*
+                    let result: $ret = $name($(FromJava::arg(&$arg)),*)?;
+                    result.into_java(env)
+                })
+            }
+        };
     )*};
 }
 pub(crate) use natives;
 
-/// Declares the transaction natives of one store kind (`T`: a [`crate::bridge::Transactional`]
-/// store type), each given its Java name: commit with offsets and metadata, committed offset
-/// and metadata, rollback, flush, uncommitted bytes and property, one definition for every
-/// kind ([`super::ops`]'s generic bodies).
-macro_rules! transaction_natives {
-    ($ty:ty: commit = $commit:ident, committed_offset = $offset:ident,
-     committed_metadata = $meta:ident, rollback = $rollback:ident, flush = $flush:ident,
-     uncommitted_bytes = $bytes:ident, property = $prop:ident) => {
-        /// `void *commit(long store, String[] topics, int[] partitions, long[] offsets,
-        /// byte[] metadata)`: commits the transaction with the changelog offsets
-        /// (`Long.MIN_VALUE` removes a partition's offset; empty arrays remove all) and, when
-        /// not null, the metadata blob, atomically.
-        #[no_mangle]
-        pub extern "system" fn $commit<'l>(
-            mut env: ::jni::JNIEnv<'l>,
-            _class: ::jni::objects::JClass<'l>,
-            h: ::jni::sys::jlong,
-            topics: ::jni::objects::JObjectArray<'l>,
-            partitions: ::jni::objects::JIntArray<'l>,
-            offsets: ::jni::objects::JLongArray<'l>,
-            metadata: ::jni::objects::JByteArray<'l>,
-        ) {
-            $crate::jni::guard::guard(&mut env, (), |env| {
-                let entries =
-                    $crate::jni::natives::offsets_of(env, &topics, &partitions, &offsets)?;
-                let metadata = $crate::jni::natives::opt_bytes(env, &metadata)?;
-                Ok($crate::jni::ops::commit::<$ty>(
-                    h,
-                    &entries,
-                    metadata.as_deref(),
-                )?)
-            })
-        }
+/// Declares, in module `$m`, the natives of store kind `$T` (Java prefix `$p`, iterator
+/// handle `$Iter`, closed by `$close` / `$close_iter`). Window and session stores add
+/// `putAll` (Kafka's store keys), `streamTime` and `query`: `$Q` is the kind's query, `$a` /
+/// `$b` its two times, `$open_iter` opens its iterator, `$more` builds the kinds beyond
+/// [`KEY`](super::segmented::KEY) and [`KEY_RANGE`](super::segmented::KEY_RANGE), and
+/// `$by => $by_end` opens the iterator of query kind `$by` itself.
+macro_rules! kind_natives {
+    ($m:ident, $p:tt, $T:ident, $Iter:ident $(.$field:tt)?, $close:path, $close_iter:path
+     $(; $Q:ident($a:ident, $b:ident), $open_iter:path, $more:expr $(, $by:ident => $by_end:path)?)?) => {
+        #[doc = concat!("The natives every store kind has, for [`", stringify!($T), "`].")]
+        pub(crate) mod $m {
+            use super::*;
+            use $crate::bridge::Transactional;
+            #[allow(unused_imports)] // `jhandle`: window and session stores only
+            use $crate::jni::natives::{jhandle, number, pack, saturating, store, NO_OFFSET};
 
-        $crate::jni::declare::natives! {
-            /// `long *committedOffset(long store, String topic, int partition)`:
-            /// `Long.MIN_VALUE` when none is committed.
-            fn $offset(h: jlong, topic: String, partition: jint) -> jlong =
-                $crate::jni::ops::committed_offset::<$ty>(h, topic, partition);
-            /// `byte[] *committedMetadata(long store)`: the metadata blob of the last commit
-            /// carrying one, or null.
-            fn $meta(h: jlong) -> Option<Vec<u8>> = $crate::jni::ops::committed_metadata::<$ty>(h);
-            /// `void *rollback(long store)`: discards the uncommitted writes.
-            fn $rollback(h: jlong) -> () = $crate::jni::ops::rollback::<$ty>(h);
-            /// `void *flush(long store, byte[] metadata)`: commits the uncommitted writes
-            /// keeping every committed offset as it is (for Kafka Streams 4.0-4.2 runtimes,
-            /// which keep offsets in their own checkpoint file).
-            fn $flush(h: jlong, metadata: Option<JavaBytes>) -> () =
-                $crate::jni::ops::flush::<$ty>(h, metadata.as_deref());
-            /// `long *approximateNumUncommittedBytes(long store)`.
-            fn $bytes(h: jlong) -> jlong = $crate::jni::ops::uncommitted_bytes::<$ty>(h);
-            /// `long *property(long store, String name)`: an integer RocksDB property or
-            /// statistics ticker by RocksDB name (`rocksdb.cur-size-all-mem-tables`,
-            /// `rocksdb.bytes.written`); -1 when the store has none (memory engine, unknown
-            /// name, statistics off).
-            fn $prop(h: jlong, name: String) -> jlong =
-                $crate::jni::ops::property::<$ty>(h, &name);
+            $crate::jni::declare::natives! {
+                /// `void *close(long store)`: closes the store and its iterators; the handle dies.
+                java ($p, "close", "Close") fn close(h: jlong) -> () {
+                    $close(number(h))
+                }
+                /// `byte[] *next(long iterator, int maxEntries, int maxBytes)`: the next entries
+                /// ([`pack`]ed), null once exhausted.
+                java ($p, "next", "Next") fn next(it: jlong, max_entries: jint, max_bytes: jint)
+                    -> Option<Vec<u8>> {
+                    let iter = store::<$Iter>(it)?;
+                    pack(&(*iter)$(.$field)?, max_entries, max_bytes)
+                }
+                /// `void *closeIterator(long iterator)`: releases the iterator; the handle dies.
+                java ($p, "closeIterator", "CloseIterator") fn close_iterator(it: jlong) -> () {
+                    $close_iter(number(it))
+                }
+                /// `void *commit(long store, String[] topics, int[] partitions, long[] offsets,
+                /// byte[] metadata)`: commits with the changelog offsets ([`NO_OFFSET`] removes
+                /// one; none removes all) and, when not null, the metadata blob, atomically.
+                java ($p, "commit", "Commit") fn commit(h: jlong, topics: Vec<String>,
+                    partitions: Vec<jint>, offsets: Vec<jlong>, metadata: Option<JavaBytes>) -> () {
+                    let offsets = $crate::jni::convert::offsets(topics, partitions, offsets)?;
+                    <$T as Transactional>::commit(&*store::<$T>(h)?, &offsets, metadata)
+                }
+                /// `long *committedOffset(long store, String topic, int partition)`: [`NO_OFFSET`]
+                /// when none is committed.
+                java ($p, "committedOffset", "CommittedOffset")
+                fn committed_offset(h: jlong, topic: String, partition: jint) -> jlong {
+                    let tp = $crate::TopicPartition::new(topic, partition);
+                    Ok(<$T as Transactional>::committed_offset(&*store::<$T>(h)?, &tp)?.unwrap_or(NO_OFFSET))
+                }
+                /// `byte[] *committedMetadata(long store)`: the metadata blob of the last commit
+                /// carrying one, or null.
+                java ($p, "committedMetadata", "CommittedMetadata")
+                fn committed_metadata(h: jlong) -> Option<Vec<u8>> {
+                    <$T as Transactional>::committed_metadata(&*store::<$T>(h)?)
+                }
+                /// `void *rollback(long store)`: discards the uncommitted writes.
+                java ($p, "rollback", "Rollback") fn rollback(h: jlong) -> () {
+                    <$T as Transactional>::rollback(&*store::<$T>(h)?)
+                }
+                /// `void *flush(long store, byte[] metadata)`: commits keeping the committed offsets
+                /// (Kafka Streams 4.0-4.2 keep offsets in their own checkpoint file).
+                java ($p, "flush", "Flush") fn flush(h: jlong, metadata: Option<JavaBytes>) -> () {
+                    $crate::bridge::flush(&*store::<$T>(h)?, metadata)
+                }
+                /// `long *approximateNumUncommittedBytes(long store)`.
+                java ($p, "approximateNumUncommittedBytes", "ApproximateNumUncommittedBytes")
+                fn uncommitted_bytes(h: jlong) -> jlong {
+                    Ok(saturating(<$T as Transactional>::uncommitted_bytes(&*store::<$T>(h)?)?))
+                }
+                /// `long *property(long store, String name)`: an integer RocksDB property or
+                /// statistics ticker by name, -1 when the store has none (memory engine, unknown
+                /// name, statistics off).
+                java ($p, "property", "Property") fn property(h: jlong, name: String) -> jlong {
+                    Ok(<$T as Transactional>::property(&*store::<$T>(h)?, name)?.map_or(-1, saturating))
+                }
+            }
+
+            $($crate::jni::declare::natives! {
+                /// `void *PutAll(long store, byte[] packed)`: a packed batch keyed by Kafka's
+                /// store keys of the kind (changelog restore), all or nothing.
+                java ($p, "putAll", "PutAll") fn put_all(h: jlong, batch: JavaBytes) -> () {
+                    store::<$T>(h)?.put_all_kafka_keys(&$crate::jni::codec::decode_entries(batch)?)
+                }
+                /// `long *StreamTime(long store, boolean committed)`: Kafka's observed stream
+                /// time, -1 before the first record.
+                java ($p, "streamTime", "StreamTime") fn stream_time(h: jlong, committed: bool) -> jlong {
+                    store::<$T>(h)?.stream_time(isolation(committed))
+                }
+                /// `long *Query(long store, int kind, byte[] keyFrom, byte[] keyTo, long a, long b,
+                /// boolean reverse, boolean committed)`: a new iterator; kinds and times are the
+                /// store kind's (`NativeWindowStore.QUERY_*`, `NativeSessionStore.QUERY_*`).
+                java ($p, "query", "Query") fn query(h: jlong, kind: jint, key_from: Option<JavaBytes>,
+                    key_to: Option<JavaBytes>, $a: jlong, $b: jlong, reverse: bool, committed: bool)
+                    -> jlong {
+                    $(if kind == $by {
+                        return $by_end(number(h), isolation(committed), $a, $b, reverse).map(jhandle);
+                    })?
+                    let query = match kind {
+                        KEY => $Q::Key { key: required(key_from)?, $a, $b },
+                        KEY_RANGE => {
+                            let (key_from, key_to) = (key_from.map(<[u8]>::to_vec), key_to.map(<[u8]>::to_vec));
+                            $Q::KeyRange { key_from, key_to, $a, $b }
+                        }
+                        other => ($more)(other, $a, $b).ok_or_else(|| {
+                            Error::InvalidArgument(format!("unknown {} query kind {other}", $p))
+                        })?,
+                    };
+                    $open_iter(number(h), |s| s.query(isolation(committed), &query, reverse))
+                        .map(jhandle)
+                }
+            })?
         }
     };
 }
-pub(crate) use transaction_natives;
+pub(crate) use kind_natives;

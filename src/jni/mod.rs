@@ -1,36 +1,27 @@
 //! JNI surface for the Java adapter (`dev.kstate.internal.KstateNative`).
 //!
-//! Thin, as DESIGN.md §6 asks: every native validates its arguments, calls the core and
-//! converts the result. The layers are
+//! Thin, as DESIGN.md §6 asks: every native converts its arguments, calls the core and
+//! converts the result. [`declare`] declares each native once, as a plain-Rust body (what
+//! the tests call without a JVM) from which the `extern "system"` function is generated, and
+//! the natives every store kind has once for all kinds; [`convert`] converts each Java type
+//! once; [`guard`] is the single conversion point of errors and panics (a panic never
+//! unwinds into the JVM) to typed Java exceptions carrying the stable [`crate::ErrorCode`];
+//! [`codec`] is the packed `byte[]` layout of the batch calls (one crossing per batch);
+//! [`natives`] (key-value stores) and [`segmented`] (window, session) are the declarations.
 //!
-//! * [`natives`]: the `extern "system"` functions: they convert Java arguments and results
-//!   and call [`ops`];
-//! * [`ops`]: the body of each native in plain Rust types. Handles are resolved in the
-//!   process-wide table shared with C and the shared rules of `crate::bridge` apply, so a
-//!   misuse fails exactly as on C; the Rust tests drive this layer without a JVM;
-//! * [`guard`]: the single conversion point. It runs the body of a native under `catch_unwind` (a
-//!   panic never unwinds into the JVM) and turns an error into a typed Java exception that
-//!   carries the stable [`crate::ErrorCode`] number;
-//! * [`codec`]: the packed `byte[]` layouts of the batch calls (putAll, restore batches,
-//!   range fetches), so a batch costs one JNI crossing instead of several per entry.
-//!
-//! Stores and iterators are addressed by `jlong` handles from the one handle table of the
-//! process (`crate::handle`, the same numbers the C API uses), tagged by kind: a closed,
-//! forged, zero or wrong-kind handle gives `InvalidStateStoreException` with the same
-//! code C reports (`STORE_CLOSED` / `ITERATOR_CLOSED` for a closed handle,
-//! `INVALID_HANDLE` otherwise), never undefined behaviour.
+//! Stores and iterators are `jlong` handles of the process's one handle table
+//! (`crate::handle`, the numbers C uses), tagged by kind: a closed, forged, zero or
+//! wrong-kind handle gives `InvalidStateStoreException` with the code C reports
+//! (`STORE_CLOSED` / `ITERATOR_CLOSED` for a closed handle, `INVALID_HANDLE` otherwise).
 
-mod adoption_natives;
 pub mod codec;
+mod convert;
 mod declare;
 mod guard;
 mod natives;
-mod ops;
-mod segmented_natives;
-mod segmented_ops;
-mod swap_natives;
+mod segmented;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use convert::decode_java;
 pub use guard::{exception_class_for, INVALID_STATE_CLASS, PROCESSOR_STATE_CLASS};
-pub(crate) use natives::decode_java;

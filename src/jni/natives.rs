@@ -1,278 +1,305 @@
-//! The `extern "system"` natives of `dev.kstate.internal.KstateNative` (and the loader's
-//! version check, `NativeLoader.nativeVersion`).
-//!
-//! Each native converts its Java arguments, calls its body in [`ops`] (plain Rust types,
-//! handles resolved in the table shared with C) and converts the result, all inside
-//! [`guard`], the one place where an error or a panic becomes a Java exception.
+//! The key-value natives of `dev.kstate.internal.KstateNative`, the open options of every
+//! kind, the two natives written by hand (upgrade by swap calls back into Java; the
+//! loader's version check sits on another class) and what every kind's natives use.
 
-use jni::objects::{JByteArray, JClass, JIntArray, JLongArray, JObjectArray, JString};
+use std::ops::ControlFlow;
+
+use jni::objects::{JClass, JObject, JValue};
 use jni::sys::{jint, jlong};
 use jni::JNIEnv;
 
-use super::declare::{natives, transaction_natives};
-use super::guard::{guard, JniResult};
-use super::ops::{self, OpenArgs, NO_OFFSET};
-use crate::{Error, KvStore, TopicPartition};
+use super::codec;
+use super::convert::JavaBytes;
+use super::declare::{kind_natives, natives};
+use super::guard::{guard, Failure};
+use crate::bridge::{self, KvIterHandle};
+use crate::engine::rocksdb::BoundedMemory;
+use crate::handle::{Handled, HANDLES};
+use crate::store::{PlannedStore, SessionOptions, WindowOptions};
+use crate::{EngineKind, Error, Isolation, KeyRange, KvStore, Result, StoreOptions, ValueFormat};
 
-pub(super) fn bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>, what: &str) -> JniResult<JavaBytes> {
-    if array.is_null() {
-        return Err(Error::InvalidArgument(format!("null {what}")).into());
-    }
-    JavaBytes::copy(env, array)
+/// Returned by `committedOffset` when no offset is committed (never a Kafka offset); in
+/// `commit`'s offsets it removes the partition's offset.
+pub(crate) const NO_OFFSET: jlong = jlong::MIN;
+
+/// The table's number for a Java handle, bit for bit (Java has no unsigned long).
+pub(crate) fn number(h: jlong) -> u64 {
+    h as u64
 }
 
-pub(super) fn opt_bytes(env: &JNIEnv<'_>, array: &JByteArray<'_>) -> JniResult<Option<JavaBytes>> {
-    if array.is_null() {
-        Ok(None)
+/// A table number as Java's signed long, bit for bit.
+pub(crate) fn jhandle(h: u64) -> jlong {
+    h as jlong
+}
+
+/// The live object of kind `T` behind a Java handle (the table's checks: null, forged,
+/// closed and wrong-kind handles fail as on C).
+pub(crate) fn store<T: Handled>(h: jlong) -> Result<std::sync::Arc<T>> {
+    HANDLES.get::<T>(number(h))
+}
+
+pub(crate) fn isolation(committed: bool) -> Isolation {
+    if committed {
+        Isolation::ReadCommitted
     } else {
-        JavaBytes::copy(env, array).map(Some)
+        Isolation::ReadUncommitted
     }
 }
 
-/// Arrays up to this many bytes are copied onto the stack (keys, and the values of most
-/// stores); larger ones (packed batches) onto the heap.
-const INLINE_BYTES: usize = 256;
-
-/// The bytes of a Java array, copied once out of the JVM. A native call made per record
-/// (get, put) copied its key and value into heap vectors, an allocation and a free each:
-/// the small ones now stay on the stack.
-// The inline variant is large on purpose: it lives on the stack for one native call.
-#[allow(clippy::large_enum_variant)]
-pub(super) enum JavaBytes {
-    /// Up to [`INLINE_BYTES`], the first `len` of `buf`.
-    Inline {
-        buf: [jni::sys::jbyte; INLINE_BYTES],
-        len: usize,
-    },
-    /// Larger arrays.
-    Heap(Vec<u8>),
+pub(crate) fn saturating(n: u64) -> jlong {
+    jlong::try_from(n).unwrap_or(jlong::MAX)
 }
 
-impl JavaBytes {
-    /// Copies the elements of `array`, which is not null.
-    fn copy(env: &JNIEnv<'_>, array: &JByteArray<'_>) -> JniResult<JavaBytes> {
-        let len = usize::try_from(env.get_array_length(array)?)
-            .map_err(|_| Error::Internal("a Java array of negative length".into()))?;
-        if len > INLINE_BYTES {
-            return Ok(JavaBytes::Heap(env.convert_byte_array(array)?));
+fn non_negative(value: jlong, what: &str) -> Result<u64> {
+    u64::try_from(value)
+        .map_err(|_| Error::InvalidArgument(format!("{what} must not be negative: {value}")))
+}
+
+fn size_of(value: jlong, what: &str) -> Result<usize> {
+    usize::try_from(non_negative(value, what)?)
+        .map_err(|_| Error::InvalidArgument(format!("{what} is too large: {value}")))
+}
+
+/// The `n`th of `all`: how Java numbers engines and value formats.
+fn numbered<T: Copy>(n: jlong, what: &str, all: &[T]) -> Result<T> {
+    let found = usize::try_from(n).ok().and_then(|i| all.get(i).copied());
+    found.ok_or_else(|| Error::InvalidArgument(format!("unknown {what} {n}")))
+}
+
+/// A value format as Java numbers it (C's `KSTATE_FORMAT_*`).
+fn value_format(n: jlong) -> Result<ValueFormat> {
+    let formats = [
+        ValueFormat::Timestamped,
+        ValueFormat::Plain,
+        ValueFormat::Headers,
+    ];
+    numbered(n, "value format", &formats)
+}
+
+/// The options of the three open natives, which Java packs into one `long[]` of
+/// [`OpenArgs::LEN`] in this order (`KstateNative.openOptions` writes the same list):
+/// engine (0 RocksDB, 1 memory), valueFormat (0 timestamped, 1 plain, 2 headers: C's
+/// `KSTATE_FORMAT_*`), maxUncommittedBytes, syncOnCommit, blockCacheBytes, writeBufferBytes,
+/// maxWriteBuffers, bloomFilter, statistics, boundedMemoryBytes, boundedMemtableBytes,
+/// adoptLeftOpen; then, read by window and session stores only, retentionMs, windowSizeMs,
+/// retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex, kafkaHeaders (the fields of
+/// [`WindowOptions`] and [`SessionOptions`]). Booleans are 0 or 1; 0 for a size, count or
+/// segment interval keeps kstate's (Kafka's) default; boundedMemoryBytes 0: no shared budget.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenArgs {
+    /// The options of a window store; those of a key-value store are its `store`.
+    pub window: WindowOptions,
+    /// The options of a session store.
+    pub session: SessionOptions,
+}
+
+impl OpenArgs {
+    /// The length of the packed options.
+    pub(crate) const LEN: usize = 19;
+
+    /// Decodes the packed options, refusing what the store's options would not take.
+    pub(crate) fn decode(packed: &[jlong]) -> Result<OpenArgs> {
+        let wrong = |_| Error::InvalidArgument(format!("{} open options", packed.len()));
+        #[rustfmt::skip]
+        let [engine, format, max_uncommitted, sync, cache, buffer, buffers, bloom, stats, bounded,
+            memtable, adopt, retention, size, duplicates, interval, time_ordered, index, headers] =
+            <[jlong; Self::LEN]>::try_from(packed).map_err(wrong)?;
+        let engines = [EngineKind::RocksDb, EngineKind::Memory];
+        let mut store = StoreOptions::timestamped(numbered(engine, "engine", &engines)?);
+        store.value_format = value_format(format)?;
+        if max_uncommitted != 0 {
+            store.max_uncommitted_bytes = non_negative(max_uncommitted, "maxUncommittedBytes")?;
         }
-        let mut buf = [0; INLINE_BYTES];
-        env.get_byte_array_region(array, 0, &mut buf[..len])?;
-        Ok(JavaBytes::Inline { buf, len })
-    }
-}
-
-impl std::ops::Deref for JavaBytes {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            JavaBytes::Inline { buf, len } => {
-                let bytes = &buf[..*len];
-                // SAFETY: `jbyte` is `i8`, which has the size and alignment of `u8`, and every
-                // bit pattern is a valid `u8`; the slice borrows `buf` for `&self`'s lifetime.
-                unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<u8>(), bytes.len()) }
+        (store.sync_on_commit, store.adopt_left_open) = (sync != 0, adopt != 0);
+        let rocks = &mut store.rocksdb;
+        // Past usize (32-bit targets only) a size keeps the default, as it always did.
+        let or = |v: jlong, what: &str, default: usize| -> Result<usize> {
+            match v {
+                0 => Ok(default),
+                v => Ok(usize::try_from(non_negative(v, what)?).unwrap_or(default)),
             }
-            JavaBytes::Heap(v) => v,
+        };
+        rocks.block_cache_bytes = or(cache, "blockCacheBytes", rocks.block_cache_bytes)?;
+        rocks.write_buffer_bytes = or(buffer, "writeBufferBytes", rocks.write_buffer_bytes)?;
+        if buffers != 0 {
+            rocks.max_write_buffers = jint::try_from(buffers).unwrap_or(-1);
         }
+        (rocks.bloom_filter, rocks.statistics) = (bloom != 0, stats != 0);
+        if bounded != 0 {
+            rocks.bounded_memory = Some(BoundedMemory {
+                total_bytes: size_of(bounded, "boundedMemoryBytes")?,
+                memtable_bytes: size_of(memtable, "boundedMemtableBytes")?,
+            });
+        }
+        rocks.validate()?;
+        let mut window = WindowOptions::new(retention, size, duplicates != 0);
+        let mut session = SessionOptions::new(retention).with_store(store.clone());
+        window = window.with_store(store);
+        window.segment_interval = bridge::segment_interval(interval);
+        session.segment_interval = window.segment_interval;
+        window.time_ordered = time_ordered != 0;
+        window.key_index = window.time_ordered && index != 0;
+        session.time_ordered = window.time_ordered;
+        session.kafka_headers_format = headers != 0;
+        Ok(OpenArgs { window, session })
     }
 }
 
-/// A Java string as UTF-8. Strict: a string that is not valid Unicode (an unpaired
-/// surrogate) is an invalid argument, never silently replaced by U+FFFD (which would name
-/// another directory or topic).
-pub(super) fn string(env: &mut JNIEnv<'_>, s: &JString<'_>, what: &str) -> JniResult<String> {
-    if s.is_null() {
-        return Err(Error::InvalidArgument(format!("null {what}")).into());
+/// The next batch of `iter` packed ([`codec`] entries), `None` once exhausted: what every
+/// iterator kind's `next` returns. The batch rules (checked timestamped values, no entry
+/// lost to an error) are [`KvIterHandle::next_batch_each`]'s. Each entry is encoded as soon
+/// as it is read, from the slices the store's cursor lends, and the buffer is sized from
+/// the first entry: a batch costs one buffer and one copy of each entry.
+pub(crate) fn pack(
+    iter: &KvIterHandle,
+    max_entries: jint,
+    max_bytes: jint,
+) -> Result<Option<Vec<u8>>> {
+    let max_entries = usize::try_from(max_entries.max(1)).unwrap_or(1);
+    let max_bytes = usize::try_from(max_bytes.max(1)).unwrap_or(1);
+    let mut packed: Vec<u8> = Vec::new();
+    let mut failed = None;
+    let taken = iter.next_batch_each(max_entries, max_bytes, |k, v| {
+        let size = k.len() + v.len() + 8;
+        if packed.is_empty() {
+            packed.reserve(
+                size.saturating_mul(max_entries)
+                    .min(max_bytes.saturating_add(size)),
+            );
+        }
+        // Only a key or value over 2 GiB fails, which no store accepts.
+        if let Err(e) = codec::encode_entry(&mut packed, k, Some(v)) {
+            failed.get_or_insert(e);
+        }
+    })?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok((taken > 0).then_some(packed)),
     }
-    let java = env.get_string(s)?;
-    Ok(decode_java(java.to_bytes(), what)?)
 }
 
-/// Decodes a string in the JVM's modified UTF-8, refusing what is not valid Unicode.
-pub(crate) fn decode_java(bytes: &[u8], what: &str) -> crate::Result<String> {
-    match cesu8::from_java_cesu8(bytes) {
-        Ok(text) => Ok(text.into_owned()),
-        Err(_) => Err(Error::InvalidArgument(format!(
-            "{what} is not valid Unicode (it has an unpaired surrogate)"
-        ))),
-    }
-}
-
-// ----- life cycle ----------------------------------------------------------------------------
+kind_natives! { kv, "", KvStore, KvIterHandle, bridge::close_store, bridge::close_iter }
 
 natives! {
-    /// `long open(String path, int engine, int valueFormat, long maxUncommittedBytes,
-    /// boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
-    /// boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-    /// long boundedMemtableBytes, boolean adoptLeftOpen)`; engine 0 = RocksDB, 1 = memory
-    /// (path may then be null); value format 0 = timestamped, 1 = plain, 2 = headers (C's
-    /// `KSTATE_FORMAT_*`); `adoptLeftOpen` is [`crate::StoreOptions::adopt_left_open`].
-    /// `0` for a size or count keeps kstate's default; `boundedMemoryBytes` 0 means no shared
-    /// budget. An empty path is an invalid argument.
-    fn Java_dev_kstate_internal_KstateNative_open(
-        path: Option<String>,
-        engine: jint,
-        value_format: jint,
-        max_uncommitted_bytes: jlong,
-        sync_on_commit: bool,
-        block_cache_bytes: jlong,
-        write_buffer_bytes: jlong,
-        max_write_buffers: jint,
-        bloom_filter: bool,
-        statistics: bool,
-        bounded_memory_bytes: jlong,
-        bounded_memtable_bytes: jlong,
-        adopt_left_open: bool,
-    ) -> jlong = {
-        let args = OpenArgs {
-            engine,
-            value_format,
-            max_uncommitted_bytes,
-            sync_on_commit,
-            block_cache_bytes,
-            write_buffer_bytes,
-            max_write_buffers,
-            bloom_filter,
-            statistics,
-            bounded_memory_bytes,
-            bounded_memtable_bytes,
-            adopt_left_open,
-        };
-        ops::open(path.as_deref(), &args)
-    };
-
-    /// `void close(long store)`: closes the store and its iterators; the handle dies.
-    fn Java_dev_kstate_internal_KstateNative_close(h: jlong) -> () = ops::close(h);
-
+    /// `long open(String path, long[] options)`: options as [`OpenArgs`]; path null for
+    /// the memory engine only; an empty path is an invalid argument.
+    java "open" fn open(path: Option<String>, options: OpenArgs) -> jlong {
+        bridge::open_store(path.map(str::as_bytes), &options.window.store).map(jhandle)
+    }
     /// `byte[] get(long store, byte[] key, boolean committed)`: the raw value or null.
-    fn Java_dev_kstate_internal_KstateNative_get(h: jlong, key: JavaBytes, committed: bool)
-        -> Option<Vec<u8>> = ops::get(h, &key, committed);
-
+    java "get" fn get(h: jlong, key: JavaBytes, committed: bool) -> Option<Vec<u8>> {
+        store::<KvStore>(h)?.get_raw_with(isolation(committed), key)
+    }
     /// `void put(long store, byte[] key, byte[] rawValue)`: a null value deletes.
-    fn Java_dev_kstate_internal_KstateNative_put(h: jlong, key: JavaBytes, value: Option<JavaBytes>)
-        -> () = ops::put(h, &key, value.as_deref());
-
-    /// `byte[] putIfAbsent(long store, byte[] key, byte[] rawValue)`: the existing value or
-    /// null.
-    fn Java_dev_kstate_internal_KstateNative_putIfAbsent(h: jlong, key: JavaBytes, value: JavaBytes)
-        -> Option<Vec<u8>> = ops::put_if_absent(h, &key, &value);
-
+    java "put" fn put(h: jlong, key: JavaBytes, value: Option<JavaBytes>) -> () {
+        store::<KvStore>(h)?.put_raw(key, value)
+    }
+    /// `byte[] putIfAbsent(long store, byte[] key, byte[] rawValue)`: the existing value, or
+    /// null when this one was written.
+    java "putIfAbsent" fn put_if_absent(h: jlong, key: JavaBytes, value: JavaBytes) -> Option<Vec<u8>> {
+        store::<KvStore>(h)?.put_if_absent_raw(key, value)
+    }
     /// `byte[] delete(long store, byte[] key)`: the deleted value or null.
-    fn Java_dev_kstate_internal_KstateNative_delete(h: jlong, key: JavaBytes) -> Option<Vec<u8>> =
-        ops::delete(h, &key);
-
-    /// `void putAll(long store, byte[] packed)`: writes a packed batch ([`super::codec`]) in
-    /// one call; used for `putAll` and for changelog restore batches. All or nothing.
-    fn Java_dev_kstate_internal_KstateNative_putAll(h: jlong, batch: JavaBytes) -> () =
-        ops::put_all(h, &batch);
-
+    java "delete" fn delete(h: jlong, key: JavaBytes) -> Option<Vec<u8>> {
+        store::<KvStore>(h)?.delete_raw(key)
+    }
+    /// `void putAll(long store, byte[] packed)`: writes a packed batch ([`codec`]) in one
+    /// call; used for `putAll` and for changelog restore batches. All or nothing.
+    java "putAll" fn put_all(h: jlong, batch: JavaBytes) -> () {
+        store::<KvStore>(h)?.put_all_raw(codec::decode_entries(batch)?)
+    }
     /// `long scan(long store, byte[] from, byte[] to, boolean prefix, boolean reverse,
     /// boolean committed)`: an iterator over `[from, to]` (null = open end), or over the keys
     /// starting with `from` when `prefix` is set.
-    fn Java_dev_kstate_internal_KstateNative_scan(
-        h: jlong,
-        from: Option<JavaBytes>,
-        to: Option<JavaBytes>,
-        prefix: bool,
-        reverse: bool,
-        committed: bool,
-    ) -> jlong = ops::scan(h, from.as_deref(), to.as_deref(), prefix, reverse, committed);
-
-    /// `byte[] next(long iterator, int maxEntries, int maxBytes)`: the next entries packed
-    /// ([`super::codec`]), at least one if any remains; null once exhausted. An error met
-    /// after entries were taken is thrown by the next call, so no entry is lost.
-    fn Java_dev_kstate_internal_KstateNative_next(it: jlong, max_entries: jint, max_bytes: jint)
-        -> Option<Vec<u8>> = ops::next(it, max_entries, max_bytes);
-
-    /// `void closeIterator(long iterator)`: releases the iterator; the handle dies.
-    fn Java_dev_kstate_internal_KstateNative_closeIterator(it: jlong) -> () =
-        ops::close_iterator(it);
-
+    java "scan" fn scan(h: jlong, from: Option<JavaBytes>, to: Option<JavaBytes>, prefix: bool,
+        reverse: bool, committed: bool) -> jlong {
+        let range = match prefix {
+            true => KeyRange::prefix(from.unwrap_or_default()),
+            false => KeyRange::inclusive(from, to),
+        };
+        bridge::open_iter(number(h), |s| s.scan(isolation(committed), &range, reverse)).map(jhandle)
+    }
     /// `long approximateNumEntries(long store, boolean committed)`.
-    fn Java_dev_kstate_internal_KstateNative_approximateNumEntries(h: jlong, committed: bool)
-        -> jlong = ops::approximate_num_entries(h, committed);
+    java "approximateNumEntries" fn approximate_num_entries(h: jlong, committed: bool) -> jlong {
+        Ok(saturating(store::<KvStore>(h)?.approximate_num_entries_with(isolation(committed))?))
+    }
+    /// `void restoreBatch(long store, byte[] packed, String[] topics, int[] partitions,
+    /// long[] offsets, byte[] metadata)`: restores a packed batch of changelog records
+    /// ([`codec`]) straight to the engine and commits it with the offsets (as `commit`) and,
+    /// when not null, the metadata blob. Refused while the transaction has uncommitted writes.
+    java "restoreBatch" fn restore_batch(h: jlong, batch: JavaBytes, topics: Vec<String>,
+        partitions: Vec<jint>, offsets: Vec<jlong>, metadata: Option<JavaBytes>) -> () {
+        let offsets = super::convert::offsets(topics, partitions, offsets)?;
+        store::<KvStore>(h)?.restore_batch(codec::decode_entries(batch)?, &offsets, metadata)
+    }
+    /// `boolean isUpgrading(long store)`: true while the store runs in upgrade mode
+    /// (old-format values still present, read converted).
+    java "isUpgrading" fn is_upgrading(h: jlong) -> bool {
+        bridge::is_upgrading(number(h))
+    }
+    /// `boolean adoptionCheck(String path, int kind, int valueFormat, long retentionMs,
+    /// long segmentIntervalMs, boolean adoptLeftOpen)`: whether opening the store adopts a
+    /// Kafka Streams store at `path` ([`PlannedStore::check`]; documented in `KstateNative`).
+    java "adoptionCheck" fn adoption_check(path: String, kind: jint, value_format: jint,
+        retention: jlong, segment_interval: jlong, adopt_left_open: bool) -> bool {
+        let (path, value_format) = (path.into(), self::value_format(value_format.into())?);
+        let store = StoreOptions { value_format, adopt_left_open, ..StoreOptions::default() };
+        let mut window = WindowOptions::new(retention, 0, false).with_store(store.clone());
+        let mut session = SessionOptions::new(retention).with_store(store.clone());
+        window.segment_interval = bridge::segment_interval(segment_interval);
+        session.segment_interval = window.segment_interval;
+        // 3 and 4: the time-ordered stores of `EmitStrategy.onWindowClose()`, which adopt
+        // Kafka's time-ordered segments (whether Kafka kept a key index changes nothing).
+        (window.time_ordered, session.time_ordered) = (kind == 3, kind == 4);
+        match kind {
+            0 => PlannedStore::KeyValue { path, options: store },
+            1 | 3 => PlannedStore::Window { path, options: window },
+            2 | 4 => PlannedStore::Session { path, options: session },
+            other => return Err(Error::InvalidArgument(format!("unknown store kind {other}"))),
+        }
+        .check()
+    }
 }
 
-/// `void restoreBatch(long store, byte[] packed, String[] topics, int[] partitions,
-/// long[] offsets, byte[] metadata)`: restores a packed batch of changelog records
-/// ([`super::codec`]) straight to the engine and commits it with the offsets (as `commit`)
-/// and, when not null, the metadata blob. Refused while the transaction has uncommitted
-/// writes.
+/// `long upgradeBySwap(long store, UpgradeProgress progress)`: the entries copied by
+/// [`bridge::upgrade_by_swap`], calling `progress.onProgress(done, total)` (if not null) on
+/// this thread after each batch; an exception it throws stops the swap (the store stays in
+/// upgrade mode) and propagates as is. The one native that calls back into Java.
 #[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_kstate_internal_KstateNative_restoreBatch<'l>(
+pub extern "system" fn Java_dev_kstate_internal_KstateNative_upgradeBySwap<'l>(
     mut env: JNIEnv<'l>,
     _class: JClass<'l>,
     h: jlong,
-    packed: JByteArray<'l>,
-    topics: JObjectArray<'l>,
-    partitions: JIntArray<'l>,
-    offsets: JLongArray<'l>,
-    metadata: JByteArray<'l>,
-) {
-    guard(&mut env, (), |env| {
-        let packed = bytes(env, &packed, "batch")?;
-        let entries = offsets_of(env, &topics, &partitions, &offsets)?;
-        let metadata = opt_bytes(env, &metadata)?;
-        Ok(ops::restore_batch(
-            h,
-            &packed,
-            &entries,
-            metadata.as_deref(),
-        )?)
+    progress: JObject<'l>,
+) -> jlong {
+    guard(&mut env, 0, |env| {
+        let result = bridge::upgrade_by_swap(number(h), &mut |done, total| {
+            if progress.is_null() {
+                return ControlFlow::Continue(());
+            }
+            let args = [
+                JValue::Long(saturating(done)),
+                JValue::Long(saturating(total)),
+            ];
+            match env.call_method(&progress, "onProgress", "(JJ)V", &args) {
+                Ok(_) => ControlFlow::Continue(()),
+                Err(e) => ControlFlow::Break(Error::Internal(format!(
+                    "the progress callback failed: {e}"
+                ))),
+            }
+        });
+        match result {
+            Ok(copied) => Ok(saturating(copied)),
+            // The callback's own exception is the one the caller sees.
+            Err(_) if env.exception_check()? => Err(Failure::Pending),
+            Err(e) => Err(e.into()),
+        }
     })
 }
 
-transaction_natives! {
-    KvStore: commit = Java_dev_kstate_internal_KstateNative_commit,
-    committed_offset = Java_dev_kstate_internal_KstateNative_committedOffset,
-    committed_metadata = Java_dev_kstate_internal_KstateNative_committedMetadata,
-    rollback = Java_dev_kstate_internal_KstateNative_rollback,
-    flush = Java_dev_kstate_internal_KstateNative_flush,
-    uncommitted_bytes = Java_dev_kstate_internal_KstateNative_approximateNumUncommittedBytes,
-    property = Java_dev_kstate_internal_KstateNative_property
-}
-
-/// The offsets of a `commit` call as (partition, offset or removal) pairs.
-pub(super) fn offsets_of(
-    env: &mut JNIEnv<'_>,
-    topics: &JObjectArray<'_>,
-    partitions: &JIntArray<'_>,
-    offsets: &JLongArray<'_>,
-) -> JniResult<Vec<(TopicPartition, Option<i64>)>> {
-    if topics.is_null() || partitions.is_null() || offsets.is_null() {
-        return Err(Error::InvalidArgument("null offsets array".into()).into());
-    }
-    let n = env.get_array_length(topics)?;
-    if env.get_array_length(partitions)? != n || env.get_array_length(offsets)? != n {
-        return Err(Error::InvalidArgument("offset arrays differ in length".into()).into());
-    }
-    let len = usize::try_from(n).unwrap_or(0);
-    let mut parts = vec![0; len];
-    let mut offs = vec![0; len];
-    env.get_int_array_region(partitions, 0, &mut parts)?;
-    env.get_long_array_region(offsets, 0, &mut offs)?;
-    let mut entries = Vec::with_capacity(len);
-    for (i, (partition, offset)) in parts.into_iter().zip(offs).enumerate() {
-        let index = jint::try_from(i).unwrap_or(jint::MAX);
-        // One local frame per element: its local references are freed each iteration, so any
-        // number of partitions stays within the JVM's local-reference capacity.
-        let topic = env.with_local_frame(4, |env| -> JniResult<String> {
-            let element = env.get_object_array_element(topics, index)?;
-            string(env, &JString::from(element), "topic")
-        })?;
-        let offset = (offset != NO_OFFSET).then_some(offset);
-        entries.push((TopicPartition::new(topic, partition), offset));
-    }
-    Ok(entries)
-}
-
-/// `String NativeLoader.nativeVersion()`: this library's version (the crate's, e.g. `0.1.0`).
-/// The loader compares it with the version its classes were built with and refuses a
-/// library from another release, whose natives may not match the Java declarations. It is
-/// declared on the loader, not on `KstateNative`, so the check runs before `KstateNative`'s
-/// natives are used.
+/// `String NativeLoader.nativeVersion()`: this library's version (the crate's), which the
+/// loader compares with its classes' before any `KstateNative` native is used: a library of
+/// another release may not match the Java declarations.
 #[no_mangle]
 pub extern "system" fn Java_dev_kstate_internal_NativeLoader_nativeVersion<'l>(
     mut env: JNIEnv<'l>,

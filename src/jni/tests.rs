@@ -1,26 +1,50 @@
-//! Tests of the JNI surface without a JVM: the natives' bodies ([`super::ops`]) called with
-//! the `long` handles Java would pass, misuse included, checked against the C surface.
+//! Tests of the JNI surface without a JVM: the natives' bodies (the plain functions
+//! [`super::declare::natives`] generates) called with the `long` handles Java would pass,
+//! misuse included, checked against the C surface.
 
 use jni::sys::jlong;
 
-use super::ops::{self, OpenArgs};
+use super::codec;
+use super::natives::kv::{self, close_iterator, commit, committed_offset, property, rollback};
+use super::natives::{self as ops, OpenArgs, NO_OFFSET};
+use super::segmented::{self as seg, session, window, KEY, KEY_RANGE};
 use crate::capi::{self, kstate_error_code, kstate_error_free, kstate_error_t};
-use crate::{ErrorCode, KvStore, Result, TopicPartition};
+use crate::{Error, ErrorCode, Result};
 
-const MEMORY: OpenArgs = OpenArgs {
-    engine: 1,
-    value_format: 1,
-    max_uncommitted_bytes: 0,
-    sync_on_commit: false,
-    block_cache_bytes: 0,
-    write_buffer_bytes: 0,
-    max_write_buffers: 0,
-    bloom_filter: true,
-    statistics: false,
-    bounded_memory_bytes: 0,
-    bounded_memtable_bytes: 0,
-    adopt_left_open: false,
-};
+// Positions in the packed open options ([`OpenArgs`]).
+const ENGINE: usize = 0;
+const FORMAT: usize = 1;
+const BLOCK_CACHE: usize = 4;
+const WRITE_BUFFERS: usize = 6;
+const BLOOM: usize = 7;
+const STATISTICS: usize = 8;
+const BOUNDED: usize = 9;
+const MEMTABLE: usize = 10;
+const RETENTION: usize = 12;
+const WINDOW_SIZE: usize = 13;
+const INTERVAL: usize = 15;
+
+/// The packed options of a memory store of plain values with bloom filters, then `set`.
+fn packed(set: &[(usize, jlong)]) -> [jlong; OpenArgs::LEN] {
+    let mut v = [0; OpenArgs::LEN];
+    (v[ENGINE], v[FORMAT], v[BLOOM]) = (1, 1, 1);
+    for &(i, x) in set {
+        v[i] = x;
+    }
+    v
+}
+
+fn options(set: &[(usize, jlong)]) -> OpenArgs {
+    OpenArgs::decode(&packed(set)).unwrap()
+}
+
+fn memory() -> OpenArgs {
+    options(&[])
+}
+
+fn topics(t: &[&str]) -> Vec<String> {
+    t.iter().map(|t| t.to_string()).collect()
+}
 
 type Op = (&'static str, fn(jlong) -> Result<()>);
 
@@ -37,32 +61,26 @@ const STORE_OPS: [Op; 14] = [
     ("scan", |h| {
         ops::scan(h, None, None, false, false, false).map(drop)
     }),
-    ("commit", |h| {
-        ops::commit::<KvStore>(h, &[(TopicPartition::new("t", 0), Some(1))], None)
-    }),
-    ("committedOffset", |h| {
-        ops::committed_offset::<KvStore>(h, "t".into(), 0).map(drop)
-    }),
-    ("committedMetadata", |h| {
-        ops::committed_metadata::<KvStore>(h).map(drop)
-    }),
-    ("rollback", ops::rollback::<KvStore>),
+    ("commit", |h| commit(h, &topics(&["t"]), &[0], &[1], None)),
+    ("committedOffset", |h| committed_offset(h, "t", 0).map(drop)),
+    ("committedMetadata", |h| kv::committed_metadata(h).map(drop)),
+    ("rollback", rollback),
     ("approximateNumEntries", |h| {
         ops::approximate_num_entries(h, false).map(drop)
     }),
     ("approximateNumUncommittedBytes", |h| {
-        ops::uncommitted_bytes::<KvStore>(h).map(drop)
+        kv::uncommitted_bytes(h).map(drop)
     }),
-    ("flush", |h| ops::flush::<KvStore>(h, None)),
+    ("flush", |h| kv::flush(h, None)),
 ];
 
 /// `close` last: it retires the handle.
-const STORE_CLOSE: Op = ("close", ops::close);
+const STORE_CLOSE: Op = ("close", kv::close);
 
 /// Every native taking an iterator handle.
 const ITER_OPS: [Op; 2] = [
-    ("next", |h| ops::next(h, 10, 1000).map(drop)),
-    ("closeIterator", ops::close_iterator),
+    ("next", |h| kv::next(h, 10, 1000).map(drop)),
+    ("closeIterator", close_iterator),
 ];
 
 fn code_of(r: Result<()>) -> Option<ErrorCode> {
@@ -77,7 +95,7 @@ fn expect_all(ops: &[Op], h: jlong, want: ErrorCode, case: &str) {
 
 /// A store with one entry and an open iterator over it.
 fn store_and_iter() -> (jlong, jlong) {
-    let s = ops::open(None, &MEMORY).unwrap();
+    let s = ops::open(None, &memory()).unwrap();
     ops::put(s, b"a", Some(b"1")).unwrap();
     let it = ops::scan(s, None, None, false, false, false).unwrap();
     (s, it)
@@ -143,17 +161,17 @@ fn an_iterator_handle_is_no_store_handle_and_back() {
         ops::get(s, b"a", false).unwrap().as_deref(),
         Some(&b"1"[..])
     );
-    assert!(ops::next(it, 10, 1000).unwrap().is_some());
-    assert_eq!(ops::next(it, 10, 1000).unwrap(), None);
+    assert!(kv::next(it, 10, 1000).unwrap().is_some());
+    assert_eq!(kv::next(it, 10, 1000).unwrap(), None);
     // Closed handles of the other kind stay the wrong kind.
-    ops::close_iterator(it).unwrap();
+    close_iterator(it).unwrap();
     expect_all(
         &STORE_OPS,
         it,
         ErrorCode::InvalidHandle,
         "a closed iterator handle",
     );
-    ops::close(s).unwrap();
+    kv::close(s).unwrap();
     expect_all(
         &ITER_OPS,
         s,
@@ -166,21 +184,21 @@ fn an_iterator_handle_is_no_store_handle_and_back() {
 fn closed_handles_are_closed_errors() {
     let (s, it) = store_and_iter();
     let it2 = ops::scan(s, None, None, false, true, true).unwrap();
-    ops::close_iterator(it).unwrap();
+    close_iterator(it).unwrap();
     expect_all(
         &ITER_OPS,
         it,
         ErrorCode::IteratorClosed,
         "a closed iterator",
     );
-    ops::close(s).unwrap();
+    kv::close(s).unwrap();
     expect_all(&STORE_OPS, s, ErrorCode::StoreClosed, "a closed store");
     expect_all(&[STORE_CLOSE], s, ErrorCode::StoreClosed, "a closed store");
     // An iterator whose store was closed is closed; its handle is still released once.
     assert_eq!(code_of(ITER_OPS[0].1(it2)), Some(ErrorCode::IteratorClosed));
-    ops::close_iterator(it2).unwrap();
+    close_iterator(it2).unwrap();
     assert_eq!(
-        code_of(ops::close_iterator(it2)),
+        code_of(close_iterator(it2)),
         Some(ErrorCode::IteratorClosed)
     );
 }
@@ -220,10 +238,7 @@ fn c_verdicts(h: jlong) -> (Option<ErrorCode>, Option<ErrorCode>) {
 }
 
 fn jni_verdicts(h: jlong) -> (Option<ErrorCode>, Option<ErrorCode>) {
-    (
-        code_of(ops::rollback::<KvStore>(h)),
-        code_of(ops::next(h, 1, 1).map(drop)),
-    )
+    (code_of(rollback(h)), code_of(kv::next(h, 1, 1).map(drop)))
 }
 
 #[test]
@@ -240,14 +255,14 @@ fn both_surfaces_share_one_table_and_one_verdict() {
         None
     );
     let cs = c_handle as usize as u64 as jlong;
-    assert_eq!(ops::rollback::<KvStore>(cs).map_err(|e| e.code()), Ok(()));
+    assert_eq!(rollback(cs).map_err(|e| e.code()), Ok(()));
     // Same verdicts for every kind of misuse, handle by handle.
     let mut cases = vec![0, 1, -1, 0x4B53_0000_0000_0001 + 1_000_000, s, it, cs];
     for h in cases.clone() {
         assert_eq!(c_verdicts(h), jni_verdicts(h), "live handle {h:#x}");
     }
-    ops::close_iterator(it).unwrap();
-    ops::close(s).unwrap();
+    close_iterator(it).unwrap();
+    kv::close(s).unwrap();
     assert_eq!(c_code(capi::kstate_kv_close(c_store(cs))), None);
     cases.extend([s + 1_000_000, it + 1_000_000]);
     for h in cases {
@@ -268,12 +283,9 @@ fn both_surfaces_share_one_table_and_one_verdict() {
 
 #[test]
 fn paths_and_strings_are_checked_before_opening() {
-    let rocks = OpenArgs {
-        engine: 0,
-        ..MEMORY
-    };
-    for args in [rocks, MEMORY] {
-        let e = ops::open(Some(""), &args).unwrap_err();
+    let rocks = options(&[(ENGINE, 0)]);
+    for args in [&rocks, &memory()] {
+        let e = ops::open(Some(""), args).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
         assert!(e.to_string().contains("path is empty"), "{e}");
     }
@@ -286,17 +298,65 @@ fn paths_and_strings_are_checked_before_opening() {
         ErrorCode::InvalidArgument
     );
     // Java's modified UTF-8: an unpaired surrogate (U+D800) is refused, not replaced.
-    let e = super::natives::decode_java(b"dir\xED\xA0\x80", "path").unwrap_err();
+    let e = super::convert::decode_java(b"dir\xED\xA0\x80", "path").unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidArgument);
     // A surrogate pair (U+1F600) and an embedded NUL (0xC0 0x80) decode.
     assert_eq!(
-        super::natives::decode_java(b"\xED\xA0\xBD\xED\xB8\x80", "path").unwrap(),
+        super::convert::decode_java(b"\xED\xA0\xBD\xED\xB8\x80", "path").unwrap(),
         "\u{1F600}"
     );
     assert_eq!(
-        super::natives::decode_java(b"a\xC0\x80b", "path").unwrap(),
+        super::convert::decode_java(b"a\xC0\x80b", "path").unwrap(),
         "a\0b"
     );
+}
+
+#[test]
+fn packed_open_options_are_decoded_and_checked() {
+    let args = options(&[
+        (ENGINE, 0),
+        (FORMAT, 2),
+        (BLOCK_CACHE, 5 << 20),
+        (STATISTICS, 1),
+    ]);
+    assert_eq!(args.window.store.engine, crate::EngineKind::RocksDb);
+    assert_eq!(args.window.store.value_format, crate::ValueFormat::Headers);
+    assert_eq!(args.window.store.rocksdb.block_cache_bytes, 5 << 20);
+    assert!(args.window.store.rocksdb.statistics && args.window.store.rocksdb.bloom_filter);
+    assert_eq!(args.window.segment_interval, None, "0 is Kafka's default");
+    let bad: [&[jlong]; 5] = [
+        &[1; OpenArgs::LEN - 1],
+        &[1; OpenArgs::LEN + 1],
+        &packed(&[(ENGINE, 2)]),
+        &packed(&[(FORMAT, 3)]),
+        &packed(&[(BLOCK_CACHE, -1)]),
+    ];
+    for v in bad {
+        let e = OpenArgs::decode(v).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{v:?}: {e}");
+    }
+}
+
+#[test]
+fn commit_offsets_arrays_are_checked_and_removals_kept() {
+    let h = ops::open(None, &memory()).unwrap();
+    let t = topics(&["a", "b"]);
+    commit(h, &t, &[0, 1], &[7, 9], Some(b"m")).unwrap();
+    assert_eq!(committed_offset(h, "a", 0).unwrap(), 7);
+    commit(h, &t[..1], &[0], &[NO_OFFSET], None).unwrap();
+    assert_eq!(committed_offset(h, "a", 0).unwrap(), NO_OFFSET);
+    assert_eq!(committed_offset(h, "b", 1).unwrap(), 9);
+    assert_eq!(
+        kv::committed_metadata(h).unwrap().as_deref(),
+        Some(&b"m"[..])
+    );
+    for (partitions, offsets) in [(&[0][..], &[1, 2][..]), (&[0, 1], &[1])] {
+        let e = commit(h, &t, partitions, offsets, None).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    }
+    let e = ops::restore_batch(h, &[], &t, &[0], &[1], None).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    kv::close(h).unwrap();
 }
 
 #[test]
@@ -304,98 +364,194 @@ fn next_keeps_entries_before_a_short_value() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kafka");
     crate::bridge::tests::kafka_store_with_a_short_value(&path);
-    let args = OpenArgs {
-        engine: 0,
-        value_format: 0,
-        ..MEMORY
-    };
+    let args = options(&[(ENGINE, 0), (FORMAT, 0)]);
     let s = ops::open(path.to_str(), &args).unwrap();
     let it = ops::scan(s, None, None, false, false, false).unwrap();
-    let first = ops::next(it, 100, 1 << 20).unwrap().unwrap();
+    let first = kv::next(it, 100, 1 << 20).unwrap().unwrap();
     let keys: Vec<Vec<u8>> = super::codec::decode_entries(&first)
         .unwrap()
         .into_iter()
         .map(|(k, _)| k.to_vec())
         .collect();
     assert_eq!(keys, [b"a", b"b"]);
-    let e = ops::next(it, 100, 1 << 20).unwrap_err();
+    let e = kv::next(it, 100, 1 << 20).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue);
-    let rest = ops::next(it, 100, 1 << 20).unwrap().unwrap();
+    let rest = kv::next(it, 100, 1 << 20).unwrap().unwrap();
     assert_eq!(super::codec::decode_entries(&rest).unwrap().len(), 2);
-    assert_eq!(ops::next(it, 100, 1 << 20).unwrap(), None);
-    ops::close_iterator(it).unwrap();
-    ops::close(s).unwrap();
+    assert_eq!(kv::next(it, 100, 1 << 20).unwrap(), None);
+    close_iterator(it).unwrap();
+    kv::close(s).unwrap();
 }
 
 #[test]
 fn rocksdb_tuning_and_properties_cross_the_surface() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tuned");
-    let args = OpenArgs {
-        engine: 0,
-        value_format: 0,
-        block_cache_bytes: 5 << 20,
-        max_write_buffers: 2,
-        bloom_filter: false,
-        statistics: true,
-        ..MEMORY
-    };
-    let s = ops::open(path.to_str(), &args).unwrap();
+    let tuned = [
+        (ENGINE, 0),
+        (FORMAT, 0),
+        (BLOCK_CACHE, 5 << 20),
+        (WRITE_BUFFERS, 2),
+        (BLOOM, 0),
+        (STATISTICS, 1),
+    ];
+    let s = ops::open(path.to_str(), &options(&tuned)).unwrap();
     assert_eq!(
-        ops::property::<KvStore>(s, "rocksdb.block-cache-capacity").unwrap(),
+        property(s, "rocksdb.block-cache-capacity").unwrap(),
         5 << 20
     );
     ops::put(s, b"k", Some(b"12345678v")).unwrap();
-    ops::commit::<KvStore>(s, &[], None).unwrap();
+    commit(s, &[], &[], &[], None).unwrap();
     // The entry plus kstate's commit record(s) in its meta family.
-    assert!(ops::property::<KvStore>(s, "rocksdb.num-entries-active-mem-table").unwrap() >= 2);
-    assert!(ops::property::<KvStore>(s, "rocksdb.bytes.written").unwrap() > 0);
-    assert_eq!(ops::property::<KvStore>(s, "rocksdb.nope").unwrap(), -1);
-    ops::close(s).unwrap();
+    assert!(property(s, "rocksdb.num-entries-active-mem-table").unwrap() >= 2);
+    assert!(property(s, "rocksdb.bytes.written").unwrap() > 0);
+    assert_eq!(property(s, "rocksdb.nope").unwrap(), -1);
+    kv::close(s).unwrap();
     assert_eq!(
-        ops::property::<KvStore>(s, "rocksdb.bytes.written")
-            .unwrap_err()
-            .code(),
+        property(s, "rocksdb.bytes.written").unwrap_err().code(),
         ErrorCode::StoreClosed
     );
     // A shared budget: its capacity is what every store of it reports.
-    let budget = OpenArgs {
-        bounded_memory_bytes: (10 << 20) + 8192,
-        bounded_memtable_bytes: 2 << 20,
-        ..args
-    };
-    let a = ops::open(dir.path().join("a").to_str(), &budget).unwrap();
-    let b = ops::open(dir.path().join("b").to_str(), &budget).unwrap();
+    let with = |more: &[(usize, jlong)]| [&tuned[..], more].concat();
+    let budget = with(&[(BOUNDED, (10 << 20) + 8192), (MEMTABLE, 2 << 20)]);
+    let a = ops::open(dir.path().join("a").to_str(), &options(&budget)).unwrap();
+    let b = ops::open(dir.path().join("b").to_str(), &options(&budget)).unwrap();
     for h in [a, b] {
         assert_eq!(
-            ops::property::<KvStore>(h, "rocksdb.block-cache-capacity").unwrap(),
+            property(h, "rocksdb.block-cache-capacity").unwrap(),
             (10 << 20) + 8192
         );
     }
-    ops::close(a).unwrap();
-    ops::close(b).unwrap();
+    kv::close(a).unwrap();
+    kv::close(b).unwrap();
     for bad in [
-        OpenArgs {
-            bounded_memtable_bytes: 0,
-            ..budget
-        },
-        OpenArgs {
-            bounded_memtable_bytes: -1,
-            ..budget
-        },
-        OpenArgs {
-            max_write_buffers: -1,
-            ..args
-        },
+        [&budget[..], &[(MEMTABLE, 0)]].concat(),
+        [&budget[..], &[(MEMTABLE, -1)]].concat(),
+        with(&[(WRITE_BUFFERS, -1)]),
+        with(&[(WRITE_BUFFERS, 1 << 40)]),
     ] {
-        let e = ops::open(dir.path().join("c").to_str(), &bad).unwrap_err();
+        let e = OpenArgs::decode(&packed(&bad)).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
     }
     // The memory engine has no RocksDB properties.
-    let m = ops::open(None, &MEMORY).unwrap();
+    let m = ops::open(None, &memory()).unwrap();
+    assert_eq!(property(m, "rocksdb.estimate-num-keys").unwrap(), -1);
+    kv::close(m).unwrap();
+}
+
+fn drain(next: impl Fn() -> Result<Option<Vec<u8>>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    while let Some(packed) = next().unwrap() {
+        for (k, v) in super::codec::decode_entries(&packed).unwrap() {
+            out.push((k.to_vec(), v.unwrap().to_vec()));
+        }
+    }
+    out
+}
+
+#[test]
+fn window_and_session_handles_work_and_refuse_other_kinds() {
+    let segmented = options(&[
+        (FORMAT, 0),
+        (RETENTION, 10_000),
+        (WINDOW_SIZE, 100),
+        (INTERVAL, 1_000),
+    ]);
+    let w = seg::window_open(None, &segmented).unwrap();
+    let s = seg::session_open(None, &segmented).unwrap();
+    let v = crate::format::value::encode(b"v", 5);
+    seg::window_put(w, b"a", Some(&v), 0).unwrap();
+    seg::window_put(w, b"a", Some(&v), 2_000).unwrap();
+    seg::session_put(s, b"a", 10, 20, Some(b"agg")).unwrap();
     assert_eq!(
-        ops::property::<KvStore>(m, "rocksdb.estimate-num-keys").unwrap(),
-        -1
+        seg::window_fetch(w, b"a", 0, false).unwrap(),
+        Some(v.clone())
     );
-    ops::close(m).unwrap();
+    assert_eq!(seg::window_fetch(w, b"a", 0, true).unwrap(), None);
+    assert_eq!(
+        seg::session_fetch(s, b"a", 10, 20, false)
+            .unwrap()
+            .as_deref(),
+        Some(&b"agg"[..])
+    );
+    window::commit(w, &topics(&["t"]), &[0], &[4], None).unwrap();
+    assert_eq!(window::committed_offset(w, "t", 0).unwrap(), 4);
+    assert_eq!(window::stream_time(w, true).unwrap(), 2_000);
+    assert_eq!(
+        session::stream_time(s, true).unwrap(),
+        -1,
+        "nothing committed"
+    );
+    let it = window::query(w, KEY_RANGE, None, None, 0, 5_000, true, true).unwrap();
+    let got = drain(|| window::next(it, 1, 1));
+    let starts: Vec<i64> = got
+        .iter()
+        .map(|(k, _)| crate::format::segmented::parse_window_key(k).unwrap().1)
+        .collect();
+    assert_eq!(starts, [2_000, 0], "backward, committed");
+    window::close_iterator(it).unwrap();
+    let it = session::query(s, KEY, Some(b"a"), None, 0, i64::MAX, false, false).unwrap();
+    assert_eq!(drain(|| session::next(it, 10, 1 << 20)).len(), 1);
+    // Kinds are checked: a window store is no session store, nor a key-value store,
+    // and a window iterator is no session iterator.
+    let code = |e: Error| e.code();
+    let invalid = ErrorCode::InvalidHandle;
+    assert_eq!(
+        code(seg::session_put(w, b"k", 0, 0, None).unwrap_err()),
+        invalid
+    );
+    assert_eq!(
+        code(seg::window_fetch(s, b"k", 0, false).unwrap_err()),
+        invalid
+    );
+    assert_eq!(code(ops::get(w, b"k", false).unwrap_err()), invalid);
+    assert_eq!(code(window::next(it, 1, 1).unwrap_err()), invalid);
+    for (kind, key) in [(9, None), (KEY, None)] {
+        let e = window::query(w, kind, key, None, 0, 0, false, false).unwrap_err();
+        assert_eq!(code(e), ErrorCode::InvalidArgument);
+    }
+    session::close(s).unwrap();
+    assert_eq!(
+        code(session::next(it, 1, 1).unwrap_err()),
+        ErrorCode::IteratorClosed
+    );
+    assert_eq!(code(session::close(s).unwrap_err()), ErrorCode::StoreClosed);
+    session::close_iterator(it).unwrap();
+    window::close(w).unwrap();
+    assert_eq!(
+        code(window::rollback(w).unwrap_err()),
+        ErrorCode::StoreClosed
+    );
+}
+
+// ----- the packed batch layout (`codec`) -----
+
+#[test]
+fn round_trip_with_nulls_and_empties() {
+    let mut buf = Vec::new();
+    codec::encode_entry(&mut buf, b"a", Some(b"1")).unwrap();
+    codec::encode_entry(&mut buf, b"", None).unwrap();
+    codec::encode_entry(&mut buf, b"c", Some(b"")).unwrap();
+    let entries = codec::decode_entries(&buf).unwrap();
+    assert_eq!(
+        entries,
+        vec![
+            (&b"a"[..], Some(&b"1"[..])),
+            (&b""[..], None),
+            (&b"c"[..], Some(&b""[..]))
+        ]
+    );
+    assert!(codec::decode_entries(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn malformed_batches_are_rejected() {
+    let mut buf = Vec::new();
+    codec::encode_entry(&mut buf, b"key", Some(b"value")).unwrap();
+    for cut in 1..buf.len() {
+        assert!(codec::decode_entries(&buf[..cut]).is_err(), "cut at {cut}");
+    }
+    assert!(codec::decode_entries(&(-1i32).to_be_bytes()).is_err());
+    assert!(codec::decode_entries(&(-7i32).to_be_bytes()).is_err());
+    assert!(codec::decode_entries(&i32::MAX.to_be_bytes()).is_err());
 }

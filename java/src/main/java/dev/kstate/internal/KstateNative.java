@@ -58,19 +58,79 @@ public final class KstateNative {
     public static native boolean adoptionCheck(String path, int kind, int valueFormat, long retentionMs,
                                                long segmentIntervalMs, boolean adoptLeftOpen);
 
-    static native long open(String path, int engine, int valueFormat, long maxUncommittedBytes,
-                            boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes,
-                            int maxWriteBuffers, boolean bloomFilter, boolean statistics,
-                            long boundedMemoryBytes, long boundedMemtableBytes, boolean adoptLeftOpen);
+    /** A native that opens a store of one kind: {@link #open}, {@link #windowOpen} or {@link #sessionOpen}. */
+    interface Open {
+        long open(String path, long[] options);
+    }
 
-    /** @return an integer RocksDB property or ticker by RocksDB name, or -1 when there is none */
-    static native long property(long store, String name);
+    /**
+     * Opens a store: loads the library, closes a store parked at {@code path} (it holds the
+     * directory's lock), then calls {@code open}.
+     *
+     * @param open the kind's open native
+     * @param path directory for RocksDB; may be null for the memory engine
+     * @param options packed by {@link #openOptions}
+     * @return the new handle
+     */
+    static long openStore(Open open, String path, long[] options) {
+        ensureLoaded();
+        ParkedStores.release(path);
+        return open.open(path, options);
+    }
+
+    /**
+     * The options of the three open natives packed into one {@code long[]}, in the order the
+     * native side reads them ({@code OpenArgs} in {@code src/jni/natives.rs}, same list): engine,
+     * valueFormat, maxUncommittedBytes, syncOnCommit, blockCacheBytes, writeBufferBytes,
+     * maxWriteBuffers, bloomFilter, statistics, boundedMemoryBytes, boundedMemtableBytes,
+     * adoptLeftOpen (the last eight from {@code rocksdb}), then, read by window and session stores
+     * only, retentionMs, windowSizeMs, retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex,
+     * kafkaHeaders. Booleans are 0 or 1; 0 for a size, count or segment interval keeps the default.
+     *
+     * @return the packed options
+     */
+    static long[] openOptions(int engine, int valueFormat, long maxUncommittedBytes, boolean syncOnCommit,
+                              NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
+                              boolean retainDuplicates, long segmentIntervalMs, boolean timeOrdered, boolean keyIndex,
+                              boolean kafkaHeaders) {
+        return new long[] {engine, valueFormat, maxUncommittedBytes, flag(syncOnCommit), rocksdb.blockCacheBytes,
+            rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, flag(rocksdb.bloomFilter), flag(rocksdb.statistics),
+            rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, flag(rocksdb.adoptLeftOpen), retentionMs,
+            windowSizeMs, flag(retainDuplicates), segmentIntervalMs, flag(timeOrdered), flag(keyIndex),
+            flag(kafkaHeaders)};
+    }
+
+    private static long flag(boolean b) {
+        return b ? 1 : 0;
+    }
+
+    // ----- natives, one row per operation: the key-value store's, then the window and session
+    // stores' (see NativeStore, NativeWindowStore, NativeSessionStore; src/jni declares each
+    // operation once for every kind)
+
+    static native long open(String path, long[] options);
+
+    static native long windowOpen(String path, long[] options);
+
+    static native long sessionOpen(String path, long[] options);
 
     static native void close(long store);
 
+    static native void windowClose(long store);
+
+    static native void sessionClose(long store);
+
     static native byte[] get(long store, byte[] key, boolean committed);
 
+    static native byte[] windowFetch(long store, byte[] key, long windowStart, boolean committed);
+
+    static native byte[] sessionFetch(long store, byte[] key, long start, long end, boolean committed);
+
     static native void put(long store, byte[] key, byte[] rawValue);
+
+    static native boolean windowPut(long store, byte[] key, byte[] rawValue, long windowStart);
+
+    static native boolean sessionPut(long store, byte[] key, long start, long end, byte[] aggregate);
 
     static native byte[] putIfAbsent(long store, byte[] key, byte[] rawValue);
 
@@ -78,28 +138,81 @@ public final class KstateNative {
 
     static native void putAll(long store, byte[] packed);
 
+    static native void windowPutAll(long store, byte[] packed);
+
+    static native void sessionPutAll(long store, byte[] packed);
+
     static native long scan(long store, byte[] from, byte[] to, boolean prefix, boolean reverse, boolean committed);
+
+    static native long windowQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long from, long to,
+                                   boolean reverse, boolean committed);
+
+    static native long sessionQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long earliestEnd,
+                                    long latestStart, boolean reverse, boolean committed);
 
     static native byte[] next(long iterator, int maxEntries, int maxBytes);
 
+    static native byte[] windowNext(long iterator, int maxEntries, int maxBytes);
+
+    static native byte[] sessionNext(long iterator, int maxEntries, int maxBytes);
+
     static native void closeIterator(long iterator);
 
+    static native void windowCloseIterator(long iterator);
+
+    static native void sessionCloseIterator(long iterator);
+
+    static native long windowStreamTime(long store, boolean committed);
+
+    static native long sessionStreamTime(long store, boolean committed);
+
     static native void commit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
+
+    static native void windowCommit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
+
+    static native void sessionCommit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
 
     static native void restoreBatch(long store, byte[] packed, String[] topics, int[] partitions, long[] offsets,
                                     byte[] metadata);
 
     static native void flush(long store, byte[] metadata);
 
+    static native void windowFlush(long store, byte[] metadata);
+
+    static native void sessionFlush(long store, byte[] metadata);
+
     static native long committedOffset(long store, String topic, int partition);
+
+    static native long windowCommittedOffset(long store, String topic, int partition);
+
+    static native long sessionCommittedOffset(long store, String topic, int partition);
 
     static native byte[] committedMetadata(long store);
 
+    static native byte[] windowCommittedMetadata(long store);
+
+    static native byte[] sessionCommittedMetadata(long store);
+
     static native void rollback(long store);
+
+    static native void windowRollback(long store);
+
+    static native void sessionRollback(long store);
 
     static native long approximateNumEntries(long store, boolean committed);
 
     static native long approximateNumUncommittedBytes(long store);
+
+    static native long windowApproximateNumUncommittedBytes(long store);
+
+    static native long sessionApproximateNumUncommittedBytes(long store);
+
+    /** @return an integer RocksDB property or ticker by RocksDB name, or -1 when there is none */
+    static native long property(long store, String name);
+
+    static native long windowProperty(long store, String name);
+
+    static native long sessionProperty(long store, String name);
 
     /** @return true while the store runs in upgrade mode (old-format values left) */
     static native boolean isUpgrading(long store);
@@ -112,84 +225,4 @@ public final class KstateNative {
      * @return entries copied, 0 when the store was not in upgrade mode
      */
     static native long upgradeBySwap(long store, dev.kstate.streams.UpgradeProgress progress);
-
-    // ----- window stores (see NativeWindowStore) -------------------------------------------
-
-    static native long windowOpen(String path, int engine, int valueFormat, long maxUncommittedBytes,
-                                  boolean syncOnCommit, long blockCacheBytes, long writeBufferBytes,
-                                  int maxWriteBuffers, boolean bloomFilter, boolean statistics,
-                                  long boundedMemoryBytes, long boundedMemtableBytes, long retentionMs,
-                                  long windowSizeMs, boolean retainDuplicates, long segmentIntervalMs,
-                                  boolean timeOrdered, boolean keyIndex, boolean adoptLeftOpen);
-
-    static native void windowClose(long store);
-
-    static native boolean windowPut(long store, byte[] key, byte[] rawValue, long windowStart);
-
-    static native void windowPutAll(long store, byte[] packed);
-
-    static native byte[] windowFetch(long store, byte[] key, long windowStart, boolean committed);
-
-    static native long windowQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long from, long to,
-                                   boolean reverse, boolean committed);
-
-    static native byte[] windowNext(long iterator, int maxEntries, int maxBytes);
-
-    static native void windowCloseIterator(long iterator);
-
-    static native long windowStreamTime(long store, boolean committed);
-
-    static native void windowCommit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
-
-    static native long windowCommittedOffset(long store, String topic, int partition);
-
-    static native byte[] windowCommittedMetadata(long store);
-
-    static native void windowRollback(long store);
-
-    static native void windowFlush(long store, byte[] metadata);
-
-    static native long windowApproximateNumUncommittedBytes(long store);
-
-    static native long windowProperty(long store, String name);
-
-    // ----- session stores (see NativeSessionStore) -----------------------------------------
-
-    static native long sessionOpen(String path, int engine, boolean headers, long maxUncommittedBytes,
-                                   boolean syncOnCommit,
-                                   long blockCacheBytes, long writeBufferBytes, int maxWriteBuffers,
-                                   boolean bloomFilter, boolean statistics, long boundedMemoryBytes,
-                                   long boundedMemtableBytes, long retentionMs, long segmentIntervalMs,
-                                   boolean timeOrdered, boolean kafkaHeaders, boolean adoptLeftOpen);
-
-    static native void sessionClose(long store);
-
-    static native boolean sessionPut(long store, byte[] key, long start, long end, byte[] aggregate);
-
-    static native void sessionPutAll(long store, byte[] packed);
-
-    static native byte[] sessionFetch(long store, byte[] key, long start, long end, boolean committed);
-
-    static native long sessionQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long earliestEnd,
-                                    long latestStart, boolean reverse, boolean committed);
-
-    static native byte[] sessionNext(long iterator, int maxEntries, int maxBytes);
-
-    static native void sessionCloseIterator(long iterator);
-
-    static native long sessionStreamTime(long store, boolean committed);
-
-    static native void sessionCommit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
-
-    static native long sessionCommittedOffset(long store, String topic, int partition);
-
-    static native byte[] sessionCommittedMetadata(long store);
-
-    static native void sessionRollback(long store);
-
-    static native void sessionFlush(long store, byte[] metadata);
-
-    static native long sessionApproximateNumUncommittedBytes(long store);
-
-    static native long sessionProperty(long store, String name);
 }

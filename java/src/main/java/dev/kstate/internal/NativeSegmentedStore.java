@@ -6,6 +6,20 @@ package dev.kstate.internal;
  * exhausted once the store closed (as Kafka's segmented store iterators).
  */
 public abstract class NativeSegmentedStore extends AbstractNativeStore {
+    /** {@code query} kind of both: one key ({@code keyFrom}) between the two times. */
+    public static final int QUERY_KEY = 0;
+    /** {@code query} kind of both: keys from {@code keyFrom} to {@code keyTo} (null = open end). */
+    public static final int QUERY_KEY_RANGE = 1;
+
+    static final Natives WINDOW = new Natives(KstateNative::windowClose, KstateNative::windowNext,
+        KstateNative::windowCloseIterator, KstateNative::windowCommit, KstateNative::windowFlush,
+        KstateNative::windowCommittedOffset, KstateNative::windowCommittedMetadata, KstateNative::windowRollback,
+        KstateNative::windowApproximateNumUncommittedBytes, KstateNative::windowProperty, true);
+    static final Natives SESSION = new Natives(KstateNative::sessionClose, KstateNative::sessionNext,
+        KstateNative::sessionCloseIterator, KstateNative::sessionCommit, KstateNative::sessionFlush,
+        KstateNative::sessionCommittedOffset, KstateNative::sessionCommittedMetadata, KstateNative::sessionRollback,
+        KstateNative::sessionApproximateNumUncommittedBytes, KstateNative::sessionProperty, true);
+
     private final StreamTime streamTime;
 
     NativeSegmentedStore(String name, long handle, Natives natives, StreamTime streamTime) {

@@ -10,10 +10,9 @@ import java.util.Arrays;
  * closes exactly once; its iterators close with it.
  */
 public final class NativeSessionStore extends NativeSegmentedStore {
-    /** {@link #query} kind: {@code findSessions(key, earliestSessionEndTime, latestSessionStartTime)}. */
-    public static final int QUERY_KEY = 0;
-    /** {@link #query} kind: {@code findSessions(keyFrom, keyTo, ...)}, null = open end. */
-    public static final int QUERY_KEY_RANGE = 1;
+    // query kinds: QUERY_KEY is Kafka's findSessions(key, earliestSessionEndTime,
+    // latestSessionStartTime), QUERY_KEY_RANGE its findSessions(keyFrom, keyTo, ...)
+    // (NativeSegmentedStore)
     /** {@link #query} kind: every live session. */
     public static final int QUERY_ALL = 2;
     /**
@@ -23,33 +22,8 @@ public final class NativeSessionStore extends NativeSegmentedStore {
      */
     public static final int QUERY_BY_END = 3;
 
-    private static final Natives NATIVES = new Natives(KstateNative::sessionClose, KstateNative::sessionNext,
-        KstateNative::sessionCloseIterator, KstateNative::sessionCommit, KstateNative::sessionFlush,
-        KstateNative::sessionCommittedOffset, KstateNative::sessionCommittedMetadata, KstateNative::sessionRollback,
-        KstateNative::sessionApproximateNumUncommittedBytes, KstateNative::sessionProperty, true);
-
     private NativeSessionStore(String name, long handle) {
-        super(name, handle, NATIVES, KstateNative::sessionStreamTime);
-    }
-
-    /**
-     * Opens (creating if absent) a session store.
-     *
-     * @param name the store name, for messages
-     * @param path directory for RocksDB; may be null for the memory engine
-     * @param engine {@link KstateNative#ENGINE_ROCKSDB} or {@link KstateNative#ENGINE_MEMORY}
-     * @param maxUncommittedBytes bound before spilling, 0 = default
-     * @param syncOnCommit fsync the WAL on commit
-     * @param rocksdb RocksDB tuning (ignored by the memory engine)
-     * @param retentionMs retention period
-     * @param segmentIntervalMs segment interval of a new store, 0 = Kafka's default
-     * @return the open store
-     */
-    public static NativeSessionStore open(String name, String path, int engine, long maxUncommittedBytes,
-                                          boolean syncOnCommit, NativeStore.RocksTuning rocksdb, long retentionMs,
-                                          long segmentIntervalMs) {
-        return open(name, path, engine, false, maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs,
-            segmentIntervalMs, false, false);
+        super(name, handle, SESSION, KstateNative::sessionStreamTime);
     }
 
     /**
@@ -77,14 +51,10 @@ public final class NativeSessionStore extends NativeSegmentedStore {
                                           long maxUncommittedBytes, boolean syncOnCommit,
                                           NativeStore.RocksTuning rocksdb, long retentionMs, long segmentIntervalMs,
                                           boolean timeOrdered, boolean kafkaHeaders) {
-        KstateNative.ensureLoaded();
-        // a store parked at this directory holds its lock: close it first
-        ParkedStores.release(path);
-        long h = KstateNative.sessionOpen(path, engine, headers, maxUncommittedBytes, syncOnCommit,
-            rocksdb.blockCacheBytes,
-            rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter, rocksdb.statistics,
-            rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs, segmentIntervalMs, timeOrdered,
-            kafkaHeaders, rocksdb.adoptLeftOpen);
+        int format = headers ? KstateNative.FORMAT_HEADERS : KstateNative.FORMAT_PLAIN;
+        long h = KstateNative.openStore(KstateNative::sessionOpen, path, KstateNative.openOptions(engine, format,
+            maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs, 0, false, segmentIntervalMs, timeOrdered, false,
+            kafkaHeaders));
         return new NativeSessionStore(name, h);
     }
 

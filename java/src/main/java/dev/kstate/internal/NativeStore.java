@@ -70,13 +70,8 @@ public final class NativeStore extends AbstractNativeStore {
      */
     public static NativeStore open(String name, String path, int engine, int valueFormat,
                                    long maxUncommittedBytes, boolean syncOnCommit, RocksTuning rocksdb) {
-        KstateNative.ensureLoaded();
-        // a store parked at this directory holds its lock: close it first
-        ParkedStores.release(path);
-        long h = KstateNative.open(path, engine, valueFormat, maxUncommittedBytes, syncOnCommit,
-            rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
-            rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, rocksdb.adoptLeftOpen);
-        return new NativeStore(name, h);
+        return new NativeStore(name, KstateNative.openStore(KstateNative::open, path, KstateNative.openOptions(engine,
+            valueFormat, maxUncommittedBytes, syncOnCommit, rocksdb, 0, 0, false, 0, false, false, false)));
     }
 
     /** RocksDB tuning of {@link #open(String, String, int, boolean, long, boolean, RocksTuning)}. */

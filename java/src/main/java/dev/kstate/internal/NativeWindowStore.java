@@ -11,48 +11,15 @@ import java.util.Arrays;
  * Thread-safe; closes exactly once; its iterators close with it.
  */
 public final class NativeWindowStore extends NativeSegmentedStore {
-    /** {@link #query} kind: Kafka's {@code fetch(key, timeFrom, timeTo)} ({@code keyFrom} is the key). */
-    public static final int QUERY_KEY = 0;
-    /** {@link #query} kind: {@code fetch(keyFrom, keyTo, timeFrom, timeTo)}, null = open end. */
-    public static final int QUERY_KEY_RANGE = 1;
+    // query kinds: QUERY_KEY is Kafka's fetch(key, timeFrom, timeTo), QUERY_KEY_RANGE its
+    // fetch(keyFrom, keyTo, timeFrom, timeTo) (NativeSegmentedStore)
     /** {@link #query} kind: {@code fetchAll(timeFrom, timeTo)}. */
     public static final int QUERY_TIME = 2;
     /** {@link #query} kind: {@code all()}. */
     public static final int QUERY_ALL = 3;
 
-    private static final Natives NATIVES = new Natives(KstateNative::windowClose, KstateNative::windowNext,
-        KstateNative::windowCloseIterator, KstateNative::windowCommit, KstateNative::windowFlush,
-        KstateNative::windowCommittedOffset, KstateNative::windowCommittedMetadata, KstateNative::windowRollback,
-        KstateNative::windowApproximateNumUncommittedBytes, KstateNative::windowProperty, true);
-
     private NativeWindowStore(String name, long handle) {
-        super(name, handle, NATIVES, KstateNative::windowStreamTime);
-    }
-
-    /**
-     * Opens (creating if absent) a window store.
-     *
-     * @param name the store name, for messages
-     * @param path directory for RocksDB; may be null for the memory engine
-     * @param engine {@link KstateNative#ENGINE_ROCKSDB} or {@link KstateNative#ENGINE_MEMORY}
-     * @param timestamped values in Kafka's timestamped layout, or plain
-     * @param maxUncommittedBytes bound before spilling, 0 = default
-     * @param syncOnCommit fsync the WAL on commit
-     * @param rocksdb RocksDB tuning (ignored by the memory engine)
-     * @param retentionMs retention period (>= windowSizeMs)
-     * @param windowSizeMs window size
-     * @param retainDuplicates Kafka's retainDuplicates
-     * @param segmentIntervalMs segment interval of a new store, 0 = Kafka's max(retention / 2, 60 s);
-     *     an existing store keeps its own
-     * @return the open store
-     */
-    public static NativeWindowStore open(String name, String path, int engine, boolean timestamped,
-                                         long maxUncommittedBytes, boolean syncOnCommit,
-                                         NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
-                                         boolean retainDuplicates, long segmentIntervalMs) {
-        return open(name, path, engine, timestamped ? KstateNative.FORMAT_TIMESTAMPED : KstateNative.FORMAT_PLAIN,
-            maxUncommittedBytes, syncOnCommit, rocksdb, retentionMs, windowSizeMs, retainDuplicates, segmentIntervalMs,
-            false, false);
+        super(name, handle, WINDOW, KstateNative::windowStreamTime);
     }
 
     /**
@@ -84,14 +51,9 @@ public final class NativeWindowStore extends NativeSegmentedStore {
                                          NativeStore.RocksTuning rocksdb, long retentionMs, long windowSizeMs,
                                          boolean retainDuplicates, long segmentIntervalMs, boolean timeOrdered,
                                          boolean keyIndex) {
-        KstateNative.ensureLoaded();
-        // a store parked at this directory holds its lock: close it first
-        ParkedStores.release(path);
-        long h = KstateNative.windowOpen(path, engine, valueFormat, maxUncommittedBytes, syncOnCommit,
-            rocksdb.blockCacheBytes, rocksdb.writeBufferBytes, rocksdb.maxWriteBuffers, rocksdb.bloomFilter,
-            rocksdb.statistics, rocksdb.boundedMemoryBytes, rocksdb.boundedMemtableBytes, retentionMs,
-            windowSizeMs, retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex, rocksdb.adoptLeftOpen);
-        return new NativeWindowStore(name, h);
+        long[] options = KstateNative.openOptions(engine, valueFormat, maxUncommittedBytes, syncOnCommit, rocksdb,
+            retentionMs, windowSizeMs, retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex, false);
+        return new NativeWindowStore(name, KstateNative.openStore(KstateNative::windowOpen, path, options));
     }
 
     /**

@@ -21,8 +21,8 @@ public final class LockProbe {
         KstateNative.ensureLoaded();
         long h;
         try {
-            h = KstateNative.open(dir.getAbsolutePath(), KstateNative.ENGINE_ROCKSDB, KstateNative.FORMAT_TIMESTAMPED, 0,
-                false, 0, 0, 0, true, false, 0, 0, false);
+            h = NativeSurfaceTest.open(dir.getAbsolutePath(), KstateNative.ENGINE_ROCKSDB,
+                KstateNative.FORMAT_TIMESTAMPED);
         } catch (RuntimeException e) {
             if (e instanceof KstateException && ((KstateException) e).errorCode() == KstateException.LOCKED) {
                 return false;

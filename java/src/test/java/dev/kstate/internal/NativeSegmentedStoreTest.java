@@ -25,6 +25,7 @@ import org.junit.Test;
 /** The window and session natives through their low-level Java bindings. */
 public class NativeSegmentedStoreTest {
     private static final NativeStore.RocksTuning DEFAULTS = new NativeStore.RocksTuning(0, 0, 0, true, false, 0, 0);
+    private static final int TIMESTAMPED = KstateNative.FORMAT_TIMESTAMPED;
     private static final TopicPartition TP = new TopicPartition("w-changelog", 0);
 
     private static byte[] b(String s) {
@@ -76,8 +77,8 @@ public class NativeSegmentedStoreTest {
         File dir = Files.createTempDirectory("kstate-window").toFile();
         String path = new File(dir, "w").getPath();
         // Retention 10 s, 1 s windows, 5 s segments.
-        NativeWindowStore store = NativeWindowStore.open("w", path, KstateNative.ENGINE_ROCKSDB, true, 0, false,
-            DEFAULTS, 10_000, 1_000, false, 5_000);
+        NativeWindowStore store = NativeWindowStore.open("w", path, KstateNative.ENGINE_ROCKSDB, TIMESTAMPED, 0,
+            false, DEFAULTS, 10_000, 1_000, false, 5_000, false, false);
         store.put(b("b"), ts(1, "b0"), 0);
         store.put(b("a"), ts(2, "a6"), 6_000);
         store.put(b("a"), ts(3, "a0"), 0);
@@ -126,8 +127,8 @@ public class NativeSegmentedStoreTest {
         }
         expectCode(KstateException.STORE_CLOSED, () -> store.fetch(b("c"), 20_000, false));
         // Reopened: offsets, metadata and stream time of the last commit.
-        try (NativeWindowStore again = NativeWindowStore.open("w", path, KstateNative.ENGINE_ROCKSDB, true, 0,
-            false, DEFAULTS, 10_000, 1_000, false, 0)) {
+        try (NativeWindowStore again = NativeWindowStore.open("w", path, KstateNative.ENGINE_ROCKSDB, TIMESTAMPED, 0,
+            false, DEFAULTS, 10_000, 1_000, false, 0, false, false)) {
             assertEquals(Long.valueOf(42), again.committedOffset(TP));
             assertArrayEquals(b("position"), again.committedMetadata());
             assertEquals(20_000, again.streamTime(false));
@@ -137,8 +138,8 @@ public class NativeSegmentedStoreTest {
 
     @Test
     public void duplicatesTakeSeqnumsAndIgnoreNulls() {
-        try (NativeWindowStore store = NativeWindowStore.open("d", null, KstateNative.ENGINE_MEMORY, true, 0, false,
-            DEFAULTS, 60_000, 1_000, true, 0)) {
+        try (NativeWindowStore store = NativeWindowStore.open("d", null, KstateNative.ENGINE_MEMORY, TIMESTAMPED, 0,
+            false, DEFAULTS, 60_000, 1_000, true, 0, false, false)) {
             store.put(b("k"), ts(1, "x"), 500);
             store.put(b("k"), ts(2, "y"), 500);
             store.put(b("k"), null, 500);
@@ -151,8 +152,8 @@ public class NativeSegmentedStoreTest {
 
     @Test
     public void sessionStoreFindsRemovesAndRejectsOtherHandles() {
-        try (NativeSessionStore store = NativeSessionStore.open("s", null, KstateNative.ENGINE_MEMORY, 0, false,
-            DEFAULTS, 60_000, 0)) {
+        try (NativeSessionStore store = NativeSessionStore.open("s", null, KstateNative.ENGINE_MEMORY, false, 0, false,
+            DEFAULTS, 60_000, 0, false, false)) {
             store.put(b("a"), 0, 100, b("1"));
             store.put(b("a"), 200, 300, b("2"));
             store.put(b("b"), 50, 150, b("3"));

@@ -11,6 +11,26 @@ import org.junit.Test;
 
 /** The raw natives reject bad handles and arguments with typed exceptions, never a crash. */
 public class NativeSurfaceTest {
+    /** The open native with default tuning (bloom filters on), as a key-value store. */
+    static long open(String path, int engine, int valueFormat) {
+        NativeStore.RocksTuning tuning = new NativeStore.RocksTuning(0, 0, 0, true, false, 0, 0);
+        return KstateNative.open(path,
+            KstateNative.openOptions(engine, valueFormat, 0, false, tuning, 0, 0, false, 0, false, false, false));
+    }
+
+    @Test
+    public void openOptionsOfAnotherLengthAreRejected() {
+        KstateNative.ensureLoaded();
+        for (long[] options : new long[][] {new long[0], new long[18], new long[20], null}) {
+            try {
+                KstateNative.windowOpen(null, options);
+                fail("options " + (options == null ? "null" : options.length));
+            } catch (KstateProcessorStateException e) {
+                assertEquals(KstateException.INVALID_ARGUMENT, e.errorCode());
+            }
+        }
+    }
+
     @Test
     public void forgedStaleAndNullHandlesAreRejected() {
         KstateNative.ensureLoaded();
@@ -29,7 +49,7 @@ public class NativeSurfaceTest {
                 assertEquals(KstateException.INVALID_HANDLE, e.errorCode());
             }
         }
-        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0, false);
+        long store = open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN);
         KstateNative.put(store, new byte[] {1}, new byte[] {2});
         KstateNative.close(store);
         // Closed handles get the closed code, as in C (KSTATE_ERR_STORE_CLOSED).
@@ -45,7 +65,7 @@ public class NativeSurfaceTest {
      */
     @Test
     public void arraysOfEverySizeCrossIntact() {
-        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0, false);
+        long store = open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN);
         try {
             int[] sizes = {0, 1, 255, 256, 257, 4096, 1 << 20};
             for (int keySize : sizes) {
@@ -93,7 +113,7 @@ public class NativeSurfaceTest {
      */
     @Test
     public void handlesOfOneKindAreInvalidAsTheOther() {
-        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0, false);
+        long store = open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN);
         KstateNative.put(store, new byte[] {1}, new byte[] {2});
         long it = KstateNative.scan(store, null, null, false, false, false);
         int invalid = KstateException.INVALID_HANDLE;
@@ -128,19 +148,19 @@ public class NativeSurfaceTest {
     @Test
     public void emptyPathsAreInvalidArguments() {
         expectCode(KstateException.INVALID_ARGUMENT,
-                () -> KstateNative.open("", KstateNative.ENGINE_ROCKSDB, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0, false));
+                () -> open("", KstateNative.ENGINE_ROCKSDB, KstateNative.FORMAT_TIMESTAMPED));
         expectCode(KstateException.INVALID_ARGUMENT,
-                () -> KstateNative.open("", KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0, false));
+                () -> open("", KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED));
         expectCode(KstateException.INVALID_ARGUMENT,
-                () -> KstateNative.open(null, KstateNative.ENGINE_ROCKSDB, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0, false));
+                () -> open(null, KstateNative.ENGINE_ROCKSDB, KstateNative.FORMAT_TIMESTAMPED));
         // A path that is not valid Unicode (an unpaired surrogate) is refused, not mangled.
         expectCode(KstateException.INVALID_ARGUMENT,
-                () -> KstateNative.open("store-\uD800", KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0, false));
+                () -> open("store-\uD800", KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED));
     }
 
     @Test
     public void malformedBatchesAndNullsAreRejected() {
-        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0, false);
+        long store = open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_PLAIN);
         try {
             KstateNative.putAll(store, new byte[] {0, 0, 0, 5, 1});
             fail("truncated batch");
@@ -154,7 +174,7 @@ public class NativeSurfaceTest {
             assertEquals(KstateException.INVALID_ARGUMENT, e.errorCode());
         }
         try {
-            KstateNative.open(null, 7, KstateNative.FORMAT_PLAIN, 0, false, 0, 0, 0, true, false, 0, 0, false);
+            open(null, 7, KstateNative.FORMAT_PLAIN);
             fail("bad engine");
         } catch (KstateProcessorStateException e) {
             assertEquals(KstateException.INVALID_ARGUMENT, e.errorCode());
@@ -170,7 +190,7 @@ public class NativeSurfaceTest {
 
     @Test
     public void commitsWithManyPartitions() {
-        long store = KstateNative.open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED, 0, false, 0, 0, 0, true, false, 0, 0, false);
+        long store = open(null, KstateNative.ENGINE_MEMORY, KstateNative.FORMAT_TIMESTAMPED);
         int n = 200;
         String[] topics = new String[n];
         int[] partitions = new int[n];
