@@ -264,45 +264,29 @@ typedef struct kstate_kv_iter_t kstate_kv_iter_t;
 typedef struct kstate_kv_t kstate_kv_t;
 
 /**
- * An iterator over sessions, in Kafka's order, fixed when it was created. Opaque handle
- * number as `kstate_session_t` (wrong kind: `KSTATE_ERR_INVALID_HANDLE`; released:
- * `KSTATE_ERR_ITERATOR_CLOSED`). Closing its store closes it; the handle must still be
- * released with `kstate_session_iter_close`.
- *
- * Thread safety: usable from any thread; concurrent calls on one iterator are serialised.
+ * An iterator over sessions, in Kafka's order, fixed when it was created; a handle as the
+ * header's overview describes. Closing its store closes it (`KSTATE_ERR_ITERATOR_CLOSED`);
+ * it must still be released with `kstate_session_iter_close`.
  */
 typedef struct kstate_session_iter_t kstate_session_iter_t;
 
 /**
  * An open session store (Kafka's `SessionStore`: aggregates keyed by record key and
- * session start and end). Opaque handle number from the table `kstate_kv_t` uses: a
- * NULL, made-up or wrong-kind handle is `KSTATE_ERR_INVALID_HANDLE`, a closed one
- * `KSTATE_ERR_STORE_CLOSED`; numbers are never reused. Released by `kstate_session_close`.
- *
- * Thread safety: as `kstate_kv_t`.
+ * session start and end), a handle as the header's overview describes; released by
+ * `kstate_session_close`.
  */
 typedef struct kstate_session_t kstate_session_t;
 
 /**
- * An iterator over windows, in Kafka's order, fixed when it was created. Opaque handle
- * number as `kstate_window_t` (a wrong-kind handle is `KSTATE_ERR_INVALID_HANDLE`, a
- * released one `KSTATE_ERR_ITERATOR_CLOSED`). Closing its store closes it: later calls
- * fail with `KSTATE_ERR_ITERATOR_CLOSED`, but the handle must still be released with
- * `kstate_window_iter_close`.
- *
- * Thread safety: usable from any thread; concurrent calls on one iterator are serialised.
+ * An iterator over windows, in Kafka's order, fixed when it was created; a handle as the
+ * header's overview describes. Closing its store closes it (`KSTATE_ERR_ITERATOR_CLOSED`);
+ * it must still be released with `kstate_window_iter_close`.
  */
 typedef struct kstate_window_iter_t kstate_window_iter_t;
 
 /**
  * An open window store (Kafka's `WindowStore`: values keyed by record key and window
- * start). Opaque handle number from the table `kstate_kv_t` uses: a NULL or made-up
- * handle, or a handle of another kind (a key-value or session store, an iterator), is
- * `KSTATE_ERR_INVALID_HANDLE`; a closed one `KSTATE_ERR_STORE_CLOSED`. Numbers are never
- * reused. Released by `kstate_window_close`.
- *
- * Thread safety: as `kstate_kv_t`: any number of threads may use a handle at once;
- * writes and writer-view reads are serialised, committed reads run beside them.
+ * start), a handle as the header's overview describes; released by `kstate_window_close`.
  */
 typedef struct kstate_window_t kstate_window_t;
 
@@ -550,11 +534,11 @@ typedef struct kstate_session_options_t {
      */
     size_t struct_size;
     /**
-     * `KSTATE_ENGINE_ROCKSDB` (default) or `KSTATE_ENGINE_MEMORY`.
+     * As `kstate_kv_options_t`.
      */
     kstate_engine_t engine;
     /**
-     * fsync the write-ahead log on every commit. Default false.
+     * As `kstate_kv_options_t`.
      */
     bool sync_on_commit;
     /**
@@ -569,8 +553,7 @@ typedef struct kstate_session_options_t {
      */
     int64_t segment_interval_ms;
     /**
-     * Bytes of uncommitted writes kept in memory before they spill to disk; > 0.
-     * Default 64 MiB.
+     * As `kstate_kv_options_t`.
      */
     uint64_t max_uncommitted_bytes;
     /**
@@ -637,7 +620,7 @@ typedef struct kstate_window_options_t {
      */
     size_t struct_size;
     /**
-     * `KSTATE_ENGINE_ROCKSDB` (default) or `KSTATE_ENGINE_MEMORY`.
+     * As `kstate_kv_options_t`.
      */
     kstate_engine_t engine;
     /**
@@ -673,12 +656,11 @@ typedef struct kstate_window_options_t {
      */
     bool retain_duplicates;
     /**
-     * fsync the write-ahead log on every commit. Default false.
+     * As `kstate_kv_options_t`.
      */
     bool sync_on_commit;
     /**
-     * Bytes of uncommitted writes kept in memory before they spill to disk; > 0.
-     * Default 64 MiB.
+     * As `kstate_kv_options_t`.
      */
     uint64_t max_uncommitted_bytes;
     /**
@@ -694,25 +676,23 @@ typedef struct kstate_window_options_t {
      */
     size_t rocksdb_write_buffer_bytes;
     /**
-     * RocksDB memtables per column family before writes stall; >= 1. Default 3.
+     * As `kstate_kv_options_t`.
      */
     int32_t rocksdb_max_write_buffers;
     /**
-     * A full-key bloom filter in every SST file. Default true.
+     * As `kstate_kv_options_t`.
      */
     bool rocksdb_bloom_filter;
     /**
-     * Collect RocksDB statistics. Default false.
+     * As `kstate_kv_options_t`.
      */
     bool rocksdb_statistics;
     /**
-     * A memory budget in bytes shared by every store of the process opened with the same
-     * budget (it replaces the per-store block cache). Default 0: none.
+     * As `kstate_kv_options_t`.
      */
     size_t rocksdb_bounded_memory_bytes;
     /**
-     * With a budget: the part of it memtables may use; > 0 and <
-     * `rocksdb_bounded_memory_bytes`. Ignored when the budget is 0.
+     * As `kstate_kv_options_t`.
      */
     size_t rocksdb_bounded_memtable_bytes;
     /**

@@ -90,23 +90,29 @@ impl ErrorCode {
 
     /// A short, stable, upper-case name (`"STORE_CLOSED"`), as used in the C constants.
     pub fn name(self) -> &'static str {
+        // The names are ASCII literals, so the conversion cannot fail.
+        self.c_name().to_str().unwrap_or("UNKNOWN")
+    }
+
+    /// [`ErrorCode::name`] as a NUL-terminated string (what `kstate_error_code_name` returns).
+    pub fn c_name(self) -> &'static std::ffi::CStr {
         match self {
-            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
-            ErrorCode::StoreClosed => "STORE_CLOSED",
-            ErrorCode::NotAStore => "NOT_A_STORE",
-            ErrorCode::UnsupportedFormat => "UNSUPPORTED_FORMAT",
-            ErrorCode::Corruption => "CORRUPTION",
-            ErrorCode::Locked => "LOCKED",
-            ErrorCode::KeyTooLarge => "KEY_TOO_LARGE",
-            ErrorCode::ValueTooLarge => "VALUE_TOO_LARGE",
-            ErrorCode::FormatMismatch => "FORMAT_MISMATCH",
-            ErrorCode::Storage => "STORAGE",
-            ErrorCode::Io => "IO",
-            ErrorCode::Internal => "INTERNAL",
-            ErrorCode::InvalidHandle => "INVALID_HANDLE",
-            ErrorCode::IteratorClosed => "ITERATOR_CLOSED",
-            ErrorCode::InvalidValue => "INVALID_VALUE",
-            ErrorCode::CommitInDoubt => "COMMIT_IN_DOUBT",
+            ErrorCode::InvalidArgument => c"INVALID_ARGUMENT",
+            ErrorCode::StoreClosed => c"STORE_CLOSED",
+            ErrorCode::NotAStore => c"NOT_A_STORE",
+            ErrorCode::UnsupportedFormat => c"UNSUPPORTED_FORMAT",
+            ErrorCode::Corruption => c"CORRUPTION",
+            ErrorCode::Locked => c"LOCKED",
+            ErrorCode::KeyTooLarge => c"KEY_TOO_LARGE",
+            ErrorCode::ValueTooLarge => c"VALUE_TOO_LARGE",
+            ErrorCode::FormatMismatch => c"FORMAT_MISMATCH",
+            ErrorCode::Storage => c"STORAGE",
+            ErrorCode::Io => c"IO",
+            ErrorCode::Internal => c"INTERNAL",
+            ErrorCode::InvalidHandle => c"INVALID_HANDLE",
+            ErrorCode::IteratorClosed => c"ITERATOR_CLOSED",
+            ErrorCode::InvalidValue => c"INVALID_VALUE",
+            ErrorCode::CommitInDoubt => c"COMMIT_IN_DOUBT",
         }
     }
 }

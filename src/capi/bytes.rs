@@ -18,12 +18,6 @@ pub struct kstate_bytes_t {
 }
 
 impl kstate_bytes_t {
-    /// `{NULL, 0}`: what out-parameters are set to on entry.
-    pub(crate) const NONE: kstate_bytes_t = kstate_bytes_t {
-        ptr: std::ptr::null_mut(),
-        len: 0,
-    };
-
     /// Hands `bytes` over to C (no copy when the vector is already tight).
     pub(crate) fn from_vec(bytes: Vec<u8>) -> kstate_bytes_t {
         let boxed: Box<[u8]> = bytes.into_boxed_slice();
@@ -58,7 +52,7 @@ pub unsafe extern "C" fn kstate_bytes_free(bytes: *mut kstate_bytes_t) {
         // `kstate_bytes_t::from_vec` (caller's guarantee) and were not released before.
         drop(unsafe { Box::from_raw(slice) });
     }
-    *b = kstate_bytes_t::NONE;
+    *b = kstate_bytes_t::NOTHING;
 }
 
 /// Reads a byte span given as pointer and length. NULL with length 0 is the empty span.
@@ -67,10 +61,7 @@ pub unsafe extern "C" fn kstate_bytes_free(bytes: *mut kstate_bytes_t) {
 /// When `ptr` is non-NULL it must be valid for reads of `len` bytes for `'a`.
 pub(crate) unsafe fn span<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
     // SAFETY: forwarded to the caller.
-    match unsafe { opt_span(ptr, len, what)? } {
-        Some(s) => Ok(s),
-        None => Ok(&[]),
-    }
+    unsafe { array(ptr, len, what) }
 }
 
 /// Reads an optional byte span: NULL with length 0 is `None` (absent, e.g. an open range
@@ -83,6 +74,25 @@ pub(crate) unsafe fn opt_span<'a>(
     len: usize,
     what: &str,
 ) -> Result<Option<&'a [u8]>> {
+    // SAFETY: forwarded to the caller.
+    unsafe { opt_array(ptr, len, what) }
+}
+
+/// Reads a slice of `T` given as pointer and count. NULL with count 0 is the empty slice.
+///
+/// # Safety
+/// When `ptr` is non-NULL it must be valid for reads of `len` initialised `T` for `'a`.
+pub(crate) unsafe fn array<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a [T]> {
+    // SAFETY: forwarded to the caller.
+    Ok(unsafe { opt_array(ptr, len, what)? }.unwrap_or(&[]))
+}
+
+/// Reads an optional slice of `T`: NULL with count 0 is `None`; NULL with a non-zero count,
+/// a misaligned pointer or a count no object can have is an error.
+///
+/// # Safety
+/// When `ptr` is non-NULL it must be valid for reads of `len` initialised `T` for `'a`.
+unsafe fn opt_array<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<Option<&'a [T]>> {
     if ptr.is_null() {
         if len != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -91,40 +101,17 @@ pub(crate) unsafe fn opt_span<'a>(
         }
         return Ok(None);
     }
-    if len > isize::MAX as usize {
-        return Err(Error::InvalidArgument(format!(
-            "{what} length {len} is larger than any object"
-        )));
-    }
-    // SAFETY: non-NULL, length bounded by isize::MAX, and the caller guarantees `len`
-    // readable bytes that stay valid for `'a` (bytes have no alignment requirement).
-    Ok(Some(unsafe { std::slice::from_raw_parts(ptr, len) }))
-}
-
-/// Reads a slice of `T` given as pointer and count. NULL with count 0 is the empty slice.
-///
-/// # Safety
-/// When `ptr` is non-NULL it must be valid for reads of `len` initialised `T` for `'a`.
-pub(crate) unsafe fn array<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a [T]> {
-    if ptr.is_null() {
-        if len != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "{what} is NULL but its length is {len}"
-            )));
-        }
-        return Ok(&[]);
-    }
     if !ptr.is_aligned() {
         return Err(Error::InvalidArgument(format!("{what} is misaligned")));
     }
     if len > isize::MAX as usize / std::mem::size_of::<T>().max(1) {
         return Err(Error::InvalidArgument(format!(
-            "{what} length {len} is larger than any array"
+            "{what} length {len} is larger than any object"
         )));
     }
-    // SAFETY: non-NULL, aligned, size bounded, and the caller guarantees `len` initialised
-    // elements valid for `'a`.
-    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+    // SAFETY: non-NULL, aligned, size bounded by isize::MAX, and the caller guarantees `len`
+    // initialised elements valid for `'a`.
+    Ok(Some(unsafe { std::slice::from_raw_parts(ptr, len) }))
 }
 
 /// Reads a NUL-terminated string as UTF-8.
@@ -185,20 +172,22 @@ pub(crate) trait Nothing {
 }
 
 impl Nothing for kstate_bytes_t {
-    const NOTHING: Self = kstate_bytes_t::NONE;
+    const NOTHING: Self = kstate_bytes_t {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
 }
 
-impl Nothing for bool {
-    const NOTHING: Self = false;
+/// `Nothing` for plain values.
+macro_rules! nothing {
+    ($($t:ty = $v:expr),*) => {
+        $(impl Nothing for $t {
+            const NOTHING: Self = $v;
+        })*
+    };
 }
 
-impl Nothing for i64 {
-    const NOTHING: Self = 0;
-}
-
-impl Nothing for u64 {
-    const NOTHING: Self = 0;
-}
+nothing!(bool = false, i64 = 0, u64 = 0);
 
 impl<T> Nothing for *mut T {
     const NOTHING: Self = std::ptr::null_mut();

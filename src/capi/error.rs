@@ -127,29 +127,8 @@ pub extern "C" fn kstate_error_code_name(code: i32) -> *const c_char {
             return c"OK".as_ptr();
         }
         match ErrorCode::from_i32(code) {
-            Some(c) => code_name_cstr(c).as_ptr(),
+            Some(c) => c.c_name().as_ptr(),
             None => c"UNKNOWN".as_ptr(),
         }
     })
-}
-
-fn code_name_cstr(code: ErrorCode) -> &'static std::ffi::CStr {
-    match code {
-        ErrorCode::InvalidArgument => c"INVALID_ARGUMENT",
-        ErrorCode::StoreClosed => c"STORE_CLOSED",
-        ErrorCode::NotAStore => c"NOT_A_STORE",
-        ErrorCode::UnsupportedFormat => c"UNSUPPORTED_FORMAT",
-        ErrorCode::Corruption => c"CORRUPTION",
-        ErrorCode::Locked => c"LOCKED",
-        ErrorCode::KeyTooLarge => c"KEY_TOO_LARGE",
-        ErrorCode::ValueTooLarge => c"VALUE_TOO_LARGE",
-        ErrorCode::FormatMismatch => c"FORMAT_MISMATCH",
-        ErrorCode::Storage => c"STORAGE",
-        ErrorCode::Io => c"IO",
-        ErrorCode::Internal => c"INTERNAL",
-        ErrorCode::InvalidHandle => c"INVALID_HANDLE",
-        ErrorCode::IteratorClosed => c"ITERATOR_CLOSED",
-        ErrorCode::InvalidValue => c"INVALID_VALUE",
-        ErrorCode::CommitInDoubt => c"COMMIT_IN_DOUBT",
-    }
 }

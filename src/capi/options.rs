@@ -87,23 +87,6 @@ pub struct kstate_kv_options_t {
     pub rocksdb_bounded_memtable_bytes: usize,
 }
 
-/// The first sized layout of `kstate_kv_options_t`: the fields up to and including
-/// `rocksdb_max_write_buffers`. Read for callers whose `struct_size` is
-/// [`KSTATE_KV_OPTIONS_SIZE_V1`]; the later fields then take their defaults. Mirrored as
-/// its own type because its tail padding holds fields of the later layout.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-struct OptionsV1 {
-    struct_size: usize,
-    engine: kstate_engine_t,
-    value_format: kstate_value_format_t,
-    max_uncommitted_bytes: u64,
-    sync_on_commit: bool,
-    rocksdb_block_cache_bytes: usize,
-    rocksdb_write_buffer_bytes: usize,
-    rocksdb_max_write_buffers: i32,
-}
-
 /// `struct_size` of the first layout (up to `rocksdb_max_write_buffers`): 56 bytes.
 pub const KSTATE_KV_OPTIONS_SIZE_V1: usize = 56;
 /// `struct_size` of the second layout (adds `rocksdb_bloom_filter`, `rocksdb_statistics`,
@@ -111,15 +94,20 @@ pub const KSTATE_KV_OPTIONS_SIZE_V1: usize = 56;
 /// `sizeof(kstate_kv_options_t)` of this header.
 pub const KSTATE_KV_OPTIONS_SIZE_V2: usize = 72;
 
+/// The bytes of layout 1 that hold its fields: the 56-byte layout ends with 4 bytes of tail
+/// padding, where layout 2 keeps `rocksdb_bloom_filter` and `rocksdb_statistics`; a layout-1
+/// caller's padding is neither read nor written.
+const KV_V1_FIELD_BYTES: usize = std::mem::offset_of!(kstate_kv_options_t, rocksdb_bloom_filter);
+
 // The constants are the ABI: a change of layout that moves them fails the build.
-const _: () = assert!(std::mem::size_of::<OptionsV1>() == KSTATE_KV_OPTIONS_SIZE_V1);
 const _: () = assert!(std::mem::size_of::<kstate_kv_options_t>() == KSTATE_KV_OPTIONS_SIZE_V2);
-const _: () = assert!(std::mem::align_of::<OptionsV1>() == std::mem::align_of::<usize>());
+const _: () = assert!(KV_V1_FIELD_BYTES == 52 && KV_V1_FIELD_BYTES <= KSTATE_KV_OPTIONS_SIZE_V1);
 
 impl OptionsStruct for kstate_kv_options_t {
     type Options = StoreOptions;
     const LAYOUTS: Layouts = Layouts {
         v1: KSTATE_KV_OPTIONS_SIZE_V1,
+        v1_fields: KV_V1_FIELD_BYTES,
         v2: KSTATE_KV_OPTIONS_SIZE_V2,
         name: "kstate_kv_options",
     };
@@ -207,45 +195,6 @@ impl OptionsStruct for kstate_kv_options_t {
             // Not in the C structs yet: C callers keep refusing a Kafka store left open.
             adopt_left_open: false,
         })
-    }
-    // Layout 1 has its own type: its tail padding holds fields of layout 2.
-    unsafe fn read_v1(options: *const Self) -> Self {
-        // SAFETY: the caller's struct has layout 1, all readable (caller's guarantee).
-        Self::from_v1(unsafe { options.cast::<OptionsV1>().read() })
-    }
-    unsafe fn write_v1(options: *mut Self, value: Self) {
-        // SAFETY: aligned and writable for layout 1 (caller's guarantee).
-        unsafe { options.cast::<OptionsV1>().write(value.v1()) }
-    }
-}
-
-impl kstate_kv_options_t {
-    fn v1(&self) -> OptionsV1 {
-        OptionsV1 {
-            struct_size: KSTATE_KV_OPTIONS_SIZE_V1,
-            engine: self.engine,
-            value_format: self.value_format,
-            max_uncommitted_bytes: self.max_uncommitted_bytes,
-            sync_on_commit: self.sync_on_commit,
-            rocksdb_block_cache_bytes: self.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: self.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: self.rocksdb_max_write_buffers,
-        }
-    }
-
-    /// Options of the first layout, the later fields at their defaults.
-    fn from_v1(old: OptionsV1) -> Self {
-        kstate_kv_options_t {
-            struct_size: KSTATE_KV_OPTIONS_SIZE_V2,
-            engine: old.engine,
-            value_format: old.value_format,
-            max_uncommitted_bytes: old.max_uncommitted_bytes,
-            sync_on_commit: old.sync_on_commit,
-            rocksdb_block_cache_bytes: old.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: old.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: old.rocksdb_max_write_buffers,
-            ..Self::defaults()
-        }
     }
 }
 

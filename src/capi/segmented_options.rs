@@ -1,21 +1,13 @@
 //! `kstate_window_options_t` and `kstate_session_options_t`: how window and session stores
-//! are opened.
-//!
-//! Both are sized structs (a leading `struct_size`, set by their `_init` function), the ABI
-//! rule `kstate_kv_options_t` follows: the struct grows at its end, the library reads the
-//! layout the caller's `struct_size` names, and an unknown size is
-//! `KSTATE_ERR_INVALID_ARGUMENT`. The store fields are those of `kstate_kv_options_t`; they
-//! are validated by its one conversion (plus the RocksDB knobs it lacks on this branch).
-//!
-//! Each first layout ends without tail padding, so it is a byte prefix of the second: a
-//! caller of layout 1 is read by copying its bytes over the defaults.
+//! are opened. Sized structs as `kstate_kv_options_t` (see `sized.rs`); their store fields
+//! are those of `kstate_kv_options_t`, validated by its conversion. Each first layout ends
+//! without tail padding, so it is a byte prefix of the second.
 
-use crate::engine::rocksdb::BoundedMemory;
 use crate::{bridge, Error, Result, SessionOptions, StoreOptions, WindowOptions};
 
 use super::options::{
     kstate_engine_t, kstate_kv_options_t, kstate_value_format_t, KSTATE_ENGINE_ROCKSDB,
-    KSTATE_FORMAT_PLAIN, KSTATE_FORMAT_TIMESTAMPED,
+    KSTATE_FORMAT_PLAIN, KSTATE_FORMAT_TIMESTAMPED, KSTATE_KV_OPTIONS_SIZE_V2,
 };
 use super::sized::{Layouts, OptionsStruct};
 
@@ -32,7 +24,7 @@ pub struct kstate_window_options_t {
     /// The size of this struct as the caller's header defines it: set by
     /// `kstate_window_options_init` (pass `sizeof` of your variable); never change it.
     pub struct_size: usize,
-    /// `KSTATE_ENGINE_ROCKSDB` (default) or `KSTATE_ENGINE_MEMORY`.
+    /// As `kstate_kv_options_t`.
     pub engine: kstate_engine_t,
     /// `KSTATE_FORMAT_TIMESTAMPED` (default; Kafka's timestamped window store, whose values
     /// carry the record timestamp), `KSTATE_FORMAT_PLAIN` (Kafka's plain window store) or
@@ -56,10 +48,9 @@ pub struct kstate_window_options_t {
     /// Kafka's `retainDuplicates` (stream-stream joins): every put is kept as its own
     /// entry, and a delete (a NULL raw value) is ignored. Default false.
     pub retain_duplicates: bool,
-    /// fsync the write-ahead log on every commit. Default false.
+    /// As `kstate_kv_options_t`.
     pub sync_on_commit: bool,
-    /// Bytes of uncommitted writes kept in memory before they spill to disk; > 0.
-    /// Default 64 MiB.
+    /// As `kstate_kv_options_t`.
     pub max_uncommitted_bytes: u64,
     /// RocksDB block cache size in bytes per live segment (the store's one cache holds it
     /// times the segments live at its retention and segment interval, at most 3, as Kafka's
@@ -69,17 +60,15 @@ pub struct kstate_window_options_t {
     /// RocksDB memtable size per column family in bytes; > 0. Default 16 MiB. The data
     /// family gets it per live segment, as the block cache (at most 3 times).
     pub rocksdb_write_buffer_bytes: usize,
-    /// RocksDB memtables per column family before writes stall; >= 1. Default 3.
+    /// As `kstate_kv_options_t`.
     pub rocksdb_max_write_buffers: i32,
-    /// A full-key bloom filter in every SST file. Default true.
+    /// As `kstate_kv_options_t`.
     pub rocksdb_bloom_filter: bool,
-    /// Collect RocksDB statistics. Default false.
+    /// As `kstate_kv_options_t`.
     pub rocksdb_statistics: bool,
-    /// A memory budget in bytes shared by every store of the process opened with the same
-    /// budget (it replaces the per-store block cache). Default 0: none.
+    /// As `kstate_kv_options_t`.
     pub rocksdb_bounded_memory_bytes: usize,
-    /// With a budget: the part of it memtables may use; > 0 and <
-    /// `rocksdb_bounded_memory_bytes`. Ignored when the budget is 0.
+    /// As `kstate_kv_options_t`.
     pub rocksdb_bounded_memtable_bytes: usize,
     /// Kafka's time-ordered window store (`RocksDbIndexedTimeOrderedWindowBytesStoreSupplier`,
     /// what `EmitStrategy.onWindowClose()` uses): `kstate_window_fetch_all`,
@@ -108,9 +97,9 @@ pub struct kstate_session_options_t {
     /// The size of this struct as the caller's header defines it: set by
     /// `kstate_session_options_init`; never change it.
     pub struct_size: usize,
-    /// `KSTATE_ENGINE_ROCKSDB` (default) or `KSTATE_ENGINE_MEMORY`.
+    /// As `kstate_kv_options_t`.
     pub engine: kstate_engine_t,
-    /// fsync the write-ahead log on every commit. Default false.
+    /// As `kstate_kv_options_t`.
     pub sync_on_commit: bool,
     /// How long sessions are kept, in ms (>= 0). With stream time T (the largest session
     /// end written), reads no longer return sessions ending at or before
@@ -119,8 +108,7 @@ pub struct kstate_session_options_t {
     /// Segment interval in ms for a new store (> 0), or 0 (default) for Kafka's
     /// `max(retention_ms / 2, 60000)`. An existing store keeps its own.
     pub segment_interval_ms: i64,
-    /// Bytes of uncommitted writes kept in memory before they spill to disk; > 0.
-    /// Default 64 MiB.
+    /// As `kstate_kv_options_t`.
     pub max_uncommitted_bytes: u64,
     /// As `kstate_window_options_t`.
     pub rocksdb_block_cache_bytes: usize,
@@ -181,29 +169,16 @@ const _: () = assert!(
 /// Default retention of both option structs: one day, Kafka's default for windowed stores.
 const DEFAULT_RETENTION_MS: i64 = 86_400_000;
 
-/// The fields both structs share with `kstate_kv_options_t`.
-struct StoreFields {
-    engine: kstate_engine_t,
-    value_format: kstate_value_format_t,
-    sync_on_commit: bool,
-    max_uncommitted_bytes: u64,
-    rocksdb_block_cache_bytes: usize,
-    rocksdb_write_buffer_bytes: usize,
-    rocksdb_max_write_buffers: i32,
-    rocksdb_bloom_filter: bool,
-    rocksdb_statistics: bool,
-    rocksdb_bounded_memory_bytes: usize,
-    rocksdb_bounded_memtable_bytes: usize,
-}
-
-/// The [`StoreFields`] of a window or session options struct (the same field names in both).
-macro_rules! store_fields {
+/// The store options of a window or session options struct, through the key-value options'
+/// conversion and checks (the fields have the same names in the three structs).
+macro_rules! store_options {
     ($o:expr) => {
-        StoreFields {
+        kstate_kv_options_t {
+            struct_size: KSTATE_KV_OPTIONS_SIZE_V2,
             engine: $o.engine,
             value_format: $o.value_format,
-            sync_on_commit: $o.sync_on_commit,
             max_uncommitted_bytes: $o.max_uncommitted_bytes,
+            sync_on_commit: $o.sync_on_commit,
             rocksdb_block_cache_bytes: $o.rocksdb_block_cache_bytes,
             rocksdb_write_buffer_bytes: $o.rocksdb_write_buffer_bytes,
             rocksdb_max_write_buffers: $o.rocksdb_max_write_buffers,
@@ -212,45 +187,15 @@ macro_rules! store_fields {
             rocksdb_bounded_memory_bytes: $o.rocksdb_bounded_memory_bytes,
             rocksdb_bounded_memtable_bytes: $o.rocksdb_bounded_memtable_bytes,
         }
+        .convert()
     };
-}
-
-impl StoreFields {
-    /// Validated store options, through the key-value options' conversion.
-    fn to_store_options(&self) -> Result<StoreOptions> {
-        // `..defaults()` fills the fields kstate_kv_options_t gains (its sized layout adds
-        // `struct_size` and the knobs set below), so this stays right when it grows.
-        let kv = kstate_kv_options_t {
-            engine: self.engine,
-            value_format: self.value_format,
-            max_uncommitted_bytes: self.max_uncommitted_bytes,
-            sync_on_commit: self.sync_on_commit,
-            rocksdb_block_cache_bytes: self.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: self.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: self.rocksdb_max_write_buffers,
-            ..kstate_kv_options_t::defaults()
-        };
-        let mut options = kv.convert()?;
-        options.rocksdb.bloom_filter = self.rocksdb_bloom_filter;
-        options.rocksdb.statistics = self.rocksdb_statistics;
-        if self.rocksdb_bounded_memory_bytes != 0 {
-            let budget = BoundedMemory {
-                total_bytes: self.rocksdb_bounded_memory_bytes,
-                memtable_bytes: self.rocksdb_bounded_memtable_bytes,
-            };
-            budget.validate().map_err(|e| {
-                Error::InvalidArgument(format!("options.rocksdb_bounded_memory_*: {e}"))
-            })?;
-            options.rocksdb.bounded_memory = Some(budget);
-        }
-        Ok(options)
-    }
 }
 
 impl OptionsStruct for kstate_window_options_t {
     type Options = WindowOptions;
     const LAYOUTS: Layouts = Layouts {
         v1: KSTATE_WINDOW_OPTIONS_SIZE_V1,
+        v1_fields: KSTATE_WINDOW_OPTIONS_SIZE_V1,
         v2: KSTATE_WINDOW_OPTIONS_SIZE_V2,
         name: "kstate_window_options",
     };
@@ -282,7 +227,7 @@ impl OptionsStruct for kstate_window_options_t {
 
     /// Validates and converts to the core's options.
     fn convert(self) -> Result<WindowOptions> {
-        let store = store_fields!(self).to_store_options()?;
+        let store = store_options!(self)?;
         if self.key_index && !self.time_ordered {
             return Err(Error::InvalidArgument(
                 "options.key_index is Kafka's hasIndex of a time-ordered window store: it \
@@ -309,6 +254,7 @@ impl OptionsStruct for kstate_session_options_t {
     type Options = SessionOptions;
     const LAYOUTS: Layouts = Layouts {
         v1: KSTATE_SESSION_OPTIONS_SIZE_V1,
+        v1_fields: KSTATE_SESSION_OPTIONS_SIZE_V1,
         v2: KSTATE_SESSION_OPTIONS_SIZE_V2,
         name: "kstate_session_options",
     };
@@ -344,7 +290,7 @@ impl OptionsStruct for kstate_session_options_t {
                     .into(),
             ));
         }
-        let store = store_fields!(self).to_store_options()?;
+        let store = store_options!(self)?;
         let mut options = SessionOptions::new(self.retention_ms).with_store(store);
         options.segment_interval = bridge::segment_interval(self.segment_interval_ms);
         options.time_ordered = self.time_ordered;

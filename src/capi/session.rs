@@ -10,21 +10,15 @@ use crate::store::SessionQuery;
 use crate::{Isolation, Result};
 
 /// An open session store (Kafka's `SessionStore`: aggregates keyed by record key and
-/// session start and end). Opaque handle number from the table `kstate_kv_t` uses: a
-/// NULL, made-up or wrong-kind handle is `KSTATE_ERR_INVALID_HANDLE`, a closed one
-/// `KSTATE_ERR_STORE_CLOSED`; numbers are never reused. Released by `kstate_session_close`.
-///
-/// Thread safety: as `kstate_kv_t`.
+/// session start and end), a handle as the header's overview describes; released by
+/// `kstate_session_close`.
 pub struct kstate_session_t {
     _opaque: [u8; 0],
 }
 
-/// An iterator over sessions, in Kafka's order, fixed when it was created. Opaque handle
-/// number as `kstate_session_t` (wrong kind: `KSTATE_ERR_INVALID_HANDLE`; released:
-/// `KSTATE_ERR_ITERATOR_CLOSED`). Closing its store closes it; the handle must still be
-/// released with `kstate_session_iter_close`.
-///
-/// Thread safety: usable from any thread; concurrent calls on one iterator are serialised.
+/// An iterator over sessions, in Kafka's order, fixed when it was created; a handle as the
+/// header's overview describes. Closing its store closes it (`KSTATE_ERR_ITERATOR_CLOSED`);
+/// it must still be released with `kstate_session_iter_close`.
 pub struct kstate_session_iter_t {
     _opaque: [u8; 0],
 }

@@ -10,6 +10,9 @@ use crate::{Error, Result};
 pub(crate) struct Layouts {
     /// Size of layout 1.
     pub v1: usize,
+    /// The bytes of layout 1 that hold its fields, read and written for a layout-1 caller:
+    /// `v1` unless layout 1 ends with tail padding (where layout 2 may keep fields).
+    pub v1_fields: usize,
     /// Size of layout 2, the current one (`size_of::<Self>()`).
     pub v2: usize,
     /// The struct's name without `_t`, for messages (`kstate_kv_options`).
@@ -27,36 +30,6 @@ pub(crate) trait OptionsStruct: Copy {
     fn defaults() -> Self;
     /// Checks the fields and converts them.
     fn convert(self) -> Result<Self::Options>;
-
-    /// Reads a caller's layout-1 struct; the later fields take their defaults. By default
-    /// layout 1 is a byte prefix of the current one (it ends without tail padding).
-    ///
-    /// # Safety
-    /// `options` is aligned and readable for `LAYOUTS.v1` bytes.
-    unsafe fn read_v1(options: *const Self) -> Self {
-        let mut read = Self::defaults();
-        // SAFETY: the caller's `v1` bytes are readable; they are the leading fields of
-        // `Self` in the same places, so copying them over the defaults leaves the later
-        // fields at their defaults (and copies the caller's layout-1 size).
-        unsafe {
-            let to = std::ptr::addr_of_mut!(read).cast::<u8>();
-            std::ptr::copy_nonoverlapping(options.cast::<u8>(), to, Self::LAYOUTS.v1);
-        }
-        read
-    }
-
-    /// Writes `value` in layout 1: its first `LAYOUTS.v1` bytes, by default.
-    ///
-    /// # Safety
-    /// `options` is aligned and writable for `LAYOUTS.v1` bytes.
-    unsafe fn write_v1(options: *mut Self, value: Self) {
-        // SAFETY: `v1` is at most `size_of::<Self>()`, so the copy reads within `value`
-        // and writes only the caller's layout-1 bytes (caller's guarantee).
-        unsafe {
-            let from = std::ptr::addr_of!(value).cast::<u8>();
-            std::ptr::copy_nonoverlapping(from, options.cast::<u8>(), Self::LAYOUTS.v1);
-        }
-    }
 
     /// Reads the caller's options (NULL: the defaults) in their layout and converts them.
     ///
@@ -86,8 +59,17 @@ pub(crate) trait OptionsStruct: Copy {
             // SAFETY: the caller's struct has the current layout, all readable; plain old
             // data, copied out.
             s if s == Self::LAYOUTS.v2 => unsafe { options.read() },
-            // SAFETY: the caller's struct has layout 1, all readable.
-            s if s == Self::LAYOUTS.v1 => unsafe { Self::read_v1(options) },
+            s if s == Self::LAYOUTS.v1 => {
+                let mut read = Self::defaults();
+                let to = std::ptr::addr_of_mut!(read).cast::<u8>();
+                // SAFETY: the caller's layout-1 bytes are readable; its fields are the leading
+                // fields of `Self` in the same places, so copying them over the defaults
+                // leaves the later fields at their defaults.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(options.cast::<u8>(), to, Self::LAYOUTS.v1_fields)
+                };
+                read
+            }
             other => return Err(size_error::<Self>(other, "options.struct_size")),
         })
     }
@@ -115,8 +97,13 @@ pub(crate) unsafe fn init<T: OptionsStruct>(options: *mut T, struct_size: usize)
     match struct_size {
         // SAFETY: non-NULL, aligned, writable for the current layout (caller's guarantee).
         s if s == T::LAYOUTS.v2 => unsafe { options.write(value) },
-        // SAFETY: as above, for layout 1.
-        s if s == T::LAYOUTS.v1 => unsafe { T::write_v1(options, value) },
+        s if s == T::LAYOUTS.v1 => {
+            let from = std::ptr::addr_of!(value).cast::<u8>();
+            // SAFETY: as above, for layout 1, whose field bytes are a prefix of `value`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(from, options.cast::<u8>(), T::LAYOUTS.v1_fields)
+            };
+        }
         other => return Err(size_error::<T>(other, "struct_size")),
     }
     Ok(())
@@ -124,7 +111,7 @@ pub(crate) unsafe fn init<T: OptionsStruct>(options: *mut T, struct_size: usize)
 
 /// The error for a size (`what`: the field or argument) that no layout of `T` has.
 fn size_error<T: OptionsStruct>(got: usize, what: &str) -> Error {
-    let Layouts { v1, v2, name } = T::LAYOUTS;
+    let Layouts { v1, v2, name, .. } = T::LAYOUTS;
     Error::InvalidArgument(if got == 0 {
         format!("{what} is 0: initialise the options with {name}_init(&options, sizeof options)")
     } else if got > v2 {

@@ -256,7 +256,7 @@ const STORE_CALLS: [StoreCall; 25] = [
         code(unsafe { kstate_kv_put(s, b"k".as_ptr(), 1, b"v".as_ptr(), 1, 1) })
     }),
     ("put_if_absent", |s| {
-        let (mut v, mut ts, mut f) = (kstate_bytes_t::NONE, 0, false);
+        let (mut v, mut ts, mut f) = (kstate_bytes_t::NOTHING, 0, false);
         // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
         let c = code(unsafe {
             kstate_kv_put_if_absent(
@@ -276,7 +276,7 @@ const STORE_CALLS: [StoreCall; 25] = [
         c
     }),
     ("get", |s| {
-        let (mut v, mut ts, mut f) = (kstate_bytes_t::NONE, 0, false);
+        let (mut v, mut ts, mut f) = (kstate_bytes_t::NOTHING, 0, false);
         // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
         let c = code(unsafe { kstate_kv_get(s, b"k".as_ptr(), 1, &mut v, &mut ts, &mut f) });
         // SAFETY: `v` is as the call left it, released once.
@@ -284,7 +284,7 @@ const STORE_CALLS: [StoreCall; 25] = [
         c
     }),
     ("get_committed", |s| {
-        let (mut v, mut ts, mut f) = (kstate_bytes_t::NONE, 0, false);
+        let (mut v, mut ts, mut f) = (kstate_bytes_t::NOTHING, 0, false);
         // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
         let c =
             code(unsafe { kstate_kv_get_committed(s, b"k".as_ptr(), 1, &mut v, &mut ts, &mut f) });
@@ -293,7 +293,7 @@ const STORE_CALLS: [StoreCall; 25] = [
         c
     }),
     ("delete", |s| {
-        let (mut v, mut ts, mut f) = (kstate_bytes_t::NONE, 0, false);
+        let (mut v, mut ts, mut f) = (kstate_bytes_t::NOTHING, 0, false);
         // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
         let c = code(unsafe { kstate_kv_delete(s, b"k".as_ptr(), 1, &mut v, &mut ts, &mut f) });
         // SAFETY: `v` is as the call left it, released once.
@@ -309,7 +309,7 @@ const STORE_CALLS: [StoreCall; 25] = [
         code(unsafe { kstate_kv_put_raw(s, b"k".as_ptr(), 1, [0u8; 9].as_ptr(), 9) })
     }),
     ("put_if_absent_raw", |s| {
-        let (mut v, mut f) = (kstate_bytes_t::NONE, false);
+        let (mut v, mut f) = (kstate_bytes_t::NOTHING, false);
         // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
         let c = code(unsafe {
             kstate_kv_put_if_absent_raw(s, b"k".as_ptr(), 1, [0u8; 9].as_ptr(), 9, &mut v, &mut f)
@@ -319,7 +319,7 @@ const STORE_CALLS: [StoreCall; 25] = [
         c
     }),
     ("get_raw", |s| {
-        let (mut v, mut f) = (kstate_bytes_t::NONE, false);
+        let (mut v, mut f) = (kstate_bytes_t::NOTHING, false);
         // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
         let c = code(unsafe {
             kstate_kv_get_raw(s, KSTATE_READ_COMMITTED, b"k".as_ptr(), 1, &mut v, &mut f)
@@ -329,7 +329,7 @@ const STORE_CALLS: [StoreCall; 25] = [
         c
     }),
     ("delete_raw", |s| {
-        let (mut v, mut f) = (kstate_bytes_t::NONE, false);
+        let (mut v, mut f) = (kstate_bytes_t::NOTHING, false);
         // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
         let c = code(unsafe { kstate_kv_delete_raw(s, b"k".as_ptr(), 1, &mut v, &mut f) });
         // SAFETY: `v` is as the call left it, released once.
@@ -350,7 +350,7 @@ const STORE_CALLS: [StoreCall; 25] = [
         code(unsafe { kstate_kv_committed_offset(s, c"t".as_ptr(), 0, &mut o, &mut f) })
     }),
     ("committed_metadata", |s| {
-        let (mut v, mut f) = (kstate_bytes_t::NONE, false);
+        let (mut v, mut f) = (kstate_bytes_t::NOTHING, false);
         // SAFETY: valid arguments (or NULL where allowed); the handle is under test.
         let c = code(unsafe { kstate_kv_committed_metadata(s, &mut v, &mut f) });
         // SAFETY: `v` is as the call left it, released once.

@@ -11,24 +11,14 @@ use crate::store::WindowQuery;
 use crate::{Isolation, Result, ValueFormat};
 
 /// An open window store (Kafka's `WindowStore`: values keyed by record key and window
-/// start). Opaque handle number from the table `kstate_kv_t` uses: a NULL or made-up
-/// handle, or a handle of another kind (a key-value or session store, an iterator), is
-/// `KSTATE_ERR_INVALID_HANDLE`; a closed one `KSTATE_ERR_STORE_CLOSED`. Numbers are never
-/// reused. Released by `kstate_window_close`.
-///
-/// Thread safety: as `kstate_kv_t`: any number of threads may use a handle at once;
-/// writes and writer-view reads are serialised, committed reads run beside them.
+/// start), a handle as the header's overview describes; released by `kstate_window_close`.
 pub struct kstate_window_t {
     _opaque: [u8; 0],
 }
 
-/// An iterator over windows, in Kafka's order, fixed when it was created. Opaque handle
-/// number as `kstate_window_t` (a wrong-kind handle is `KSTATE_ERR_INVALID_HANDLE`, a
-/// released one `KSTATE_ERR_ITERATOR_CLOSED`). Closing its store closes it: later calls
-/// fail with `KSTATE_ERR_ITERATOR_CLOSED`, but the handle must still be released with
-/// `kstate_window_iter_close`.
-///
-/// Thread safety: usable from any thread; concurrent calls on one iterator are serialised.
+/// An iterator over windows, in Kafka's order, fixed when it was created; a handle as the
+/// header's overview describes. Closing its store closes it (`KSTATE_ERR_ITERATOR_CLOSED`);
+/// it must still be released with `kstate_window_iter_close`.
 pub struct kstate_window_iter_t {
     _opaque: [u8; 0],
 }

@@ -73,7 +73,7 @@ type Win = (Vec<u8>, Vec<u8>, i64, i64, i64);
 fn drain_windows(it: *mut kstate_window_iter_t) -> Vec<Win> {
     let mut got = Vec::new();
     loop {
-        let (mut k, mut v) = (kstate_bytes_t::NONE, kstate_bytes_t::NONE);
+        let (mut k, mut v) = (kstate_bytes_t::NOTHING, kstate_bytes_t::NOTHING);
         let (mut ts, mut s, mut e, mut found) = (0, 0, 0, false);
         // SAFETY: valid out-parameters.
         ok(unsafe {
@@ -322,7 +322,7 @@ fn windows_match_a_model_of_kafka_order_and_retention() {
         // fetch(key, start) reads the current seqnum only, so test it without).
         if !dups {
             for ((_, k, s, _), (v, ts)) in &model {
-                let (mut out, mut t, mut found) = (kstate_bytes_t::NONE, 0, false);
+                let (mut out, mut t, mut found) = (kstate_bytes_t::NOTHING, 0, false);
                 // SAFETY: valid pointers.
                 ok(unsafe {
                     kstate_window_fetch(
@@ -366,7 +366,7 @@ type Sess = (Vec<u8>, Vec<u8>, i64, i64);
 fn drain_sessions(it: *mut kstate_session_iter_t) -> Vec<Sess> {
     let mut got = Vec::new();
     loop {
-        let (mut k, mut v) = (kstate_bytes_t::NONE, kstate_bytes_t::NONE);
+        let (mut k, mut v) = (kstate_bytes_t::NOTHING, kstate_bytes_t::NOTHING);
         let (mut s, mut e, mut found) = (0, 0, false);
         // SAFETY: valid out-parameters.
         ok(unsafe { kstate_session_iter_next(it, &mut k, &mut v, &mut s, &mut e, &mut found) });
@@ -522,7 +522,7 @@ fn sessions_match_a_model_of_find_sessions() {
         }
     }
     for ((_, k, e, s), v) in &model {
-        let (mut out, mut found) = (kstate_bytes_t::NONE, false);
+        let (mut out, mut found) = (kstate_bytes_t::NOTHING, false);
         // SAFETY: valid pointers.
         ok(unsafe {
             kstate_session_fetch_session(
@@ -581,7 +581,7 @@ fn handles_are_checked_by_kind_and_state() {
             code(kstate_window_close(pointer(number(wi)))),
             KSTATE_ERR_INVALID_HANDLE
         );
-        let (mut k, mut v) = (kstate_bytes_t::NONE, kstate_bytes_t::NONE);
+        let (mut k, mut v) = (kstate_bytes_t::NOTHING, kstate_bytes_t::NOTHING);
         let (mut a, mut b, mut found) = (0, 0, false);
         assert_eq!(
             code(kstate_session_iter_next(
@@ -792,7 +792,7 @@ fn commit_rollback_and_offsets_survive_reopen() {
             &mut found,
         ));
         assert_eq!((off, found), (0, false));
-        let mut m = kstate_bytes_t::NONE;
+        let mut m = kstate_bytes_t::NOTHING;
         ok(kstate_window_committed_metadata(w, &mut m, &mut found));
         assert_eq!((take(&mut m), found), (b"m".to_vec(), true));
         let mut it = null_mut();
