@@ -129,15 +129,7 @@ pub(crate) fn open_memory_families(
     let mut families = vec![names::META, names::SPILL, data];
     families.extend(by_time);
     let engine = MemoryEngine::new(&families)?;
-    let meta = engine.registry().require(names::META)?;
-    engine.write(
-        &[BatchOp::Put(
-            meta,
-            meta::KEY_HEADER,
-            &StoreHeader::new(options.value_format, kind).encode(),
-        )],
-        false,
-    )?;
+    write_header(&engine, options.value_format, kind, false)?;
     let data = engine.registry().require(data)?;
     Ok(Opened {
         engine: Arc::new(engine),
@@ -145,6 +137,19 @@ pub(crate) fn open_memory_families(
         legacy: None,
         lock: None,
     })
+}
+
+/// Writes a new segmented store's header (its value format and kind) to `engine`, synced
+/// when `sync`.
+fn write_header(
+    engine: &impl Engine,
+    format: ValueFormat,
+    kind: StoreKind,
+    sync: bool,
+) -> Result<()> {
+    let meta = engine.registry().require(names::META)?;
+    let header = StoreHeader::new(format, kind).encode();
+    engine.write(&[BatchOp::Put(meta, meta::KEY_HEADER, &header)], sync)
 }
 
 /// Locks the store at `path` for this open and clears what a killed process left beside
@@ -504,15 +509,7 @@ pub(crate) fn open_rocksdb_kind(
     let existing = match probe(path)? {
         Probe::Vacant => {
             let engine = RocksEngine::open_sized(&staging, &wanted, &options.rocksdb, &memtables)?;
-            let meta = engine.registry().require(names::META)?;
-            engine.write(
-                &[BatchOp::Put(
-                    meta,
-                    meta::KEY_HEADER,
-                    &StoreHeader::new(options.value_format, kind).encode(),
-                )],
-                true,
-            )?;
+            write_header(&engine, options.value_format, kind, true)?;
             drop(engine);
             publish(path, &staging)?;
             None
