@@ -414,15 +414,19 @@ impl Segmented {
         plan: impl FnOnce(i64) -> Option<Plan>,
     ) -> Result<KvIter> {
         let schema = self.schema;
-        // Read before the walk's view is taken: every key that view holds was noted.
-        let uniform = self.uniform_keys();
         self.walk(
             isolation,
             reverse,
             self.data,
             plan,
             walk_range,
-            |inner, plan| Box::new(SegmentWalk::new(inner, plan, schema, reverse, uniform)),
+            |inner, plan| {
+                // Read once the walk's view is taken: every key that view holds was noted
+                // before it was buffered, so a key of another length written meanwhile (by
+                // the writer, while a committed reader opens its walk) is seen here.
+                let uniform = self.uniform_keys();
+                Box::new(SegmentWalk::new(inner, plan, schema, reverse, uniform))
+            },
         )
     }
 
