@@ -9,7 +9,18 @@
 //! * `restore_100k`: 100,000 changelog records (distinct keys, shuffled) in batches of 1,000
 //!   through `restore_batch` into an empty store; per restore.
 //!
-//! Run: `cargo bench --bench memory` (`KSTATE_BENCH_KEYS` shrinks the data set).
+//! Window and session stores on the memory engine (`WindowBench`, `SessionBench`), 10,000
+//! keys (`KSTATE_BENCH_KEYS / 100`):
+//! * `window_put_commit_expiring`, `session_put_commit_expiring`: a put of a random key's
+//!   window (session) at the current minute, every 1,000th put also commits and moves the
+//!   stream time on by one minute; retention 1 hour (segment interval 30 minutes), so
+//!   segments expire while the benchmark runs, as in a windowed aggregation; per put.
+//! * `window_fetch_all_minute`: on a store of 120 one-minute windows of each key (retention
+//!   2 hours, segments of 1 hour), `fetch_all` of one minute (10,000 windows, each read);
+//!   per fetch.
+//!
+//! Run: `cargo bench --bench memory` (`KSTATE_BENCH_KEYS` shrinks the data set;
+//! `cargo bench --bench memory -- segmented` runs the window and session rows alone).
 
 // The workload is shared source, not library API: each user compiles its own copy.
 #[allow(dead_code)]
@@ -20,7 +31,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use kstate::{Isolation, KvStore, StoreOptions, TopicPartition};
+use kstate::{
+    Isolation, KvStore, SessionOptions, SessionStore, StoreOptions, TopicPartition, WindowOptions,
+    WindowStore,
+};
 use workload::Rng;
 
 const VALUE_BYTES: usize = 100;
@@ -161,12 +175,111 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
+const MINUTE: i64 = 60_000;
+
+/// The window and session rows (see the module docs).
+fn segmented(c: &mut Criterion) {
+    let n = (keys() / 100).max(100);
+    let all: Vec<Vec<u8>> = (0..n).map(key).collect();
+    let values: Vec<Vec<u8>> = (0..1024).map(raw).collect();
+    let mut rng = Rng::new(3);
+    let mut g = c.benchmark_group("segmented");
+    g.throughput(Throughput::Elements(1));
+
+    // Puts whose stream time advances a minute per 1,000 puts: a segment of 30 minutes
+    // expires every 30,000 puts. One hour of puts first, so the store is in its steady state.
+    // Each store is built on its benchmark's first call (Criterion calls the closure once
+    // per sample): a filtered-out row builds nothing.
+    let window_put = |store: &WindowStore, rng: &mut Rng, offset: &mut i64| {
+        let i = rng.below(n) as usize;
+        store
+            .put_raw(&all[i], Some(&values[i & 1023]), *offset / 1000 * MINUTE)
+            .unwrap();
+        *offset += 1;
+        if *offset % 1000 == 0 {
+            store.commit(&[(tp(), Some(*offset))], None).unwrap();
+        }
+    };
+    let mut window: Option<(WindowStore, i64)> = None;
+    g.bench_function("window_put_commit_expiring", |b| {
+        let (store, offset) = window.get_or_insert_with(|| {
+            let options = WindowOptions::new(60 * MINUTE, MINUTE, false);
+            let store = WindowStore::open_in_memory(&options).unwrap();
+            let mut offset = 0;
+            for _ in 0..60_000 {
+                window_put(&store, &mut rng, &mut offset);
+            }
+            (store, offset)
+        });
+        b.iter(|| window_put(store, &mut rng, offset))
+    });
+    drop(window);
+    let session_put = |store: &SessionStore, rng: &mut Rng, offset: &mut i64| {
+        let i = rng.below(n) as usize;
+        let start = *offset / 1000 * MINUTE;
+        store
+            .put(&all[i], start, start + MINUTE, Some(&values[i & 1023][8..]))
+            .unwrap();
+        *offset += 1;
+        if *offset % 1000 == 0 {
+            store.commit(&[(tp(), Some(*offset))], None).unwrap();
+        }
+    };
+    let mut session: Option<(SessionStore, i64)> = None;
+    g.bench_function("session_put_commit_expiring", |b| {
+        let (store, offset) = session.get_or_insert_with(|| {
+            let store = SessionStore::open_in_memory(&SessionOptions::new(60 * MINUTE)).unwrap();
+            let mut offset = 0;
+            for _ in 0..60_000 {
+                session_put(&store, &mut rng, &mut offset);
+            }
+            (store, offset)
+        });
+        b.iter(|| session_put(store, &mut rng, offset))
+    });
+    drop(session);
+
+    // fetchAll of one minute on 120 windows of every key (WindowBench's store).
+    g.throughput(Throughput::Elements(n));
+    let mut loaded: Option<WindowStore> = None;
+    g.bench_function("window_fetch_all_minute", |b| {
+        let store = loaded.get_or_insert_with(|| {
+            let options = WindowOptions::new(120 * MINUTE, MINUTE, false);
+            let store = WindowStore::open_in_memory(&options).unwrap();
+            let mut offset = 0i64;
+            for w in 0..120 {
+                for (i, k) in all.iter().enumerate() {
+                    store
+                        .put_raw(k, Some(&values[i & 1023]), w * MINUTE)
+                        .unwrap();
+                    offset += 1;
+                    if offset % 1000 == 0 {
+                        store.commit(&[(tp(), Some(offset))], None).unwrap();
+                    }
+                }
+            }
+            store.commit(&[(tp(), Some(offset))], None).unwrap();
+            store
+        });
+        b.iter(|| {
+            let t = rng.below(120) as i64 * MINUTE;
+            let mut count = 0u64;
+            for e in store.fetch_all(t, t).unwrap() {
+                black_box(e.unwrap());
+                count += 1;
+            }
+            assert_eq!(count, n);
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = memory;
     config = Criterion::default()
         .sample_size(30)
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(5));
-    targets = benches
+    targets = benches, segmented
 }
 criterion_main!(memory);

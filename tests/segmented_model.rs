@@ -393,6 +393,37 @@ fn wstep() -> impl Strategy<Value = WStep> {
     ]
 }
 
+/// Keys of one length (two bytes of the tiny alphabet, 0xFF included for the carry of
+/// "the key plus one"): the memory engine's `fetchAll` then seeks over each key's windows
+/// outside the time range instead of filtering them.
+fn uniform_key() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(
+        prop::sample::select(vec![0x00u8, 0x01, b'a', 0x80, 0xFF]),
+        2..=2,
+    )
+}
+
+/// Window starts on a grid of 10 ms (as a store of fixed windows has them; ten starts a
+/// segment) within about the retention, so that query bounds often fall on a live window.
+fn grid_time() -> impl Strategy<Value = i64> {
+    (-2i64..60).prop_map(|t| t * 10)
+}
+
+/// Steps over keys of one length, with `fetchAll` over short and long time ranges.
+fn wstep_uniform() -> impl Strategy<Value = WStep> {
+    prop_oneof![
+        10 => (uniform_key(), prop::option::weighted(0.85, value()), grid_time())
+            .prop_map(|(k, v, t)| WStep::Put(k, v, t)),
+        4 => (isolation(), grid_time(), 0i64..15, any::<bool>())
+            .prop_map(|(i, from, n, r)| WStep::Query(i, WindowQuery::Time { from, to: from + n * 10 }, r)),
+        1 => (isolation(), time(), time(), any::<bool>())
+            .prop_map(|(i, from, to, r)| WStep::Query(i, WindowQuery::Time { from, to }, r)),
+        1 => (isolation(), uniform_key(), grid_time(), 0i64..15, any::<bool>())
+            .prop_map(|(i, key, from, n, r)| WStep::Query(i, WindowQuery::Key { key, from, to: from + n * 10 }, r)),
+        3 => common().prop_map(WStep::Common),
+    ]
+}
+
 #[derive(Debug, Clone)]
 enum SStep {
     Put(Vec<u8>, i64, i64, Option<Vec<u8>>),
@@ -714,6 +745,16 @@ proptest! {
     #[test]
     fn window_memory_matches_model(steps in prop::collection::vec(wstep(), 1..200), dups in any::<bool>()) {
         run_windows(EngineKind::Memory, 64 << 20, dups, true, &steps);
+    }
+
+    #[test]
+    fn window_memory_uniform_keys_matches_model(steps in prop::collection::vec(wstep_uniform(), 1..200), dups in any::<bool>()) {
+        run_windows(EngineKind::Memory, 64 << 20, dups, true, &steps);
+    }
+
+    #[test]
+    fn window_memory_uniform_keys_spilling_matches_model(steps in prop::collection::vec(wstep_uniform(), 1..200), dups in any::<bool>()) {
+        run_windows(EngineKind::Memory, 300, dups, true, &steps);
     }
 
     #[test]

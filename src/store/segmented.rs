@@ -176,7 +176,16 @@ pub(crate) struct Segmented {
     options: StoreOptions,
     recovery: RecoveryReport,
     commits_in_doubt: AtomicU64,
+    /// The length of every Kafka key written through this handle, plus one, while they all
+    /// have one length (0: none written yet; [`MIXED_LENGTHS`]: several). On the memory
+    /// engine, which starts empty, this covers every key the store holds, and a window
+    /// store whose keys all have one length orders them by record key, then window start:
+    /// what lets a time query jump over a key's windows outside its range ([`SegmentWalk`]).
+    key_len: AtomicU64,
 }
+
+/// [`Segmented::key_len`] once keys of two lengths were written.
+const MIXED_LENGTHS: u64 = u64::MAX;
 
 impl Drop for Segmented {
     fn drop(&mut self) {
@@ -269,6 +278,7 @@ impl Segmented {
             options: options.clone(),
             recovery,
             commits_in_doubt: AtomicU64::new(0),
+            key_len: AtomicU64::new(0),
         })
     }
 
@@ -317,6 +327,7 @@ impl Segmented {
     ) -> Result<bool> {
         format::check_key(kafka_key)?;
         let mut w = self.writer.lock_recover();
+        self.note_key_len(kafka_key.len());
         let stream_time = w.stream_time.max(time);
         let segment = segment_id(time, self.retention.segment_interval);
         let live = segment >= self.retention.min_live_segment(stream_time);
@@ -343,6 +354,27 @@ impl Segmented {
         // transaction): a write that was not buffered changes nothing.
         w.stream_time = stream_time;
         spilled.map(|()| live)
+    }
+
+    /// Records the length of a Kafka key about to be written (before it is buffered, so
+    /// that a walk never relies on a length a key it can see does not have).
+    fn note_key_len(&self, len: usize) {
+        let len = (len as u64).saturating_add(1).min(MIXED_LENGTHS - 1);
+        match self.key_len.load(Ordering::Acquire) {
+            known if known == len || known == MIXED_LENGTHS => {}
+            0 => {
+                // The writer's lock is held: no other write races this one.
+                self.key_len.store(len, Ordering::Release);
+            }
+            _ => self.key_len.store(MIXED_LENGTHS, Ordering::Release),
+        }
+    }
+
+    /// Whether every key the store holds has one length, so that the store's window keys
+    /// are ordered by record key, then window start (see [`Segmented::key_len`]).
+    fn uniform_keys(&self) -> bool {
+        self.options.engine == crate::engine::EngineKind::Memory
+            && self.key_len.load(Ordering::Acquire) != MIXED_LENGTHS
     }
 
     /// Kafka's segmented `get`: `None` when `time` is no longer visible at the stream time
@@ -388,7 +420,13 @@ impl Segmented {
             self.data,
             plan,
             walk_range,
-            |inner, plan| Box::new(SegmentWalk::new(inner, plan, schema, reverse)),
+            |inner, plan| {
+                // Read once the walk's view is taken: every key that view holds was noted
+                // before it was buffered, so a key of another length written meanwhile (by
+                // the writer, while a committed reader opens its walk) is seen here.
+                let uniform = self.uniform_keys();
+                Box::new(SegmentWalk::new(inner, plan, schema, reverse, uniform))
+            },
         )
     }
 
@@ -729,16 +767,53 @@ struct SegmentWalk {
     segment: Option<i64>,
     started: bool,
     done: bool,
+    /// A forward time query over window keys of one length (see [`SegmentWalk::new`]):
+    /// the walk seeks over each record key's windows outside the time range.
+    skip_by_key: bool,
 }
 
 impl SegmentWalk {
-    fn new(inner: MergedIter, plan: Plan, schema: Schema, reverse: bool) -> Self {
+    /// A walk of `plan`; `uniform_keys`: every key of the view has one length.
+    ///
+    /// A forward `fetchAll(from, to)` (no key or byte bounds, `0 <= from`) over window keys
+    /// of one length can skip instead of filter: such keys sort by record key, then window
+    /// start (big-endian, so every start in `[from, to]` sorts below a later or a negative
+    /// one), then seqnum. At a key's window before `from` the walk seeks to the key's
+    /// window at `from`; at one after `to`, to the window at `from` of the key plus one (the
+    /// next key when keys are dense). A one-minute query of a segment of an hour then
+    /// visits one or two windows per key outside its range instead of 59. With keys
+    /// of several lengths (one key a prefix of another) that order does not hold, and the
+    /// walk filters every entry, as Kafka's `SegmentIterator` does.
+    fn new(
+        inner: MergedIter,
+        plan: Plan,
+        schema: Schema,
+        reverse: bool,
+        uniform_keys: bool,
+    ) -> Self {
         // Kafka's RocksDBStore.range returns nothing when from > to.
         let empty = matches!((&plan.bin_from, &plan.bin_to), (Some(f), Some(t)) if f > t)
             || plan.seg_lo > plan.seg_hi;
+        let skip_by_key = uniform_keys
+            && schema == Schema::Window
+            && !reverse
+            && plan.bin_from.is_none()
+            && plan.bin_to.is_none()
+            && plan.key_from.is_none()
+            && plan.key_to.is_none()
+            && plan.time_from >= 0
+            && plan.time_from <= plan.time_to;
         let plan = Arc::new(plan);
         let skip = Arc::clone(&plan);
-        let keep: Arc<KeyFilter> = Arc::new(move |stored: &[u8]| verdict(&skip, schema, stored));
+        let keep: Arc<KeyFilter> = if skip_by_key {
+            // The walk must see the first window outside the range to seek past it.
+            Arc::new(move |stored: &[u8]| match verdict(&skip, schema, stored) {
+                Verdict::Skip => Verdict::TakeLast,
+                other => other,
+            })
+        } else {
+            Arc::new(move |stored: &[u8]| verdict(&skip, schema, stored))
+        };
         SegmentWalk {
             inner: inner.with_filter(keep),
             plan,
@@ -747,7 +822,38 @@ impl SegmentWalk {
             segment: None,
             started: false,
             done: empty,
+            skip_by_key,
         }
+    }
+
+    /// With `skip_by_key`: where the walk goes from the window `kafka_key` of segment `s`,
+    /// outside the time range: the key's first window at `time_from`, or the window at
+    /// `time_from` of the key plus one (`None`: no record key of this length follows in the
+    /// segment). Always past `kafka_key`.
+    fn skip_target(&self, s: i64, kafka_key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let (key, start, _) = layout::parse_window_key(kafka_key)?;
+        if (0..self.plan.time_from).contains(&start) {
+            return Ok(Some(layout::stored_key(
+                s,
+                &layout::window_key(key, self.plan.time_from, 0),
+            )));
+        }
+        // After `to` (or negative, which sorts after every start in range): no window of
+        // this record key is left in range. The next record key of this length is at least
+        // the key plus one, as a big-endian number; its windows before `from` are out of
+        // range too (when it is not a key, the seek lands on the next one's first window).
+        let mut next = key.to_vec();
+        while let Some(last) = next.pop() {
+            if last < u8::MAX {
+                next.push(last + 1);
+                next.resize(key.len(), 0);
+                return Ok(Some(layout::stored_key(
+                    s,
+                    &layout::window_key(&next, self.plan.time_from, 0),
+                )));
+            }
+        }
+        Ok(None)
     }
 
     /// Seeks to the start (in the walk's direction) of segment `s`'s range.
@@ -833,6 +939,18 @@ impl SegmentWalk {
                 let mut key = stored;
                 key.drain(..layout::SEGMENT_PREFIX);
                 return Ok(Some((key, v)));
+            }
+            if self.skip_by_key {
+                match self.skip_target(s, kafka_key)? {
+                    Some(target) => self.inner.seek(&target)?,
+                    None => match s.checked_add(1) {
+                        Some(n) if n <= self.plan.seg_hi => self.enter(n)?,
+                        _ => {
+                            self.done = true;
+                            return Ok(None);
+                        }
+                    },
+                }
             }
         }
     }

@@ -43,12 +43,13 @@ impl MemoryIter {
             reverse,
             exhausted: false,
         };
-        it.position_at(&range);
+        it.position_at(&range, false);
         it
     }
 
-    /// Positions the cursor at the start of `remaining`.
-    fn position_at(&mut self, remaining: &KeyRange) {
+    /// Positions the cursor at the start of `remaining`; `near`: from where it is, when
+    /// that start lies ahead (see [`Position::seek_forward_near`]).
+    fn position_at(&mut self, remaining: &KeyRange, near: bool) {
         self.exhausted = remaining.is_empty();
         let Some(tree) = self.pinned.tree(self.family) else {
             self.exhausted = true;
@@ -60,6 +61,8 @@ impl MemoryIter {
         unsafe {
             if self.reverse {
                 self.position.seek_backward(tree, upper);
+            } else if near && !self.exhausted {
+                self.position.seek_forward_near(tree, lower);
             } else {
                 self.position.seek_forward(tree, lower);
             }
@@ -115,7 +118,8 @@ impl EngineIter for MemoryIter {
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let remaining = seek_range(&self.bounds, self.reverse, target);
-        self.position_at(&remaining);
+        // The position is one of this cursor's tree (the pinned tree never changes).
+        self.position_at(&remaining, true);
         Ok(())
     }
 }

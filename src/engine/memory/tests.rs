@@ -97,6 +97,9 @@ enum Op {
     /// Scattered puts and deletes of single keys in one batch.
     Mixed(Vec<(u32, Option<usize>)>),
     DeleteRange(u32, u32),
+    /// A range delete from the lowest key (`[b"", key)`: a segmented store's expiry),
+    /// which removes whole subtrees.
+    DeleteBelow(u32),
     Snapshot,
     DropSnapshot(usize),
     /// A batch of puts written with a promise never to read snapshot `i` again (which is
@@ -139,6 +142,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(start, n, step, size)| Op::PutRun { start, n, step, size }),
         3 => prop::collection::vec((0u32..KEYS, prop::option::of(0usize..200)), 1..60).prop_map(Op::Mixed),
         1 => (0u32..KEYS, 0u32..KEYS / 2).prop_map(|(a, n)| Op::DeleteRange(a, a + n)),
+        1 => (0u32..KEYS + 1).prop_map(Op::DeleteBelow),
         1 => Just(Op::Snapshot),
         1 => (0usize..4).prop_map(Op::DropSnapshot),
         1 => (0usize..4, 0u32..KEYS).prop_map(|(i, k)| Op::ReleaseAndWrite(i, k)),
@@ -206,6 +210,12 @@ fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
                             model.remove(&k);
                         }
                     }
+                }
+                Op::DeleteBelow(b) => {
+                    let to = key(b);
+                    e.write(&[BatchOp::DeleteRange(f, b"", &to)], false)
+                        .unwrap();
+                    model.retain(|k, _| *k >= to);
                 }
                 Op::Snapshot => snaps.push((e.snapshot().unwrap(), model.clone())),
                 Op::ReleaseAndWrite(i, start) => {

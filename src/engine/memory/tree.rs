@@ -609,6 +609,12 @@ impl Tree {
     /// # Safety
     /// As for [`Tree::insert`].
     pub(super) unsafe fn remove_range(&mut self, w: &mut Writer, from: &[u8], to: &[u8]) -> u64 {
+        if from.is_empty() {
+            // A range from the lowest key (the commit's expiry of a segmented store's old
+            // segments): whole subtrees go at once, without a search per key.
+            // SAFETY: as for this function.
+            return unsafe { self.remove_below(w, to) };
+        }
         let mut doomed: Vec<Vec<u8>> = Vec::new();
         // SAFETY: exclusive access (caller).
         unsafe { self.view() }.walk(
@@ -623,6 +629,42 @@ impl Tree {
             unsafe { self.remove(w, k) };
         }
         doomed.len() as u64
+    }
+
+    /// Removes every key below `to`; returns how many. The subtrees wholly below `to` leave
+    /// the tree whole (each of their nodes discarded once, none searched or copied); only
+    /// the nodes on the path to `to` change. The cost is the expired nodes plus one path,
+    /// not a descent per expired key, and nothing of the data left alive is visited.
+    ///
+    /// # Safety
+    /// As for [`Tree::insert`].
+    pub(super) unsafe fn remove_below(&mut self, w: &mut Writer, to: &[u8]) -> u64 {
+        let Some(root) = self.root.as_mut() else {
+            return 0;
+        };
+        let mut removed = 0;
+        // SAFETY: the root is live and held exclusively (caller).
+        let emptied = unsafe { remove_below_at(w, root, to, &mut removed) };
+        self.len -= removed;
+        if emptied {
+            let gone = *root;
+            self.root = None;
+            // SAFETY: the emptied root just left the live tree.
+            unsafe { w.discard(gone) };
+            return removed;
+        }
+        // As in `remove`: a root left with a single child is replaced by it.
+        while let Some(r) = self.root {
+            // SAFETY: a live node, held exclusively.
+            let only_child = match &unsafe { node(r) }.body {
+                Body::Inner(inner) if inner.children.len() == 1 => inner.children[0],
+                _ => break,
+            };
+            self.root = Some(only_child);
+            // SAFETY: the old root left the live tree; its child stays, now the root.
+            unsafe { w.discard(r) };
+        }
+        removed
     }
 
     /// Frees every node of the live tree.
@@ -745,6 +787,94 @@ unsafe fn remove_at(w: &mut Writer, slot: &mut NodePtr, key: &[u8]) -> bool {
             inner.children.is_empty()
         }
     }
+}
+
+/// Removes every key below `to` below `*slot`, adding their number to `removed`; returns
+/// whether the node is now empty.
+///
+/// # Safety
+/// As for [`insert_at`].
+unsafe fn remove_below_at(
+    w: &mut Writer,
+    slot: &mut NodePtr,
+    to: &[u8],
+    removed: &mut u64,
+) -> bool {
+    // Nothing to remove: the node is left as it is (not copied for a snapshot).
+    // SAFETY: a live node (caller).
+    let first_below = match &unsafe { node(*slot) }.body {
+        Body::Leaf(p) => !p.is_empty() && p.key(0) < to,
+        Body::Inner(_) => true,
+    };
+    if !first_below {
+        return false;
+    }
+    // SAFETY: guaranteed by the caller.
+    let n = unsafe { w.own(slot) };
+    match &mut n.body {
+        Body::Leaf(p) => {
+            let k = p.count_lt(to);
+            *removed += k as u64;
+            if k == p.len() {
+                p.clear();
+            } else if k > 0 {
+                *p = p.copy_range(k, p.len());
+            }
+            p.is_empty()
+        }
+        Body::Inner(inner) => {
+            // Children before `c` hold only keys below separator `c - 1 <= to`.
+            let c = inner.keys.count_le(to);
+            for gone in inner.children.drain(..c) {
+                // SAFETY: the subtree just left the live tree, once.
+                *removed += unsafe { discard_subtree(w, gone) };
+            }
+            if c > 0 {
+                // Separators `0..c` bounded the children removed; the first child left
+                // is now child 0, bounded below by this node's own lower bound.
+                let rest = inner.keys.copy_range(c, inner.keys.len());
+                inner.keys = rest;
+            }
+            // SAFETY: the child is live and its parent is owned by the writer.
+            let emptied = unsafe { remove_below_at(w, &mut inner.children[0], to, removed) };
+            if emptied {
+                let gone = inner.children.remove(0);
+                if !inner.keys.is_empty() {
+                    inner.keys.remove(0);
+                }
+                // SAFETY: the emptied child just left the live tree.
+                unsafe { w.discard(gone) };
+            } else {
+                // SAFETY: `inner` is owned by the writer; its children are live.
+                unsafe { merge_small(w, inner, 0) };
+            }
+            inner.children.is_empty()
+        }
+    }
+}
+
+/// Discards every node of the subtree at `p`, which just left the live tree; returns
+/// its number of entries.
+///
+/// # Safety
+/// `p` was a node of the live tree, no longer reachable from it, discarded only here.
+unsafe fn discard_subtree(w: &mut Writer, p: NodePtr) -> u64 {
+    // SAFETY: still allocated (caller): read before it is discarded.
+    let entries = match &unsafe { node(p) }.body {
+        Body::Leaf(l) => l.len() as u64,
+        Body::Inner(inner) => {
+            let mut sum = 0;
+            for &child in &inner.children {
+                // SAFETY: each child of a node that left the tree left it with it, and a
+                // tree has no shared children, so each is discarded once.
+                sum += unsafe { discard_subtree(w, child) };
+            }
+            sum
+        }
+    };
+    // SAFETY: as above; its children were read first.
+    unsafe { w.discard(p) };
+    entries
 }
 
 /// Merges child `c` of `inner` with a sibling when it has shrunk below a quarter of a
@@ -966,7 +1096,63 @@ impl Position {
     /// As for [`Tree::view`], for as long as the position is used.
     pub(super) unsafe fn seek_forward(&mut self, tree: &Tree, lower: Bound<&[u8]>) {
         self.path.clear();
-        let mut next = tree.root;
+        // SAFETY: the root of the pinned tree (caller).
+        unsafe { self.descend_forward(tree.root, lower) }
+    }
+
+    /// As [`Position::seek_forward`], from where the position is when `lower` lies ahead of
+    /// it: the descent starts at the lowest node on the current path whose subtree holds
+    /// `lower`, so a seek a few entries ahead reads one leaf (or a few nodes) instead of
+    /// searching every level from the root, whose nodes a large tree has out of the CPU's
+    /// caches. A time query seeks this way over each record key's windows.
+    ///
+    /// # Safety
+    /// As for [`Position::seek_forward`]; the position was last moved by it, by this or by
+    /// [`Position::next_forward`], over `tree`.
+    pub(super) unsafe fn seek_forward_near(&mut self, tree: &Tree, lower: Bound<&[u8]>) {
+        let k = match lower {
+            Bound::Included(k) | Bound::Excluded(k) => k,
+            Bound::Unbounded => {
+                // SAFETY: as for this function.
+                return unsafe { self.seek_forward(tree, lower) };
+            }
+        };
+        // `lower` must lie past the entry last returned, and so past every lower bound
+        // of the subtrees on the path.
+        let ahead = self.path.last().is_some_and(|&(p, i)| {
+            // SAFETY: valid while pinned (caller).
+            match &unsafe { node(p) }.body {
+                Body::Leaf(leaf) => i > 0 && i <= leaf.len() && leaf.key(i - 1) < k,
+                Body::Inner(_) => false,
+            }
+        });
+        if ahead {
+            // The deepest inner node on the path whose current child's subtree holds `k`
+            // (below the child's upper separator): a descent from the root passes there.
+            for level in (0..self.path.len().saturating_sub(1)).rev() {
+                let (p, c) = self.path[level];
+                // SAFETY: valid while pinned (caller).
+                let Body::Inner(inner) = &unsafe { node(p) }.body else {
+                    break;
+                };
+                if c < inner.keys.len() && k < inner.keys.key(c) {
+                    self.path.truncate(level + 1);
+                    // SAFETY: as for this function.
+                    unsafe { self.descend_forward(Some(inner.children[c]), lower) };
+                    return;
+                }
+            }
+        }
+        // SAFETY: as for this function.
+        unsafe { self.seek_forward(tree, lower) }
+    }
+
+    /// Descends from `next` to the first entry `>= lower` (`> lower` when excluded),
+    /// pushing the nodes it passes onto the path.
+    ///
+    /// # Safety
+    /// As for [`Position::seek_forward`]; `next` is a node of the pinned tree.
+    unsafe fn descend_forward(&mut self, mut next: Option<NodePtr>, lower: Bound<&[u8]>) {
         while let Some(p) = next {
             // SAFETY: valid while pinned (caller).
             match &unsafe { node(p) }.body {
