@@ -3,11 +3,11 @@
 //! are those of `kstate_kv_options_t`, validated by its conversion. Each first layout ends
 //! without tail padding, so it is a byte prefix of the second.
 
-use crate::{bridge, Error, Result, SessionOptions, StoreOptions, WindowOptions};
+use crate::{bridge, Error, Result, SessionOptions, WindowOptions};
 
 use super::options::{
-    kstate_engine_t, kstate_kv_options_t, kstate_value_format_t, KSTATE_ENGINE_ROCKSDB,
-    KSTATE_FORMAT_PLAIN, KSTATE_FORMAT_TIMESTAMPED, KSTATE_KV_OPTIONS_SIZE_V2,
+    kstate_engine_t, kstate_kv_options_t, kstate_value_format_t, KSTATE_FORMAT_PLAIN,
+    KSTATE_FORMAT_TIMESTAMPED, KSTATE_KV_OPTIONS_SIZE_V2,
 };
 use super::sized::{Layouts, OptionsStruct};
 
@@ -169,6 +169,27 @@ const _: () = assert!(
 /// Default retention of both option structs: one day, Kafka's default for windowed stores.
 const DEFAULT_RETENTION_MS: i64 = 86_400_000;
 
+/// A window or session options struct whose store fields hold the key-value defaults, with
+/// the kind's own fields as given.
+macro_rules! with_store_defaults {
+    ($t:ident { $($field:ident: $value:expr),* $(,)? }) => {{
+        let kv = kstate_kv_options_t::defaults();
+        $t {
+            engine: kv.engine,
+            sync_on_commit: kv.sync_on_commit,
+            max_uncommitted_bytes: kv.max_uncommitted_bytes,
+            rocksdb_block_cache_bytes: kv.rocksdb_block_cache_bytes,
+            rocksdb_write_buffer_bytes: kv.rocksdb_write_buffer_bytes,
+            rocksdb_max_write_buffers: kv.rocksdb_max_write_buffers,
+            rocksdb_bloom_filter: kv.rocksdb_bloom_filter,
+            rocksdb_statistics: kv.rocksdb_statistics,
+            rocksdb_bounded_memory_bytes: kv.rocksdb_bounded_memory_bytes,
+            rocksdb_bounded_memtable_bytes: kv.rocksdb_bounded_memtable_bytes,
+            $($field: $value),*
+        }
+    }};
+}
+
 /// The store options of a window or session options struct, through the key-value options'
 /// conversion and checks (the fields have the same names in the three structs).
 macro_rules! store_options {
@@ -201,28 +222,16 @@ impl OptionsStruct for kstate_window_options_t {
     };
     /// The defaults (retention 1 day, window size 0), in the current layout.
     fn defaults() -> Self {
-        let kv = kstate_kv_options_t::defaults();
-        let rocks = StoreOptions::default().rocksdb;
-        kstate_window_options_t {
+        with_store_defaults!(kstate_window_options_t {
             struct_size: KSTATE_WINDOW_OPTIONS_SIZE_V2,
-            engine: KSTATE_ENGINE_ROCKSDB,
             value_format: KSTATE_FORMAT_TIMESTAMPED,
             retention_ms: DEFAULT_RETENTION_MS,
             window_size_ms: 0,
             segment_interval_ms: 0,
             retain_duplicates: false,
-            sync_on_commit: kv.sync_on_commit,
-            max_uncommitted_bytes: kv.max_uncommitted_bytes,
-            rocksdb_block_cache_bytes: kv.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: kv.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: kv.rocksdb_max_write_buffers,
-            rocksdb_bloom_filter: rocks.bloom_filter,
-            rocksdb_statistics: rocks.statistics,
-            rocksdb_bounded_memory_bytes: 0,
-            rocksdb_bounded_memtable_bytes: 0,
             time_ordered: false,
             key_index: false,
-        }
+        })
     }
 
     /// Validates and converts to the core's options.
@@ -260,24 +269,13 @@ impl OptionsStruct for kstate_session_options_t {
     };
     /// The defaults (retention 1 day), in the current layout.
     fn defaults() -> Self {
-        let w = kstate_window_options_t::defaults();
-        kstate_session_options_t {
+        with_store_defaults!(kstate_session_options_t {
             struct_size: KSTATE_SESSION_OPTIONS_SIZE_V2,
-            engine: w.engine,
-            sync_on_commit: w.sync_on_commit,
-            retention_ms: w.retention_ms,
-            segment_interval_ms: 0,
-            max_uncommitted_bytes: w.max_uncommitted_bytes,
-            rocksdb_block_cache_bytes: w.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: w.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: w.rocksdb_max_write_buffers,
-            rocksdb_bloom_filter: w.rocksdb_bloom_filter,
-            rocksdb_statistics: w.rocksdb_statistics,
-            rocksdb_bounded_memory_bytes: 0,
-            rocksdb_bounded_memtable_bytes: 0,
             value_format: KSTATE_FORMAT_PLAIN,
+            retention_ms: DEFAULT_RETENTION_MS,
+            segment_interval_ms: 0,
             time_ordered: false,
-        }
+        })
     }
 
     /// Validates and converts to the core's options.

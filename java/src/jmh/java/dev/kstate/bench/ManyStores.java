@@ -1,5 +1,6 @@
 package dev.kstate.bench;
 
+import dev.kstate.streams.LoggingAndConfigTest.BoundedMemorySetter;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -8,10 +9,8 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.state.RocksDBConfigSetter;
 
 /**
  * Many persistent stores in one JVM, as an instance with many tasks holds them: {@code stores}
@@ -19,46 +18,21 @@ import org.apache.kafka.streams.state.RocksDBConfigSetter;
  * and loaded with {@code entries} entries (10,000), then closed and opened again as after a
  * restart. For each variant, in a fresh child JVM, it reports the time to open the stores, to
  * load them, to close them, to open them again with their data, and, with every store open
- * and loaded, the process's resident memory, open file descriptors and threads (from
- * {@code /proc/self}), and the disk space the stores took (allocated blocks, so RocksDB's
+ * and loaded, the process's resident memory (and the Java heap in use after a GC), open file
+ * descriptors and threads (from {@code /proc/self}), and the disk space the stores took (allocated blocks, so RocksDB's
  * preallocated write-ahead logs count).
  *
  * <p>Variants are those of {@link BenchStore} ({@code kstate-rocksdb}, {@code kafka-rocksdb},
  * ...), and each with {@code -bounded}: the application sets {@code rocksdb.config.setter} to
- * {@link BoundedSetter}, Kafka's documented bounded-memory setter (one block cache for every
- * store, charged with the memtables through a write-buffer manager), which kstate turns into its
- * shared budget of the same size.
+ * {@link BoundedMemorySetter}, Kafka's documented bounded-memory setter (one 256 MiB block cache
+ * for every store, 64 MiB of it for memtables through a write-buffer manager), which kstate turns
+ * into its shared budget of the same size.
  *
  * <p>Run: {@code gradle -p java manyStores} ({@code -Pvariants=kstate-rocksdb,kafka-rocksdb},
  * {@code -Pstores=1000}, {@code -Pentries=10000}). Not part of the test suite.
  */
 public final class ManyStores {
     private ManyStores() {
-    }
-
-    /**
-     * Kafka Streams' bounded-memory example setter ({@code BoundedMemoryRocksDBConfig} in Kafka's
-     * documentation): a 256 MiB block cache shared by every store, 64 MiB of it for memtables.
-     */
-    public static final class BoundedSetter implements RocksDBConfigSetter {
-        private static final long TOTAL = 256L << 20;
-        private static final long MEMTABLES = 64L << 20;
-        private static final org.rocksdb.Cache CACHE = new org.rocksdb.LRUCache(TOTAL, -1, false, 0.1);
-        private static final org.rocksdb.WriteBufferManager WBM = new org.rocksdb.WriteBufferManager(MEMTABLES, CACHE);
-
-        @Override
-        public void setConfig(String storeName, org.rocksdb.Options options, Map<String, Object> configs) {
-            org.rocksdb.BlockBasedTableConfig table = (org.rocksdb.BlockBasedTableConfig) options.tableFormatConfig();
-            table.setBlockCache(CACHE);
-            table.setCacheIndexAndFilterBlocks(true);
-            options.setWriteBufferManager(WBM);
-            options.setTableFormatConfig(table);
-        }
-
-        @Override
-        public void close(String storeName, org.rocksdb.Options options) {
-            // The cache and manager are shared by every store: they live as long as the process.
-        }
     }
 
     /**
@@ -82,6 +56,9 @@ public final class ManyStores {
             List<String> cmd = new ArrayList<>();
             cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
             cmd.add("-Xmx2g");
+            // The bounded variants' setter: a 256 MiB cache, 64 MiB of it for memtables.
+            cmd.add("-Dkstate.test.bounded.cache.bytes=" + (256L << 20));
+            cmd.add("-Dkstate.test.bounded.memtable.bytes=" + (64L << 20));
             cmd.add("-cp");
             cmd.add(System.getProperty("java.class.path"));
             cmd.add(ManyStores.class.getName());
@@ -139,7 +116,7 @@ public final class ManyStores {
         for (int i = 0; i < stores; i++) {
             // 4 stores per task: task i/4, store i%4, as Kafka lays out a task's stores.
             File task = new File(dir, String.format("0_%d/s%d", i / 4, i % 4));
-            open.add(Subject.open(variant, task, bounded ? BoundedSetter.class : null));
+            open.add(Subject.open(variant, task, bounded ? BoundedMemorySetter.class : null));
         }
         return open;
     }
@@ -175,8 +152,8 @@ public final class ManyStores {
 
     /** One variant's figures. */
     static final class Result {
-        static final String HEADER = String.format("%-24s %9s %9s %9s %9s %10s %7s %8s %10s %7s %9s",
-            "variant", "open s", "load s", "close s", "reopen s", "RSS MiB", "fds", "threads",
+        static final String HEADER = String.format("%-24s %9s %9s %9s %9s %10s %9s %7s %8s %10s %7s %9s",
+            "variant", "open s", "load s", "close s", "reopen s", "RSS MiB", "heap MiB", "fds", "threads",
             "RSS2 MiB", "fds2", "disk MiB");
         final String variant;
         double openEmptyS;
@@ -184,6 +161,7 @@ public final class ManyStores {
         double closeS;
         double reopenS;
         long rssMiB;
+        long heapMiB;
         long fds;
         long threads;
         long rssReopenedMiB;
@@ -197,6 +175,7 @@ public final class ManyStores {
         void sample() throws IOException {
             System.gc();
             rssMiB = status("VmRSS:") / 1024;
+            heapMiB = (Runtime.getRuntime().totalMemory() - Runtime.getRuntime().freeMemory()) >> 20;
             threads = status("Threads:");
             fds = openFds();
         }
@@ -224,9 +203,9 @@ public final class ManyStores {
 
         @Override
         public String toString() {
-            return String.format("%-24s %9.1f %9.1f %9.1f %9.1f %10d %7d %8d %10d %7d %9d",
-                variant, openEmptyS, loadS, closeS, reopenS, rssMiB, fds, threads, rssReopenedMiB, fdsReopened,
-                diskMiB);
+            return String.format("%-24s %9.1f %9.1f %9.1f %9.1f %10d %9d %7d %8d %10d %7d %9d",
+                variant, openEmptyS, loadS, closeS, reopenS, rssMiB, heapMiB, fds, threads, rssReopenedMiB,
+                fdsReopened, diskMiB);
         }
     }
 }

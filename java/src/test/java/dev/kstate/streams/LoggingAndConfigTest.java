@@ -235,10 +235,16 @@ public class LoggingAndConfigTest {
         }
     }
 
-    /** Kafka's BoundedMemoryRocksDBConfig example: one cache for every store, charged with the memtables. */
+    /**
+     * Kafka's BoundedMemoryRocksDBConfig example: one cache for every store, charged with the memtables,
+     * built in static fields as Kafka documents it. Sizes: 20 MiB and 10 MiB of it for memtables, or the
+     * system properties {@code kstate.test.bounded.cache.bytes} and {@code kstate.test.bounded.memtable.bytes}.
+     */
     public static final class BoundedMemorySetter implements org.apache.kafka.streams.state.RocksDBConfigSetter {
-        private static final org.rocksdb.Cache CACHE = new org.rocksdb.LRUCache(20L << 20, -1, false, 0.1);
-        private static final org.rocksdb.WriteBufferManager WBM = new org.rocksdb.WriteBufferManager(10L << 20, CACHE);
+        private static final org.rocksdb.Cache CACHE =
+            new org.rocksdb.LRUCache(Long.getLong("kstate.test.bounded.cache.bytes", 20L << 20), -1, false, 0.1);
+        private static final org.rocksdb.WriteBufferManager WBM =
+            new org.rocksdb.WriteBufferManager(Long.getLong("kstate.test.bounded.memtable.bytes", 10L << 20), CACHE);
 
         @Override
         public void setConfig(String storeName, org.rocksdb.Options options, Map<String, Object> configs) {

@@ -7,13 +7,11 @@ import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.state.KeyValueStore;
-import org.apache.kafka.streams.state.RocksDBConfigSetter;
 import org.junit.After;
 import org.junit.Before;
 import org.junit.Test;
@@ -23,7 +21,8 @@ import org.junit.Test;
  * static fields, so loading the class creates RocksJava objects. In an application whose
  * stores are all kstate's, nothing has loaded RocksJava's native library when kstate first
  * instantiates the setter: kstate must load it first, or the class fails to initialise
- * ({@code UnsatisfiedLinkError}). Runs in a child JVM, where no Kafka store has loaded it.
+ * ({@code UnsatisfiedLinkError}). Runs in a child JVM, where no Kafka store has loaded it, with
+ * {@link LoggingAndConfigTest.BoundedMemorySetter}, which keeps its cache in static fields.
  */
 public class StaticSetterFirstStoreTest {
     private File dir;
@@ -38,24 +37,6 @@ public class StaticSetterFirstStoreTest {
         TestSupport.deleteTree(dir);
     }
 
-    /** Kafka's {@code BoundedMemoryRocksDBConfig} example, static cache and manager included. */
-    public static final class StaticCacheSetter implements RocksDBConfigSetter {
-        private static final org.rocksdb.Cache CACHE = new org.rocksdb.LRUCache(16L << 20, -1, false, 0.1);
-        private static final org.rocksdb.WriteBufferManager WBM = new org.rocksdb.WriteBufferManager(4L << 20, CACHE);
-
-        @Override
-        public void setConfig(String storeName, org.rocksdb.Options options, Map<String, Object> configs) {
-            org.rocksdb.BlockBasedTableConfig table = (org.rocksdb.BlockBasedTableConfig) options.tableFormatConfig();
-            table.setBlockCache(CACHE);
-            options.setWriteBufferManager(WBM);
-            options.setTableFormatConfig(table);
-        }
-
-        @Override
-        public void close(String storeName, org.rocksdb.Options options) {
-        }
-    }
-
     /** In the child JVM: the first store of the process is a kstate store under that setter. */
     public static void main(String[] args) {
         File dir = new File(args[0]);
@@ -63,7 +44,7 @@ public class StaticSetterFirstStoreTest {
         // As Kafka's documentation configures it: the class itself, which StreamsConfig does not
         // initialise (a class name would be initialised by StreamsConfig's parsing, for Kafka's
         // stores as for kstate's).
-        props.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, StaticCacheSetter.class);
+        props.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, LoggingAndConfigTest.BoundedMemorySetter.class);
         try {
             KeyValueStore<Bytes, byte[]> store = KstateStores.persistentKeyValueStore("s").get();
             store.init(new TestSupport.CapturingContext(props, dir), store);
