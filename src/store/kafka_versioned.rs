@@ -2,7 +2,7 @@
 //! from its data, so that kstate never mistakes one for a plain `RocksDBStore`.
 //!
 //! On disk a versioned store is one RocksDB database at `<taskDir>/rocksdb/<name>` with only
-//! the `default` family (and Kafka 4.4's `offsets`): exactly what a plain key-value store
+//! the `default` family (and, since Kafka 4.3, `offsets`): exactly what a plain key-value store
 //! looks like. What tells them apart is the data. Every key starts with the 8-byte
 //! big-endian id of a logical segment: -1 (`0xFF` x 8) for the latest-value segment, whose
 //! values are `timestamp (8) + value`, and a non-negative id for a history segment, whose
