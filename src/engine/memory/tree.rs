@@ -583,14 +583,24 @@ impl Tree {
         // SAFETY: the root is live and held exclusively (caller).
         let emptied = unsafe { remove_at(w, root, key) };
         self.len -= 1;
+        // SAFETY: the root is live and held exclusively (caller).
+        unsafe { self.settle_root(w, emptied) };
+        true
+    }
+
+    /// After a removal: drops a root the removal `emptied`, or replaces a root left with a
+    /// single child by that child (the tree gets shallower), as often as that holds.
+    ///
+    /// # Safety
+    /// As for [`Tree::insert`].
+    unsafe fn settle_root(&mut self, w: &mut Writer, emptied: bool) {
         if emptied {
-            let gone = *root;
-            self.root = None;
-            // SAFETY: the emptied root just left the live tree.
-            unsafe { w.discard(gone) };
-            return true;
+            if let Some(gone) = self.root.take() {
+                // SAFETY: the emptied root just left the live tree.
+                unsafe { w.discard(gone) };
+            }
+            return;
         }
-        // A root with a single child is replaced by that child (the tree gets shallower).
         while let Some(r) = self.root {
             // SAFETY: a live node, held exclusively.
             let only_child = match &unsafe { node(r) }.body {
@@ -601,7 +611,6 @@ impl Tree {
             // SAFETY: the old root left the live tree; its child stays, now the root.
             unsafe { w.discard(r) };
         }
-        true
     }
 
     /// Removes every key in `[from, to)`; returns how many.
@@ -646,24 +655,8 @@ impl Tree {
         // SAFETY: the root is live and held exclusively (caller).
         let emptied = unsafe { remove_below_at(w, root, to, &mut removed) };
         self.len -= removed;
-        if emptied {
-            let gone = *root;
-            self.root = None;
-            // SAFETY: the emptied root just left the live tree.
-            unsafe { w.discard(gone) };
-            return removed;
-        }
-        // As in `remove`: a root left with a single child is replaced by it.
-        while let Some(r) = self.root {
-            // SAFETY: a live node, held exclusively.
-            let only_child = match &unsafe { node(r) }.body {
-                Body::Inner(inner) if inner.children.len() == 1 => inner.children[0],
-                _ => break,
-            };
-            self.root = Some(only_child);
-            // SAFETY: the old root left the live tree; its child stays, now the root.
-            unsafe { w.discard(r) };
-        }
+        // SAFETY: the root is live and held exclusively (caller).
+        unsafe { self.settle_root(w, emptied) };
         removed
     }
 
