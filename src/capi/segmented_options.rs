@@ -169,45 +169,39 @@ const _: () = assert!(
 /// Default retention of both option structs: one day, Kafka's default for windowed stores.
 const DEFAULT_RETENTION_MS: i64 = 86_400_000;
 
-/// A window or session options struct whose store fields hold the key-value defaults, with
-/// the kind's own fields as given.
-macro_rules! with_store_defaults {
-    ($t:ident { $($field:ident: $value:expr),* $(,)? }) => {{
-        let kv = kstate_kv_options_t::defaults();
+/// A `$t` whose store fields (the fields every options struct has, by the same names) are
+/// those of `$from`, and whose other fields are as given: a window or session struct from the
+/// key-value defaults, or the key-value struct a window or session struct converts through.
+macro_rules! with_store_fields {
+    ($from:expr, $t:ident { $($field:ident: $value:expr),* $(,)? }) => {{
+        let from = $from;
         $t {
-            engine: kv.engine,
-            sync_on_commit: kv.sync_on_commit,
-            max_uncommitted_bytes: kv.max_uncommitted_bytes,
-            rocksdb_block_cache_bytes: kv.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: kv.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: kv.rocksdb_max_write_buffers,
-            rocksdb_bloom_filter: kv.rocksdb_bloom_filter,
-            rocksdb_statistics: kv.rocksdb_statistics,
-            rocksdb_bounded_memory_bytes: kv.rocksdb_bounded_memory_bytes,
-            rocksdb_bounded_memtable_bytes: kv.rocksdb_bounded_memtable_bytes,
+            engine: from.engine,
+            sync_on_commit: from.sync_on_commit,
+            max_uncommitted_bytes: from.max_uncommitted_bytes,
+            rocksdb_block_cache_bytes: from.rocksdb_block_cache_bytes,
+            rocksdb_write_buffer_bytes: from.rocksdb_write_buffer_bytes,
+            rocksdb_max_write_buffers: from.rocksdb_max_write_buffers,
+            rocksdb_bloom_filter: from.rocksdb_bloom_filter,
+            rocksdb_statistics: from.rocksdb_statistics,
+            rocksdb_bounded_memory_bytes: from.rocksdb_bounded_memory_bytes,
+            rocksdb_bounded_memtable_bytes: from.rocksdb_bounded_memtable_bytes,
             $($field: $value),*
         }
     }};
 }
 
 /// The store options of a window or session options struct, through the key-value options'
-/// conversion and checks (the fields have the same names in the three structs).
+/// conversion and checks.
 macro_rules! store_options {
     ($o:expr) => {
-        kstate_kv_options_t {
-            struct_size: KSTATE_KV_OPTIONS_SIZE_V2,
-            engine: $o.engine,
-            value_format: $o.value_format,
-            max_uncommitted_bytes: $o.max_uncommitted_bytes,
-            sync_on_commit: $o.sync_on_commit,
-            rocksdb_block_cache_bytes: $o.rocksdb_block_cache_bytes,
-            rocksdb_write_buffer_bytes: $o.rocksdb_write_buffer_bytes,
-            rocksdb_max_write_buffers: $o.rocksdb_max_write_buffers,
-            rocksdb_bloom_filter: $o.rocksdb_bloom_filter,
-            rocksdb_statistics: $o.rocksdb_statistics,
-            rocksdb_bounded_memory_bytes: $o.rocksdb_bounded_memory_bytes,
-            rocksdb_bounded_memtable_bytes: $o.rocksdb_bounded_memtable_bytes,
-        }
+        with_store_fields!(
+            $o,
+            kstate_kv_options_t {
+                struct_size: KSTATE_KV_OPTIONS_SIZE_V2,
+                value_format: $o.value_format,
+            }
+        )
         .convert()
     };
 }
@@ -222,16 +216,19 @@ impl OptionsStruct for kstate_window_options_t {
     };
     /// The defaults (retention 1 day, window size 0), in the current layout.
     fn defaults() -> Self {
-        with_store_defaults!(kstate_window_options_t {
-            struct_size: KSTATE_WINDOW_OPTIONS_SIZE_V2,
-            value_format: KSTATE_FORMAT_TIMESTAMPED,
-            retention_ms: DEFAULT_RETENTION_MS,
-            window_size_ms: 0,
-            segment_interval_ms: 0,
-            retain_duplicates: false,
-            time_ordered: false,
-            key_index: false,
-        })
+        with_store_fields!(
+            kstate_kv_options_t::defaults(),
+            kstate_window_options_t {
+                struct_size: KSTATE_WINDOW_OPTIONS_SIZE_V2,
+                value_format: KSTATE_FORMAT_TIMESTAMPED,
+                retention_ms: DEFAULT_RETENTION_MS,
+                window_size_ms: 0,
+                segment_interval_ms: 0,
+                retain_duplicates: false,
+                time_ordered: false,
+                key_index: false,
+            }
+        )
     }
 
     /// Validates and converts to the core's options.
@@ -269,13 +266,16 @@ impl OptionsStruct for kstate_session_options_t {
     };
     /// The defaults (retention 1 day), in the current layout.
     fn defaults() -> Self {
-        with_store_defaults!(kstate_session_options_t {
-            struct_size: KSTATE_SESSION_OPTIONS_SIZE_V2,
-            value_format: KSTATE_FORMAT_PLAIN,
-            retention_ms: DEFAULT_RETENTION_MS,
-            segment_interval_ms: 0,
-            time_ordered: false,
-        })
+        with_store_fields!(
+            kstate_kv_options_t::defaults(),
+            kstate_session_options_t {
+                struct_size: KSTATE_SESSION_OPTIONS_SIZE_V2,
+                value_format: KSTATE_FORMAT_PLAIN,
+                retention_ms: DEFAULT_RETENTION_MS,
+                segment_interval_ms: 0,
+                time_ordered: false,
+            }
+        )
     }
 
     /// Validates and converts to the core's options.
