@@ -68,6 +68,23 @@ public class ExpiryBench {
             return offset / PER_MINUTE * WindowBench.MINUTE;
         }
 
+        /** One put of the kind's record at the current minute, counted. */
+        abstract void put();
+
+        /** Puts one retention period (the steady state), then waits for background work. */
+        void preload() throws InterruptedException {
+            for (int i = 0; i < PRELOAD; i++) {
+                put();
+            }
+            BenchStore.settle();
+        }
+
+        /** Closes the store and deletes its directory. */
+        void release(BenchStore subject) {
+            subject.close();
+            TestSupport.deleteTree(dir);
+        }
+
         /** Counts a put; every 1,000th commits (which moves stream time on a minute). */
         void counted(BenchStore store) {
             if (++offset % PER_MINUTE == 0) {
@@ -88,12 +105,10 @@ public class ExpiryBench {
         public void open() throws Exception {
             prepare("expiry-window-" + variant);
             subject = WindowSubject.open(variant, dir, RETENTION, Duration.ofMinutes(1));
-            for (int i = 0; i < PRELOAD; i++) {
-                put();
-            }
-            BenchStore.settle();
+            preload();
         }
 
+        @Override
         void put() {
             int k = picker.pick(keys.length);
             long start = minute();
@@ -103,8 +118,7 @@ public class ExpiryBench {
 
         @TearDown(Level.Trial)
         public void close() {
-            subject.close();
-            TestSupport.deleteTree(dir);
+            release(subject);
         }
     }
 
@@ -120,12 +134,10 @@ public class ExpiryBench {
         public void open() throws Exception {
             prepare("expiry-session-" + variant);
             subject = SessionSubject.open(variant, dir, RETENTION);
-            for (int i = 0; i < PRELOAD; i++) {
-                put();
-            }
-            BenchStore.settle();
+            preload();
         }
 
+        @Override
         void put() {
             int k = picker.pick(keys.length);
             long start = minute();
@@ -136,8 +148,7 @@ public class ExpiryBench {
 
         @TearDown(Level.Trial)
         public void close() {
-            subject.close();
-            TestSupport.deleteTree(dir);
+            release(subject);
         }
     }
 
