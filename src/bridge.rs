@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use crate::handle::{self, HANDLES};
-use crate::store::{SessionIter, WindowIter};
+use crate::store::{SessionIter, VersionOrder, VersionedOptions, VersionedRecord, WindowIter};
 use crate::sync::MutexExt;
 use crate::{
     EngineKind, Error, KvIter, KvStore, Result, SessionOptions, SessionStore, StoreOptions,
-    ValueFormat, WindowOptions, WindowStore,
+    ValueFormat, VersionedStore, WindowOptions, WindowStore,
 };
 
 /// One entry as read from an iterator: key and raw value (the store's value layout).
@@ -264,6 +264,77 @@ pub fn open_session_iter(
     )))
 }
 
+/// Opens a versioned store and returns its new handle (`path` as for [`open_store`]).
+///
+/// # Errors
+/// As [`open_store`] and [`VersionedStore::open`].
+#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
+pub fn open_versioned_store(path: Option<&[u8]>, options: &VersionedOptions) -> Result<u64> {
+    let store = match path {
+        None if options.store.engine == EngineKind::Memory => {
+            VersionedStore::open_in_memory(options)?
+        }
+        None => {
+            return Err(Error::InvalidArgument(
+                "path is required for a RocksDB store".into(),
+            ))
+        }
+        Some(path) => VersionedStore::open(store_path(path)?, options)?,
+    };
+    handle::insert(store)
+}
+
+/// Closes the versioned store behind `store` and retires the handle.
+///
+/// # Errors
+/// As [`close_window_store`].
+#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
+pub fn close_versioned_store(store: u64) -> Result<()> {
+    HANDLES.remove::<VersionedStore>(store)?.close()
+}
+
+/// The object behind a versioned iterator handle: the versions a multi-version query found
+/// (read from one view when the query ran), handed out one at a time.
+#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
+pub struct VersionedIterHandle(Mutex<std::vec::IntoIter<VersionedRecord>>);
+
+#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
+impl VersionedIterHandle {
+    /// The next version, `None` once every one was returned.
+    pub fn next(&self) -> Option<VersionedRecord> {
+        self.0.lock_recover().next()
+    }
+}
+
+/// Runs a multi-version query ([`VersionedStore::versions`]) on the versioned store behind
+/// `store` and returns a handle to its results.
+///
+/// # Errors
+/// The lookup errors of the table, the query's errors.
+#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
+pub fn open_versioned_iter(
+    store: u64,
+    isolation: crate::Isolation,
+    key: &[u8],
+    from: Option<i64>,
+    to: Option<i64>,
+    order: VersionOrder,
+) -> Result<u64> {
+    let s = HANDLES.get::<VersionedStore>(store)?;
+    let found = s.versions(isolation, key, from, to, order)?;
+    handle::insert(VersionedIterHandle(Mutex::new(found.into_iter())))
+}
+
+/// Closes the versioned iterator behind `iter` and retires the handle.
+///
+/// # Errors
+/// As [`close_window_iter`].
+#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
+pub fn close_versioned_iter(iter: u64) -> Result<()> {
+    HANDLES.remove::<VersionedIterHandle>(iter)?;
+    Ok(())
+}
+
 /// Closes the window iterator behind `iter` and retires the handle.
 ///
 /// # Errors
@@ -340,6 +411,7 @@ macro_rules! transactional {
 transactional!(KvStore);
 transactional!(WindowStore);
 transactional!(SessionStore);
+transactional!(VersionedStore);
 
 /// Commits the uncommitted writes keeping every committed offset (Kafka Streams 4.0-4.2
 /// `flush()`, whose offsets live in Kafka's own checkpoint file).
@@ -639,6 +711,44 @@ pub(crate) mod tests {
         assert!(!is_upgrading(h).unwrap());
         close_store(h).unwrap();
         assert_eq!(is_upgrading(h).unwrap_err().code(), ErrorCode::StoreClosed);
+    }
+
+    #[test]
+    fn versioned_handles_open_query_and_close_once() {
+        let options =
+            VersionedOptions::new(1_000).with_store(StoreOptions::plain(EngineKind::Memory));
+        let h = open_versioned_store(None, &options).unwrap();
+        let s = HANDLES.get::<VersionedStore>(h).unwrap();
+        s.put(b"k", Some(b"a"), 1).unwrap();
+        s.put(b"k", Some(b"b"), 5).unwrap();
+        let it = open_versioned_iter(
+            h,
+            crate::Isolation::ReadUncommitted,
+            b"k",
+            None,
+            None,
+            VersionOrder::Descending,
+        )
+        .unwrap();
+        let found = HANDLES.get::<VersionedIterHandle>(it).unwrap();
+        assert_eq!(found.next().map(|r| r.timestamp), Some(5));
+        assert_eq!(
+            found.next().map(|r| (r.timestamp, r.valid_to)),
+            Some((1, Some(5)))
+        );
+        assert!(found.next().is_none());
+        close_versioned_iter(it).unwrap();
+        assert_eq!(
+            close_versioned_iter(it).unwrap_err().code(),
+            ErrorCode::IteratorClosed
+        );
+        // A versioned handle is no other kind's.
+        assert_eq!(close_store(h).unwrap_err().code(), ErrorCode::InvalidHandle);
+        close_versioned_store(h).unwrap();
+        assert_eq!(
+            close_versioned_store(h).unwrap_err().code(),
+            ErrorCode::StoreClosed
+        );
     }
 
     #[cfg(unix)]

@@ -41,9 +41,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
 
-use crate::bridge::{KvIterHandle, SessionIterHandle, WindowIterHandle};
+use crate::bridge::{KvIterHandle, SessionIterHandle, VersionedIterHandle, WindowIterHandle};
 use crate::sync::RwLockExt;
-use crate::{Error, KvStore, Result, SessionStore, WindowStore};
+use crate::{Error, KvStore, Result, SessionStore, VersionedStore, WindowStore};
 
 /// The kind of object a handle stands for; its number is bits 48..56 of the handle.
 #[repr(u8)]
@@ -61,17 +61,23 @@ pub enum Kind {
     SessionStore = 5,
     /// An iterator over a session store ([`SessionIterHandle`]).
     SessionIter = 6,
+    /// A versioned key-value store ([`VersionedStore`]).
+    VersionedStore = 7,
+    /// The versions a multi-version query found ([`VersionedIterHandle`]).
+    VersionedIter = 8,
 }
 
 impl Kind {
     /// Every kind, in number order.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 8] = [
         Kind::KvStore,
         Kind::KvIter,
         Kind::WindowStore,
         Kind::WindowIter,
         Kind::SessionStore,
         Kind::SessionIter,
+        Kind::VersionedStore,
+        Kind::VersionedIter,
     ];
 
     /// The kind with this number, if any.
@@ -93,14 +99,20 @@ impl Kind {
             Kind::WindowIter => "window iterator",
             Kind::SessionStore => "session store",
             Kind::SessionIter => "session iterator",
+            Kind::VersionedStore => "versioned store",
+            Kind::VersionedIter => "versioned iterator",
         }
     }
 
     /// The error for a handle of this kind that was closed.
     fn closed(self) -> Error {
         match self {
-            Kind::KvStore | Kind::WindowStore | Kind::SessionStore => Error::StoreClosed,
-            Kind::KvIter | Kind::WindowIter | Kind::SessionIter => Error::IteratorClosed,
+            Kind::KvStore | Kind::WindowStore | Kind::SessionStore | Kind::VersionedStore => {
+                Error::StoreClosed
+            }
+            Kind::KvIter | Kind::WindowIter | Kind::SessionIter | Kind::VersionedIter => {
+                Error::IteratorClosed
+            }
         }
     }
 }
@@ -131,6 +143,10 @@ pub enum Object {
     SessionStore(Arc<SessionStore>),
     /// See [`Kind::SessionIter`].
     SessionIter(Arc<SessionIterHandle>),
+    /// See [`Kind::VersionedStore`].
+    VersionedStore(Arc<VersionedStore>),
+    /// See [`Kind::VersionedIter`].
+    VersionedIter(Arc<VersionedIterHandle>),
 }
 
 /// A type whose values live in the handle table, as one [`Kind`].
@@ -166,6 +182,8 @@ handled!(WindowStore, WindowStore);
 handled!(WindowIterHandle, WindowIter);
 handled!(SessionStore, SessionStore);
 handled!(SessionIterHandle, SessionIter);
+handled!(VersionedStore, VersionedStore);
+handled!(VersionedIterHandle, VersionedIter);
 
 /// Hashes handle numbers for the table's map. Every native call looks its handle up, and
 /// the map's default hasher (SipHash, keyed against collision attacks) was measurable in

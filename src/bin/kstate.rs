@@ -188,7 +188,8 @@ fn cmd_inspect(dir: &Path) -> CmdResult {
             match h.kind {
                 StoreKind::KeyValue => println!("kind:             key-value"),
                 StoreKind::Window { segment_interval }
-                | StoreKind::Session { segment_interval } => {
+                | StoreKind::Session { segment_interval }
+                | StoreKind::Versioned { segment_interval } => {
                     println!(
                         "kind:             {} (segment interval {segment_interval} ms)",
                         h.kind.name()

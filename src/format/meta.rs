@@ -161,6 +161,12 @@ pub enum StoreKind {
         /// Segment interval in milliseconds (> 0).
         segment_interval: i64,
     },
+    /// A versioned key-value store (KIP-889) whose history expires by this segment
+    /// interval (ms), as Kafka's segments do.
+    Versioned {
+        /// Segment interval in milliseconds (> 0).
+        segment_interval: i64,
+    },
 }
 
 impl StoreKind {
@@ -169,15 +175,16 @@ impl StoreKind {
             StoreKind::KeyValue => 0,
             StoreKind::Window { .. } => 1,
             StoreKind::Session { .. } => 2,
+            StoreKind::Versioned { .. } => 3,
         }
     }
 
     fn interval(self) -> i64 {
         match self {
             StoreKind::KeyValue => 0,
-            StoreKind::Window { segment_interval } | StoreKind::Session { segment_interval } => {
-                segment_interval
-            }
+            StoreKind::Window { segment_interval }
+            | StoreKind::Session { segment_interval }
+            | StoreKind::Versioned { segment_interval } => segment_interval,
         }
     }
 
@@ -199,6 +206,9 @@ impl StoreKind {
             2 => Ok(StoreKind::Session {
                 segment_interval: checked()?,
             }),
+            3 => Ok(StoreKind::Versioned {
+                segment_interval: checked()?,
+            }),
             other => Err(Error::Corruption(format!(
                 "store header names unknown store kind {other}"
             ))),
@@ -211,6 +221,7 @@ impl StoreKind {
             StoreKind::KeyValue => "key-value",
             StoreKind::Window { .. } => "window",
             StoreKind::Session { .. } => "session",
+            StoreKind::Versioned { .. } => "versioned",
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod headers;
 pub mod meta;
 pub mod segmented;
 pub mod value;
+pub mod versioned;
 
 pub use headers::{Header, ValueTimestampHeaders};
 pub use meta::{CommittedState, TopicPartition, ValueFormat};

@@ -109,9 +109,10 @@ impl Target<'_> {
             StoreKind::Window { segment_interval } | StoreKind::Session { segment_interval } => {
                 Ok(segment_interval)
             }
-            StoreKind::KeyValue => Err(Error::Internal(
-                "a key-value store has no Kafka segments to adopt".into(),
-            )),
+            StoreKind::KeyValue | StoreKind::Versioned { .. } => Err(Error::Internal(format!(
+                "a {} store has no Kafka segments to adopt",
+                self.kind.name()
+            ))),
         }
     }
 

@@ -197,6 +197,14 @@ pub fn plan(path: &Path) -> Result<ExportPlan> {
         .map(|p| p.state.offsets.clone())
         .or_else(|| report.committed.as_ref().map(|c| c.offsets.clone()))
         .unwrap_or_default();
+    if let StoreKind::Versioned { .. } = header.kind {
+        return Err(Error::FormatMismatch(format!(
+            "{} is a kstate versioned store; exporting it to Kafka's RocksDBVersionedStore \
+             layout is not supported: let Kafka Streams restore its versioned store from the \
+             changelog instead (nothing was changed)",
+            path.display()
+        )));
+    }
     if header.kind != StoreKind::KeyValue {
         return segmented_plan(path, &header, offsets, &report);
     }
@@ -260,10 +268,11 @@ fn segmented_plan(
     let family = match header.kind {
         StoreKind::Window { .. } => super::WINDOW_FAMILY,
         StoreKind::Session { .. } => super::SESSION_FAMILY,
-        StoreKind::KeyValue => {
-            return Err(Error::Internal(
-                "a key-value store planned as segmented".into(),
-            ))
+        StoreKind::KeyValue | StoreKind::Versioned { .. } => {
+            return Err(Error::Internal(format!(
+                "a {} store planned as segmented",
+                header.kind.name()
+            )))
         }
     };
     let engine = RocksEngine::open_read_only(path, &RocksOptions::default())?;

@@ -131,10 +131,11 @@ fn build(path: &Path, name: &str, side: &Path) -> Result<KafkaSegmentsExport> {
                 ValueFormat::Plain | ValueFormat::Timestamped => names::PLAIN,
             },
         ),
-        StoreKind::KeyValue => {
+        StoreKind::KeyValue | StoreKind::Versioned { .. } => {
             return Err(Error::FormatMismatch(format!(
-                "{} is a key-value store, not a window or session store",
-                path.display()
+                "{} is a {} store, not a window or session store",
+                path.display(),
+                header.kind.name()
             )))
         }
     };

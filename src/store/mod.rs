@@ -21,6 +21,7 @@ mod segmented_store;
 mod session;
 mod swap;
 pub(crate) mod time_order;
+mod versioned;
 mod window;
 
 pub use adoption::{check_adoption, PlannedStore};
@@ -33,6 +34,10 @@ pub use segmented_store::{SegmentIter, SegmentKind, SegmentSpec, SegmentedStore}
 pub use session::{
     SessionEntry, SessionIter, SessionKind, SessionOptions, SessionQuery, SessionStore,
     SESSION_FAMILY,
+};
+pub use versioned::{
+    ChangelogRecord, VersionOrder, VersionedOptions, VersionedRecord, VersionedStore,
+    PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED,
 };
 pub use window::{
     default_segment_interval, WindowEntry, WindowIter, WindowKind, WindowOptions, WindowQuery,

@@ -116,18 +116,21 @@ pub(crate) fn open_memory_kind(
     kind: StoreKind,
     data: &str,
 ) -> Result<Opened> {
-    open_memory_families(options, kind, data, None)
+    open_memory_families(options, kind, data, None, &[])
 }
 
-/// [`open_memory_kind`] with the time index family `by_time` of a time-ordered store.
+/// [`open_memory_kind`] with the time index family `by_time` of a time-ordered store and
+/// the `more` families of a kind that has several (a versioned store).
 pub(crate) fn open_memory_families(
     options: &StoreOptions,
     kind: StoreKind,
     data: &str,
     by_time: Option<&str>,
+    more: &[&str],
 ) -> Result<Opened> {
     let mut families = vec![names::META, names::SPILL, data];
     families.extend(by_time);
+    families.extend(more);
     let engine = MemoryEngine::new(&families)?;
     write_header(&engine, options.value_format, kind, false)?;
     let data = engine.registry().require(data)?;
@@ -483,10 +486,12 @@ pub(crate) fn open_rocksdb_kind(
     retention: i64,
     data: &str,
     by_time: Option<&str>,
+    more: &[&str],
 ) -> Result<(Opened, StoreKind)> {
     let options = &budget.store;
     let mut memtables = vec![(data, budget.data_write_buffer)];
     memtables.extend(by_time.map(|f| (f, budget.data_write_buffer)));
+    memtables.extend(more.iter().map(|&f| (f, budget.data_write_buffer)));
     if path.as_os_str().is_empty() {
         return Err(Error::InvalidArgument("the store path is empty".into()));
     }
@@ -506,6 +511,7 @@ pub(crate) fn open_rocksdb_kind(
     }
     let mut wanted = vec![names::META, names::SPILL, data];
     wanted.extend(by_time);
+    wanted.extend(more);
     let existing = match probe(path)? {
         Probe::Vacant => {
             let engine = RocksEngine::open_sized(&staging, &wanted, &options.rocksdb, &memtables)?;

@@ -148,7 +148,7 @@ impl<K: SegmentKind> SegmentedStore<K> {
                 let budget = segment_budget(&spec.store, retention, segment_interval(spec.kind)?);
                 let (family, by_time) = (K::FAMILY, spec.by_time);
                 let opened =
-                    open_rocksdb_kind(path, &budget, spec.kind, retention, family, by_time)?;
+                    open_rocksdb_kind(path, &budget, spec.kind, retention, family, by_time, &[])?;
                 if let Some(has_index) = spec.kafka_index {
                     // What an export to Kafka's layout needs to know (super::time_order).
                     super::time_order::record_kafka_index(&opened.0, has_index)?;
@@ -162,7 +162,8 @@ impl<K: SegmentKind> SegmentedStore<K> {
                 if path.as_os_str().is_empty() {
                     return Err(Error::InvalidArgument("the store path is empty".into()));
                 }
-                let opened = open_memory_families(&spec.store, spec.kind, K::FAMILY, spec.by_time)?;
+                let opened =
+                    open_memory_families(&spec.store, spec.kind, K::FAMILY, spec.by_time, &[])?;
                 (opened, spec.kind)
             }
         };
@@ -176,7 +177,7 @@ impl<K: SegmentKind> SegmentedStore<K> {
     pub fn open_in_memory(options: &K::Options) -> Result<Self> {
         let (mut spec, settings) = K::spec(options)?;
         spec.store.engine = EngineKind::Memory;
-        let opened = open_memory_families(&spec.store, spec.kind, K::FAMILY, spec.by_time)?;
+        let opened = open_memory_families(&spec.store, spec.kind, K::FAMILY, spec.by_time, &[])?;
         Self::build(opened, spec.kind, None, spec, settings)
     }
 
@@ -204,7 +205,7 @@ impl<K: SegmentKind> SegmentedStore<K> {
         let (schema, segment_interval) = match kind {
             StoreKind::Window { segment_interval } => (Schema::Window, segment_interval),
             StoreKind::Session { segment_interval } => (Schema::Session, segment_interval),
-            StoreKind::KeyValue => return Err(not_segmented()),
+            StoreKind::KeyValue | StoreKind::Versioned { .. } => return Err(not_segmented(kind)),
         };
         let retention = Retention {
             period: spec.retention_period,
@@ -372,12 +373,15 @@ fn segment_interval(kind: StoreKind) -> Result<i64> {
         StoreKind::Window { segment_interval } | StoreKind::Session { segment_interval } => {
             Ok(segment_interval)
         }
-        StoreKind::KeyValue => Err(not_segmented()),
+        StoreKind::KeyValue | StoreKind::Versioned { .. } => Err(not_segmented(kind)),
     }
 }
 
-fn not_segmented() -> Error {
-    Error::Internal("a key-value store opened as a segmented store".into())
+fn not_segmented(kind: StoreKind) -> Error {
+    Error::Internal(format!(
+        "a {} store opened as a segmented store",
+        kind.name()
+    ))
 }
 
 /// Entries of a query on a store of kind `K`, in Kafka's order; fixed when created,
