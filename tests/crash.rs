@@ -27,6 +27,10 @@ use std::time::{Duration, Instant};
 #[path = "support/workload_segmented.rs"]
 mod workload_segmented;
 
+#[allow(dead_code)]
+#[path = "support/workload_versioned.rs"]
+mod workload_versioned;
+
 use kstate::store::{
     SessionOptions, SessionQuery, SessionStore, WindowOptions, WindowQuery, WindowStore,
 };
@@ -692,6 +696,84 @@ fn segmented_kills(window: bool) {
         "{} crash test: {rounds} SIGKILLs, {commits_seen} commits verified, {rolled_forward} \
          recoveries completed a spilled commit",
         if window { "window" } else { "session" }
+    );
+    assert!(
+        commits_seen > rounds as u64,
+        "workers made too little progress"
+    );
+}
+
+/// SIGKILLs of versioned store workers (crash points armed one round in three): after
+/// each, the reopened store answers every read (latest, as of each time, every version)
+/// exactly as a memory-engine reference replayed to the commit whose offset it reports,
+/// with that commit's stream time.
+#[test]
+fn versioned_store_sigkills_recover_a_whole_commit() {
+    use kstate::store::{VersionedOptions, VersionedStore};
+    use workload_versioned as w;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let options = |engine| {
+        VersionedOptions::new(w::RETENTION)
+            .with_segment_interval(w::INTERVAL)
+            .with_store(StoreOptions::plain(engine))
+    };
+    let reference = VersionedStore::open_in_memory(&options(EngineKind::Memory)).unwrap();
+    let tp = w::versioned_partition();
+    let mut rng = Rng::new(0x7E5 ^ u64::from(std::process::id()));
+    let (mut base, mut commits_seen, mut rolled_forward) = (0i64, 0u64, 0);
+    let rounds = (kills() / 3).max(20);
+    for round in 0..rounds {
+        let seed = rng.next_u64();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"));
+        cmd.arg("crash-worker")
+            .arg("--dir")
+            .arg(&path)
+            .args(["--seed", &seed.to_string(), "--max-uncommitted", "32768"])
+            .args(["--kind", "versioned"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        match round % 3 == 2 {
+            true => cmd.env("KSTATE_FAILPOINT_ODDS", "4"),
+            false => cmd.env_remove("KSTATE_FAILPOINT_ODDS"),
+        };
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(10 + rng.below(150)));
+        kill_unless_ended(&mut child);
+        expect_sigkilled(&mut child, round);
+
+        let store = VersionedStore::open(&path, &options(EngineKind::RocksDb)).unwrap();
+        rolled_forward += usize::from(store.recovery().rolled_forward);
+        let offset = store.committed_offset(&tp).unwrap().unwrap_or(0);
+        assert!(offset >= base, "round {round}: offset went backwards");
+        let commits = (offset - base) as u64;
+        let mut done = 0u64;
+        for op in w::VWorkload::new(seed) {
+            if done >= commits {
+                break;
+            }
+            w::apply(&reference, &op, base + done as i64 + 1).unwrap();
+            done += u64::from(op == w::VOp::Commit);
+        }
+        reference.rollback().unwrap();
+        assert_eq!(
+            reference.committed_offset(&tp).unwrap().unwrap_or(0),
+            offset,
+            "round {round}"
+        );
+        assert_eq!(
+            w::dump(&store, Isolation::ReadCommitted),
+            w::dump(&reference, Isolation::ReadCommitted),
+            "round {round} (seed {seed}, offset {offset}): recovered store differs from commit {offset}"
+        );
+        commits_seen += commits;
+        store.close().unwrap();
+        base = offset;
+    }
+    eprintln!(
+        "versioned crash test: {rounds} SIGKILLs, {commits_seen} commits verified, \
+         {rolled_forward} recoveries completed a spilled commit"
     );
     assert!(
         commits_seen > rounds as u64,

@@ -368,6 +368,16 @@ impl VersionedStore {
         Self::build(opened, kind, None, options, store)
     }
 
+    /// A store over an engine a test opened (a fault-injecting one, say).
+    #[cfg(test)]
+    pub(crate) fn over_engine(opened: Opened, options: &VersionedOptions) -> Result<Self> {
+        let (store, interval) = options.checked()?;
+        let kind = StoreKind::Versioned {
+            segment_interval: interval,
+        };
+        Self::build(opened, kind, None, options, store)
+    }
+
     fn build(
         opened: Opened,
         kind: StoreKind,

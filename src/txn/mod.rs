@@ -1245,6 +1245,6 @@ fn roll_forward(
 }
 
 #[cfg(test)]
-mod fault_tests;
+mod expiry_fault_tests;
 #[cfg(test)]
-mod window_fault_tests;
+mod fault_tests;

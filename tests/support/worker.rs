@@ -8,6 +8,8 @@
 mod workload;
 #[allow(dead_code)]
 mod workload_segmented;
+#[allow(dead_code)]
+mod workload_versioned;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -43,7 +45,7 @@ enum Cmd {
         /// Stop after this many commits (default: run until killed).
         #[arg(long)]
         commits: Option<u64>,
-        /// Store kind: `kv` (default), `window` or `session`.
+        /// Store kind: `kv` (default), `window`, `session` or `versioned`.
         #[arg(long, default_value = "kv")]
         kind: String,
         /// Percent of transactions handed over whole as restore batches
@@ -101,6 +103,7 @@ fn main() -> ExitCode {
             "window" | "session" => {
                 segmented_crash_worker(&dir, seed, max_uncommitted, commits, kind == "window")
             }
+            "versioned" => versioned_crash_worker(&dir, seed, max_uncommitted, commits),
             other => Err(format!("unknown store kind {other}").into()),
         },
         Cmd::Swap { dir, writes } => swap_worker(&dir, writes),
@@ -249,6 +252,39 @@ fn segmented_crash_worker(
         Either::W(s) => s.close()?,
         Either::S(s) => s.close()?,
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The crash worker of versioned stores: the versioned workload of `seed`, committing
+/// offsets `base + 1, base + 2, ...`, until killed.
+fn versioned_crash_worker(
+    dir: &Path,
+    seed: u64,
+    max_uncommitted: u64,
+    commits: Option<u64>,
+) -> CmdResult {
+    use kstate::store::{VersionedOptions, VersionedStore};
+    use workload_versioned as w;
+    let options = VersionedOptions::new(w::RETENTION)
+        .with_segment_interval(w::INTERVAL)
+        .with_store(StoreOptions::default().with_max_uncommitted_bytes(max_uncommitted));
+    let store = VersionedStore::open(dir, &options)?;
+    let base = store
+        .committed_offset(&w::versioned_partition())?
+        .unwrap_or(0);
+    println!("ready");
+    std::io::Write::flush(&mut std::io::stdout())?;
+    let mut done = 0u64;
+    for op in w::VWorkload::new(seed) {
+        w::apply(&store, &op, base + done as i64 + 1)?;
+        if op == w::VOp::Commit {
+            done += 1;
+            if commits.is_some_and(|n| done >= n) {
+                break;
+            }
+        }
+    }
+    store.close()?;
     Ok(ExitCode::SUCCESS)
 }
 
