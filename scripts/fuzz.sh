@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 
 seconds=${KSTATE_FUZZ_SECONDS:-15}
-all_targets=(meta values segmented kafka_offsets jni_codec capi_kv capi_kv_rocksdb capi_segmented
+all_targets=(meta values segmented versioned kafka_offsets jni_codec capi_kv capi_kv_rocksdb capi_segmented
   capi_segmented_rocksdb store_dir cli)
 targets=()
 for a in "$@"; do [ "$a" = --seeds ] || targets+=("$a"); done
@@ -46,7 +46,7 @@ host=$(rustc -vV | sed -n 's/^host: //p')
 # their input through `arbitrary`, so they get long inputs from the start.
 flags_for() {
   case "$1" in
-    capi_kv | capi_kv_rocksdb | capi_segmented | capi_segmented_rocksdb)
+    capi_kv | capi_kv_rocksdb | capi_segmented | capi_segmented_rocksdb | versioned)
       echo "-len_control=0 -max_len=1024" ;;
     store_dir) echo "-len_control=0 -max_len=512" ;;
     # The CLI prints reports and clap's messages: its stdout and stderr are closed

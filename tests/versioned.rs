@@ -222,3 +222,46 @@ fn options_are_checked_as_kafka_checks_them_and_the_interval_is_kept() {
     let e = VersionedStore::open(&kv, &VersionedOptions::new(10)).unwrap_err();
     assert_eq!(e.code(), kstate::ErrorCode::FormatMismatch, "{e}");
 }
+
+/// The example of docs/rust-api.md ("Versioned key-value stores"), with its claims checked.
+#[test]
+fn the_rust_api_page_example_answers_as_documented() -> kstate::Result<()> {
+    use kstate::store::VersionOrder;
+    use kstate::TopicPartition;
+    let dir = tempfile::tempdir().unwrap();
+    let store = VersionedStore::open(dir.path().join("prices"), &VersionedOptions::new(3_600_000))?;
+    assert_eq!(store.put(b"eur", Some(b"1.08"), 1_000)?, -1);
+    assert_eq!(store.put(b"eur", Some(b"1.07"), 500)?, 1_000);
+    let v = store.get_as_of(b"eur", 700)?.unwrap();
+    assert_eq!(
+        (v.value.as_slice(), v.timestamp, v.valid_to),
+        (&b"1.07"[..], 500, Some(1_000))
+    );
+    let ended = store.delete(b"eur", 2_000)?.unwrap();
+    assert_eq!(
+        (ended.value.as_slice(), ended.timestamp),
+        (&b"1.08"[..], 1_000)
+    );
+    let all = store.versions(
+        Isolation::ReadCommitted,
+        b"eur",
+        None,
+        None,
+        VersionOrder::Ascending,
+    )?;
+    assert!(all.is_empty(), "nothing is committed yet");
+    store.commit(
+        &[(TopicPartition::new("app-prices-changelog", 0), Some(42))],
+        None,
+    )?;
+    let all = store.versions(
+        Isolation::ReadCommitted,
+        b"eur",
+        None,
+        None,
+        VersionOrder::Ascending,
+    )?;
+    let spans: Vec<_> = all.iter().map(|r| (r.timestamp, r.valid_to)).collect();
+    assert_eq!(spans, [(500, Some(1_000)), (1_000, Some(2_000))]);
+    store.close()
+}

@@ -511,7 +511,8 @@ impl VersionedStore {
             let stream_time = reader.stream_time();
             if to >= inner.cutoff(stream_time) {
                 let live_from = inner.live_from(stream_time);
-                let mut history = reader.history(&inner.fams, key, from.max(live_from - 1))?;
+                let mut history =
+                    reader.history(&inner.fams, key, from.max(live_from.saturating_sub(1)))?;
                 while let Some(v) = history.next()? {
                     if v.valid_from > to {
                         break;
