@@ -265,3 +265,147 @@ fn the_rust_api_page_example_answers_as_documented() -> kstate::Result<()> {
     assert_eq!(spans, [(500, Some(1_000)), (1_000, Some(2_000))]);
     store.close()
 }
+
+/// The rows Kafka 4.4's `RocksDBVersionedStore` wrote (history retention 10 s, segment
+/// interval 1 s) for `k=v1@5, k=v2@1010, k=v0@2, k=v2b@1010, t=null@3005, e=""@7,
+/// delete(k)@4000, x=vx@4001`, as dumped from its `default` family.
+fn kafka_rows() -> Vec<(Vec<u8>, Vec<u8>)> {
+    let key = |segment: i64, k: &[u8]| [&segment.to_be_bytes()[..], k].concat();
+    let row = |next: i64, min: i64, entries: &[(i64, i32)], values: &[u8]| {
+        let mut r = [next.to_be_bytes(), min.to_be_bytes()].concat();
+        for (t, size) in entries {
+            r.extend_from_slice(&t.to_be_bytes());
+            r.extend_from_slice(&size.to_be_bytes());
+        }
+        r.extend_from_slice(values);
+        r
+    };
+    let latest = |t: i64, v: &[u8]| [&t.to_be_bytes()[..], v].concat();
+    let mut rows = vec![
+        (key(0, b"k"), row(5, 2, &[(2, 2)], b"v0")),
+        (key(1, b"k"), row(1010, 5, &[(5, 2)], b"v1")),
+        (key(3, b"t"), row(3005, 3005, &[(3005, -1)], b"")),
+        (key(4, b"k"), row(4000, 1010, &[(1010, 3)], b"v2b")),
+        (key(-1, b"e"), latest(7, b"")),
+        (key(-1, b"x"), latest(4001, b"vx")),
+    ];
+    rows.sort();
+    rows
+}
+
+fn kafka_store(path: &std::path::Path, rows: &[(Vec<u8>, Vec<u8>)], status: i64) {
+    let mut o = rocksdb::Options::default();
+    o.create_if_missing(true);
+    o.create_missing_column_families(true);
+    let db = rocksdb::DB::open_cf(&o, path, ["default", "offsets"]).unwrap();
+    for (k, v) in rows {
+        db.put(k, v).unwrap();
+    }
+    let offsets = db.cf_handle("offsets").unwrap();
+    db.put_cf(offsets, b"app-vs-changelog-0", 7i64.to_be_bytes())
+        .unwrap();
+    db.put_cf(offsets, b"status", status.to_be_bytes()).unwrap();
+    db.flush().unwrap();
+}
+
+fn kafka_entries(path: &std::path::Path, family: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let db = rocksdb::DB::open_cf_for_read_only(
+        &rocksdb::Options::default(),
+        path,
+        ["default", "offsets"],
+        false,
+    )
+    .unwrap();
+    let cf = db.cf_handle(family).unwrap();
+    db.iterator_cf(cf, rocksdb::IteratorMode::Start)
+        .map(|e| {
+            let (k, v) = e.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect()
+}
+
+fn record(value: &str, timestamp: i64, valid_to: Option<i64>) -> Option<kstate::VersionedRecord> {
+    Some(kstate::VersionedRecord {
+        value: value.as_bytes().to_vec(),
+        timestamp,
+        valid_to,
+    })
+}
+
+/// A directory of Kafka's versioned store is adopted in place when a kstate versioned
+/// store opens it, with its offsets, and answers what Kafka answered; the export writes
+/// Kafka's rows back byte for byte, with the offsets, and adopting that again changes
+/// nothing. A store Kafka left open, or a plain Kafka store, is refused untouched.
+#[test]
+fn kafka_versioned_stores_are_adopted_and_handed_back_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vs");
+    kafka_store(&path, &kafka_rows(), 0);
+    let options = VersionedOptions::new(10_000).with_segment_interval(1_000);
+    let store = VersionedStore::open(&path, &options).unwrap();
+    let tp = kstate::TopicPartition::new("app-vs-changelog", 0);
+    assert_eq!(store.committed_offset(&tp).unwrap(), Some(7));
+    assert_eq!(store.stream_time(Isolation::ReadCommitted).unwrap(), 4001);
+    for isolation in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
+        let get = |k: &[u8], t: Option<i64>| store.get_with(isolation, k, t).unwrap();
+        assert_eq!(get(b"k", Some(10)), record("v1", 5, Some(1010)));
+        assert_eq!(get(b"k", Some(2)), record("v0", 2, Some(5)));
+        assert_eq!(get(b"k", Some(1500)), record("v2b", 1010, Some(4000)));
+        assert_eq!(get(b"k", Some(4000)), None);
+        assert_eq!(get(b"k", None), None);
+        assert_eq!(get(b"e", None), record("", 7, None));
+        assert_eq!(get(b"x", Some(5000)), record("vx", 4001, None));
+        assert_eq!(get(b"t", Some(3005)), None);
+    }
+    // The degenerate tombstone bounds an older write, as in Kafka.
+    assert_eq!(store.put(b"t", Some(b"late"), 3000).unwrap(), 3005);
+    store.rollback().unwrap();
+    let before = dump(&store, Isolation::ReadCommitted);
+    store.close().unwrap();
+
+    let report = kstate::store::export_versioned_to_kafka(&path).unwrap();
+    assert_eq!((report.latest, report.rows), (2, 4));
+    assert_eq!(kafka_entries(&path, "default"), kafka_rows());
+    let offsets = kafka_entries(&path, "offsets");
+    assert!(offsets.contains(&(b"app-vs-changelog-0".to_vec(), 7i64.to_be_bytes().to_vec())));
+    assert!(offsets.contains(&(b"status".to_vec(), 0i64.to_be_bytes().to_vec())));
+
+    let again = VersionedStore::open(&path, &options).unwrap();
+    assert_eq!(dump(&again, Isolation::ReadCommitted), before);
+    again.close().unwrap();
+
+    // Left open by Kafka: refused, nothing changed; a plain Kafka store is not versioned.
+    let open = dir.path().join("open");
+    kafka_store(&open, &kafka_rows(), 1);
+    let e = VersionedStore::open(&open, &options).unwrap_err();
+    assert_eq!(e.code(), kstate::ErrorCode::Corruption, "{e}");
+    assert_eq!(kafka_entries(&open, "default"), kafka_rows());
+    let plain = dir.path().join("plain");
+    kafka_store(&plain, &[(b"customer-1".to_vec(), b"{}".to_vec())], 0);
+    let e = VersionedStore::open(&plain, &options).unwrap_err();
+    assert_eq!(e.code(), kstate::ErrorCode::FormatMismatch, "{e}");
+    assert!(e.to_string().contains("not a versioned one"), "{e}");
+}
+
+/// Whatever a workload leaves (tombstones, gaps, versions split and replaced, expired
+/// history), exporting to Kafka's layout and adopting it again keeps every answer.
+#[test]
+fn export_and_adoption_keep_every_answer_of_a_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w");
+    let rocks = options(EngineKind::RocksDb, 1 << 20);
+    let store = VersionedStore::open(&path, &rocks).unwrap();
+    let mut offset = 0;
+    for op in VWorkload::new(3).take(3_000) {
+        offset += i64::from(op == VOp::Commit);
+        answer(&store, &op, offset);
+    }
+    store.rollback().unwrap();
+    let before = dump(&store, Isolation::ReadCommitted);
+    store.close().unwrap();
+    kstate::store::export_versioned_to_kafka(&path).unwrap();
+    let again = VersionedStore::open(&path, &rocks).unwrap();
+    assert_eq!(dump(&again, Isolation::ReadCommitted), before);
+    again.close().unwrap();
+}

@@ -214,7 +214,7 @@ fn cmd_inspect(dir: &Path) -> CmdResult {
         }
         None if r.kafka_versioned => println!(
             "format:           Kafka Streams versioned key-value store (RocksDBVersionedStore; \
-             kstate neither converts nor adopts it)"
+             a kstate versioned store opened on it adopts it; upgrade leaves it alone)"
         ),
         None => println!("format:           Kafka Streams store (not yet opened by kstate)"),
     }

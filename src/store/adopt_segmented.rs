@@ -68,7 +68,7 @@ use crate::store::segmented::SegmentBudget;
 use crate::{Error, Result};
 
 /// Bytes of converted records buffered before they are written to the new store.
-const BATCH_BYTES: usize = 4 << 20;
+pub(crate) const BATCH_BYTES: usize = 4 << 20;
 
 /// One of Kafka's segment databases.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -465,20 +465,21 @@ fn build(
 
 /// Converted records waiting to be written.
 #[derive(Default)]
-struct Batch {
+pub(crate) struct Batch {
     entries: Vec<(Family, Vec<u8>, Vec<u8>)>,
-    bytes: usize,
+    /// Bytes buffered.
+    pub bytes: usize,
 }
 
 impl Batch {
-    fn push(&mut self, family: Family, key: Vec<u8>, value: Vec<u8>) {
+    pub(crate) fn push(&mut self, family: Family, key: Vec<u8>, value: Vec<u8>) {
         self.bytes += key.len() + value.len();
         self.entries.push((family, key, value));
     }
 
     /// Writes the records without the write-ahead log: the engine flushes them before the
     /// final, synced batch that makes the store complete.
-    fn write(&mut self, engine: &RocksEngine) -> Result<()> {
+    pub(crate) fn write(&mut self, engine: &RocksEngine) -> Result<()> {
         if self.entries.is_empty() {
             return Ok(());
         }

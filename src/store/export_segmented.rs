@@ -59,6 +59,21 @@ const BATCH_BYTES: usize = 4 << 20;
 /// I/O errors (the store is then unchanged, or already Kafka's when the error comes after
 /// the exchange).
 pub fn export_segmented_to_kafka(path: &Path) -> Result<KafkaSegmentsExport> {
+    export_in_place(path, build)
+}
+
+/// Replaces the kstate store at `path` (closed) with what `build(path, store name, side
+/// directory)` writes into the side directory, in one atomic exchange under kstate's lock
+/// (a kill leaves the kstate store, whose next open removes the side directory, or the new
+/// layout); kstate's lock file is removed last, under the lock.
+///
+/// # Errors
+/// [`Error::Locked`] while the store is open; [`Error::NotAStore`] without a kstate store
+/// at `path`; `build`'s errors (the store is then unchanged); I/O errors of the exchange.
+pub(crate) fn export_in_place<T>(
+    path: &Path,
+    build: impl FnOnce(&Path, &str, &Path) -> Result<T>,
+) -> Result<T> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -207,7 +222,7 @@ fn build(path: &Path, name: &str, side: &Path) -> Result<KafkaSegmentsExport> {
 
 /// Kafka's `offsets` family for `state` ([`kafka::entries`]), with the position when the
 /// commit metadata is the Java adapter's.
-fn offsets_entries(state: &CommittedState) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn offsets_entries(state: &CommittedState) -> Vec<(Vec<u8>, Vec<u8>)> {
     let position = state
         .metadata
         .as_deref()

@@ -3,6 +3,7 @@
 //! segmented engine (`store/segmented.rs`).
 
 mod adopt_segmented;
+mod adopt_versioned;
 mod adoption;
 mod checkpoint_file;
 pub mod export;
@@ -24,6 +25,7 @@ pub(crate) mod time_order;
 mod versioned;
 mod window;
 
+pub use adopt_versioned::{export_versioned_to_kafka, VersionedExport};
 pub use adoption::{check_adoption, PlannedStore};
 pub use export_segmented::{export_segmented_to_kafka, KafkaSegmentsExport};
 pub use iter::KvIter;

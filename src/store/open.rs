@@ -309,7 +309,7 @@ fn publish(path: &Path, staging: &Path) -> Result<()> {
 /// Refuses a database that another process has open for writing (Kafka Streams' own store,
 /// most often) before kstate opens it writable: RocksDB would rotate the owner's `LOG`
 /// before finding its `LOCK` taken.
-fn refuse_if_in_use(path: &Path) -> Result<()> {
+pub(crate) fn refuse_if_in_use(path: &Path) -> Result<()> {
     match lock_holder(path)? {
         Some(pid) => Err(Error::Locked {
             path: path.to_path_buf(),
@@ -404,7 +404,7 @@ pub(crate) fn check_kafka_store(
                 return Err(Error::FormatMismatch(format!(
                     "{} is a Kafka Streams versioned key-value store (RocksDBVersionedStore: \
                      keys prefixed by a logical segment, rows of record versions), not a \
-                     plain one; kstate does not adopt it",
+                     plain one; open it as a versioned store to adopt it (nothing was changed)",
                     path.display()
                 )));
             }
@@ -500,6 +500,13 @@ pub(crate) fn open_rocksdb_kind(
         probe(path)?;
     }
     let (lock, staging) = take(path)?;
+    if let StoreKind::Versioned { .. } = kind {
+        if let Probe::Database(families) = probe(path)? {
+            if super::adopt_versioned::kafka_families(&families) {
+                super::adopt_versioned::adopt(path, kind, budget)?;
+            }
+        }
+    }
     if let Some(segments) = adopt_segmented::kafka_segments(path)? {
         let target = adopt_segmented::Target {
             kind,

@@ -86,8 +86,8 @@ fn plan(found: &Found, target: ValueFormat) -> Plan {
     };
     if report.kafka_versioned {
         return Plan::LeaveAlone(
-            "a Kafka Streams versioned key-value store (RocksDBVersionedStore): kstate does not \
-             convert it, not opened for writing"
+            "a Kafka Streams versioned key-value store (RocksDBVersionedStore): no format to \
+             upgrade, not opened for writing"
                 .into(),
         );
     }
