@@ -15,6 +15,7 @@ import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -22,7 +23,10 @@ import java.util.Optional;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.query.ResultOrder;
 import org.apache.kafka.streams.state.VersionedBytesStore;
@@ -67,6 +71,9 @@ public class VersionedDifferentialTest {
     private long outOfOrder;
     private long deletesFound;
     private long historyReads;
+    /** Reads where Kafka's restored store differed from the Kafka store that wrote the changelog. */
+    private long kafkaRestoreDifferences;
+    private long kafkaRestoreReads;
 
     @Before
     public void setUp() throws Exception {
@@ -101,13 +108,100 @@ public class VersionedDifferentialTest {
         assertTrue("every case is reached", cases > ops / 1000);
     }
 
+    /**
+     * Changelog records as Kafka's versioned store logs them (every put and delete, late ones included,
+     * with its timestamp; null for a tombstone or delete), written by Kafka's store through its puts and
+     * restored in random batches into kstate's ({@code versionedRestoreBatch}, each batch committed with
+     * its offset): after every batch the stream time, every key as of many times and the multi-version
+     * queries must equal those of the Kafka store that wrote the changelog. The same batches restored into
+     * another Kafka store (its {@code restoreBatch}, what its restore callback calls) are compared with the
+     * writer too and their differences counted: Kafka's restore expires segments against the batch's final
+     * stream time before the batch's older records are put, so a version it had (a tombstone still valid
+     * inside the retention) can be lost and an older value read in its place.
+     */
+    @Test
+    public void restoringTheChangelogAnswersAsTheStoreThatWroteIt() throws Exception {
+        long records = Long.getLong("kstate.versioned.restore.records", 24_000L);
+        for (int i = 0; i < 4; i++) {
+            long seed = 2000 + i;
+            Random rnd = new Random(seed);
+            try (Pair p = new Pair(seed); KafkaStore restored = new KafkaStore(new File(dir, "kafka-restored-" + seed))) {
+                Method restore = RocksDBVersionedStore.class.getDeclaredMethod("restoreBatch", Collection.class);
+                restore.setAccessible(true);
+                long offset = 0;
+                while (offset < records / 4) {
+                    int n = 1 + rnd.nextInt(rnd.nextBoolean() ? 20 : 600);
+                    List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>();
+                    for (int j = 0; j < n; j++) {
+                        int key = rnd.nextInt(KEYS);
+                        long t = timestamp(p, rnd, key);
+                        byte[] v = rnd.nextInt(6) == 0 ? null : value(rnd, j);
+                        // the writer logs every put, a late one (NOT_PUT) included
+                        long code = p.kafka.put(bytes(key), v, t);
+                        accepted(p, key, t, code != VersionedKeyValueStore.PUT_RETURN_CODE_NOT_PUT);
+                        batch.add(new ConsumerRecord<>(CHANGELOG.topic(), CHANGELOG.partition(), offset++, t,
+                            TimestampType.CREATE_TIME, 2, v == null ? -1 : v.length, bytes(key).get(), v,
+                            new RecordHeaders(), Optional.empty()));
+                    }
+                    p.kstate.restoreBatch(batch, Collections.singletonMap(CHANGELOG, offset - 1), null);
+                    restore.invoke(restored.store, batch);
+                    assertEquals(p.where("restored stream time"), p.streamTime, p.kstate.streamTime(true));
+                    assertEquals(p.where("restored offset"), (Long) (offset - 1), p.kstate.committedOffset(CHANGELOG));
+                    readBack(p, rnd, (int) offset);
+                    compareKafkaRestore(p, restored.store, rnd);
+                }
+            }
+        }
+        System.out.printf("versioned restore differential: %d records; Kafka's own restore differs from the "
+            + "store that wrote the changelog in %d of %d reads%n", records, kafkaRestoreDifferences,
+            kafkaRestoreReads);
+    }
+
+    /** Counts the reads where Kafka's restored store answers otherwise than the one that wrote the changelog. */
+    private void compareKafkaRestore(Pair p, RocksDBVersionedStore restored, Random rnd) {
+        for (int key = 0; key < KEYS; key++) {
+            for (int i = 0; i < 10; i++) {
+                long t = p.streamTime - rnd.nextInt((int) RETENTION);
+                VersionedRecord<byte[]> want = p.kafka.get(bytes(key), t);
+                VersionedRecord<byte[]> got = restored.get(bytes(key), t);
+                kafkaRestoreReads++;
+                try {
+                    same("", want, got);
+                } catch (AssertionError differs) {
+                    kafkaRestoreDifferences++;
+                }
+            }
+        }
+    }
+
+    /** A Kafka versioned store from the public supplier, initialised as a task would. */
+    private static final class KafkaStore implements AutoCloseable {
+        final VersionedBytesStore root;
+        final RocksDBVersionedStore store;
+
+        KafkaStore(File stateDir) throws Exception {
+            root = (VersionedBytesStore) Stores.persistentVersionedKeyValueStore("versioned",
+                Duration.ofMillis(RETENTION), Duration.ofMillis(SEGMENT)).get();
+            TestSupport.CapturingContext context =
+                new TestSupport.CapturingContext(TestSupport.props("versioned-diff", stateDir), stateDir);
+            root.init(TestSupport.internalContext(context), root);
+            store = unwrap(root);
+        }
+
+        @Override
+        public void close() {
+            root.close();
+        }
+    }
+
     /** Kafka's store and kstate's, side by side. */
     private final class Pair implements AutoCloseable {
         final long seed;
         final int engine;
+
         final long maxUncommitted;
         final File kstateDir;
-        final VersionedBytesStore kafkaRoot;
+        final KafkaStore kafkaStore;
         final RocksDBVersionedStore kafka;
         final Method multiVersion;
         NativeVersionedStore kstate;
@@ -120,14 +214,9 @@ public class VersionedDifferentialTest {
             engine = seed % 2 == 0 ? KstateNative.ENGINE_MEMORY : KstateNative.ENGINE_ROCKSDB;
             // every other pair of seeds: a buffer of 2 KiB, so the transaction spills (RocksDB)
             maxUncommitted = (seed / 2) % 2 == 0 ? 2048 : 0;
-            File kafkaDir = new File(dir, "kafka-" + seed);
             kstateDir = new File(dir, "kstate-" + seed);
-            kafkaRoot = (VersionedBytesStore) Stores.persistentVersionedKeyValueStore("versioned",
-                Duration.ofMillis(RETENTION), Duration.ofMillis(SEGMENT)).get();
-            TestSupport.CapturingContext context =
-                new TestSupport.CapturingContext(TestSupport.props("versioned-diff", kafkaDir), kafkaDir);
-            kafkaRoot.init(TestSupport.internalContext(context), kafkaRoot);
-            kafka = unwrap(kafkaRoot);
+            kafkaStore = new KafkaStore(new File(dir, "kafka-" + seed));
+            kafka = kafkaStore.store;
             multiVersion = RocksDBVersionedStore.class.getDeclaredMethod("get", Bytes.class, long.class, long.class,
                 ResultOrder.class);
             multiVersion.setAccessible(true);
@@ -157,7 +246,7 @@ public class VersionedDifferentialTest {
         @Override
         public void close() {
             kstate.close();
-            kafkaRoot.close();
+            kafkaStore.close();
         }
     }
 
