@@ -58,20 +58,21 @@ macro_rules! natives {
 pub(crate) use natives;
 
 /// Declares, in module `$m`, the natives of store kind `$T` (Java prefix `$p`, iterator
-/// handle `$Iter`, closed by `$close` / `$close_iter`). Window and session stores add
+/// handle `$Iter`, whose batches [`Packed`](super::natives::Packed) packs, closed by
+/// `$close` / `$close_iter`). Window and session stores add
 /// `putAll` (Kafka's store keys), `streamTime` and `query`: `$Q` is the kind's query, `$a` /
 /// `$b` its two times, `$open_iter` opens its iterator, `$more` builds the kinds beyond
 /// [`KEY`](super::segmented::KEY) and [`KEY_RANGE`](super::segmented::KEY_RANGE), and
 /// `$by => $by_end` opens the iterator of query kind `$by` itself.
 macro_rules! kind_natives {
-    ($m:ident, $p:tt, $T:ident, $Iter:ident $(.$field:tt)?, $close:path, $close_iter:path
+    ($m:ident, $p:tt, $T:ident, $Iter:ident, $close:path, $close_iter:path
      $(; $Q:ident($a:ident, $b:ident), $open_iter:path, $more:expr $(, $by:ident => $by_end:path)?)?) => {
         #[doc = concat!("The natives every store kind has, for [`", stringify!($T), "`].")]
         pub(crate) mod $m {
             use super::*;
             use $crate::bridge::Transactional;
             #[allow(unused_imports)] // `jhandle`: window and session stores only
-            use $crate::jni::natives::{jhandle, number, pack, saturating, store, NO_OFFSET};
+            use $crate::jni::natives::{jhandle, number, saturating, store, Packed, NO_OFFSET};
 
             $crate::jni::declare::natives! {
                 /// `void *close(long store)`: closes the store and its iterators; the handle dies.
@@ -79,11 +80,10 @@ macro_rules! kind_natives {
                     $close(number(h))
                 }
                 /// `byte[] *next(long iterator, int maxEntries, int maxBytes)`: the next entries
-                /// ([`pack`]ed), null once exhausted.
+                /// ([`Packed`]), null once exhausted.
                 java ($p, "next", "Next") fn next(it: jlong, max_entries: jint, max_bytes: jint)
                     -> Option<Vec<u8>> {
-                    let iter = store::<$Iter>(it)?;
-                    pack(&(*iter)$(.$field)?, max_entries, max_bytes)
+                    store::<$Iter>(it)?.pack(max_entries, max_bytes)
                 }
                 /// `void *closeIterator(long iterator)`: releases the iterator; the handle dies.
                 java ($p, "closeIterator", "CloseIterator") fn close_iterator(it: jlong) -> () {

@@ -7,7 +7,8 @@
 //! once; [`guard`] is the single conversion point of errors and panics (a panic never
 //! unwinds into the JVM) to typed Java exceptions carrying the stable [`crate::ErrorCode`];
 //! [`codec`] is the packed `byte[]` layout of the batch calls (one crossing per batch);
-//! [`natives`] (key-value stores) and [`segmented`] (window, session) are the declarations.
+//! [`natives`] (key-value stores), [`segmented`] (window, session) and [`versioned`] are the
+//! declarations.
 //!
 //! Stores and iterators are `jlong` handles of the process's one handle table
 //! (`crate::handle`, the numbers C uses), tagged by kind: a closed, forged, zero or
@@ -22,6 +23,7 @@ mod natives;
 mod segmented;
 #[cfg(test)]
 mod tests;
+mod versioned;
 
 pub(crate) use convert::decode_java;
 pub use guard::{exception_class_for, INVALID_STATE_CLASS, PROCESSOR_STATE_CLASS};

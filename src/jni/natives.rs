@@ -12,10 +12,10 @@ use super::codec;
 use super::convert::JavaBytes;
 use super::declare::{kind_natives, natives};
 use super::guard::{guard, Failure};
-use crate::bridge::{self, KvIterHandle};
+use crate::bridge::{self, KvIterHandle, SessionIterHandle, WindowIterHandle};
 use crate::engine::rocksdb::BoundedMemory;
 use crate::handle::{Handled, HANDLES};
-use crate::store::{PlannedStore, SessionOptions, WindowOptions};
+use crate::store::{PlannedStore, SessionOptions, VersionedOptions, WindowOptions};
 use crate::{EngineKind, Error, Isolation, KeyRange, KvStore, Result, StoreOptions, ValueFormat};
 
 /// Returned by `committedOffset` when no offset is committed (never a Kafka offset); in
@@ -76,14 +76,15 @@ fn value_format(n: jlong) -> Result<ValueFormat> {
     numbered(n, "value format", &formats)
 }
 
-/// The options of the three open natives, which Java packs into one `long[]` of
+/// The options of the four open natives, which Java packs into one `long[]` of
 /// [`OpenArgs::LEN`] in this order (`KstateNative.openOptions` writes the same list):
 /// engine (0 RocksDB, 1 memory), valueFormat (0 timestamped, 1 plain, 2 headers: C's
 /// `KSTATE_FORMAT_*`), maxUncommittedBytes, syncOnCommit, blockCacheBytes, writeBufferBytes,
 /// maxWriteBuffers, bloomFilter, statistics, boundedMemoryBytes, boundedMemtableBytes,
 /// adoptLeftOpen; then, read by window and session stores only, retentionMs, windowSizeMs,
 /// retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex, kafkaHeaders (the fields of
-/// [`WindowOptions`] and [`SessionOptions`]). Booleans are 0 or 1; 0 for a size, count or
+/// [`WindowOptions`] and [`SessionOptions`]; a versioned store reads retentionMs as its
+/// history retention and segmentIntervalMs, [`VersionedOptions`]). Booleans are 0 or 1; 0 for a size, count or
 /// segment interval keeps kstate's (Kafka's) default; boundedMemoryBytes 0: no shared budget.
 #[derive(Debug, Clone)]
 pub(crate) struct OpenArgs {
@@ -91,6 +92,8 @@ pub(crate) struct OpenArgs {
     pub window: WindowOptions,
     /// The options of a session store.
     pub session: SessionOptions,
+    /// The options of a versioned store.
+    pub versioned: VersionedOptions,
 }
 
 impl OpenArgs {
@@ -132,6 +135,11 @@ impl OpenArgs {
             });
         }
         rocks.validate()?;
+        let versioned = VersionedOptions {
+            store: store.clone(),
+            history_retention: retention,
+            segment_interval: bridge::segment_interval(interval),
+        };
         let mut window = WindowOptions::new(retention, size, duplicates != 0);
         let mut session = SessionOptions::new(retention).with_store(store.clone());
         window = window.with_store(store);
@@ -141,40 +149,68 @@ impl OpenArgs {
         window.key_index = window.time_ordered && index != 0;
         session.time_ordered = window.time_ordered;
         session.kafka_headers_format = headers != 0;
-        Ok(OpenArgs { window, session })
+        Ok(OpenArgs {
+            window,
+            session,
+            versioned,
+        })
     }
 }
 
-/// The next batch of `iter` packed ([`codec`] entries), `None` once exhausted: what every
-/// iterator kind's `next` returns. The batch rules (checked timestamped values, no entry
-/// lost to an error) are [`KvIterHandle::next_batch_each`]'s. Each entry is encoded as soon
-/// as it is read, from the slices the store's cursor lends, and the buffer is sized from
-/// the first entry: a batch costs one buffer and one copy of each entry.
-pub(crate) fn pack(
-    iter: &KvIterHandle,
-    max_entries: jint,
-    max_bytes: jint,
-) -> Result<Option<Vec<u8>>> {
-    let max_entries = usize::try_from(max_entries.max(1)).unwrap_or(1);
-    let max_bytes = usize::try_from(max_bytes.max(1)).unwrap_or(1);
-    let mut packed: Vec<u8> = Vec::new();
-    let mut failed = None;
-    let taken = iter.next_batch_each(max_entries, max_bytes, |k, v| {
-        let size = k.len() + v.len() + 8;
-        if packed.is_empty() {
-            packed.reserve(
-                size.saturating_mul(max_entries)
-                    .min(max_bytes.saturating_add(size)),
-            );
+/// An iterator handle whose `next` native returns its entries in packed batches ([`codec`]
+/// entries), `None` once exhausted: what every kind's `next` calls.
+pub(crate) trait Packed: Handled {
+    /// The next batch: at most `max_entries`, stopping after the entry that reaches
+    /// `max_bytes` (both at least 1).
+    fn pack(&self, max_entries: jint, max_bytes: jint) -> Result<Option<Vec<u8>>>;
+}
+
+/// `max_entries` and `max_bytes` of a `next` call as sizes, at least 1 each.
+pub(crate) fn batch_limits(max_entries: jint, max_bytes: jint) -> (usize, usize) {
+    let at_least_one = |n: jint| usize::try_from(n.max(1)).unwrap_or(1);
+    (at_least_one(max_entries), at_least_one(max_bytes))
+}
+
+/// The batch rules (checked timestamped values, no entry lost to an error) are
+/// [`KvIterHandle::next_batch_each`]'s. Each entry is encoded as soon as it is read, from the
+/// slices the store's cursor lends, and the buffer is sized from the first entry: a batch
+/// costs one buffer and one copy of each entry.
+impl Packed for KvIterHandle {
+    fn pack(&self, max_entries: jint, max_bytes: jint) -> Result<Option<Vec<u8>>> {
+        let (max_entries, max_bytes) = batch_limits(max_entries, max_bytes);
+        let mut packed: Vec<u8> = Vec::new();
+        let mut failed = None;
+        let taken = self.next_batch_each(max_entries, max_bytes, |k, v| {
+            let size = k.len() + v.len() + 8;
+            if packed.is_empty() {
+                packed.reserve(
+                    size.saturating_mul(max_entries)
+                        .min(max_bytes.saturating_add(size)),
+                );
+            }
+            // Only a key or value over 2 GiB fails, which no store accepts.
+            if let Err(e) = codec::encode_entry(&mut packed, k, Some(v)) {
+                failed.get_or_insert(e);
+            }
+        })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((taken > 0).then_some(packed)),
         }
-        // Only a key or value over 2 GiB fails, which no store accepts.
-        if let Err(e) = codec::encode_entry(&mut packed, k, Some(v)) {
-            failed.get_or_insert(e);
-        }
-    })?;
-    match failed {
-        Some(e) => Err(e),
-        None => Ok((taken > 0).then_some(packed)),
+    }
+}
+
+/// Kafka's window store keys with their raw values.
+impl Packed for WindowIterHandle {
+    fn pack(&self, max_entries: jint, max_bytes: jint) -> Result<Option<Vec<u8>>> {
+        self.0.pack(max_entries, max_bytes)
+    }
+}
+
+/// Kafka's session store keys with their aggregates.
+impl Packed for SessionIterHandle {
+    fn pack(&self, max_entries: jint, max_bytes: jint) -> Result<Option<Vec<u8>>> {
+        self.0.pack(max_entries, max_bytes)
     }
 }
 

@@ -43,7 +43,7 @@ fn by_end(h: u64, isolation: Isolation, earliest: i64, latest: i64, reverse: boo
 }
 
 kind_natives! {
-    window, "window", WindowStore, WindowIterHandle.0, bridge::close_window_store,
+    window, "window", WindowStore, WindowIterHandle, bridge::close_window_store,
     bridge::close_window_iter; WindowQuery(from, to), bridge::open_window_iter,
     |kind, from, to| match kind {
         WINDOW_TIME => Some(WindowQuery::Time { from, to }),
@@ -53,7 +53,7 @@ kind_natives! {
 }
 
 kind_natives! {
-    session, "session", SessionStore, SessionIterHandle.0, bridge::close_session_store,
+    session, "session", SessionStore, SessionIterHandle, bridge::close_session_store,
     bridge::close_session_iter; SessionQuery(earliest_end, latest_start), bridge::open_session_iter,
     |kind, _, _| (kind == SESSION_ALL).then_some(SessionQuery::All), SESSION_BY_END => by_end
 }

@@ -2,12 +2,13 @@
 //! [`super::declare::natives`] generates) called with the `long` handles Java would pass,
 //! misuse included, checked against the C surface.
 
-use jni::sys::jlong;
+use jni::sys::{jint, jlong};
 
 use super::codec;
 use super::natives::kv::{self, close_iterator, commit, committed_offset, property, rollback};
 use super::natives::{self as ops, OpenArgs, NO_OFFSET};
 use super::segmented::{self as seg, session, window, KEY, KEY_RANGE};
+use super::versioned::{self as ver, versioned, NO_VALID_TO};
 use crate::capi::{self, kstate_error_code, kstate_error_free, kstate_error_t};
 use crate::{Error, ErrorCode, Result};
 
@@ -20,6 +21,7 @@ const BLOOM: usize = 7;
 const STATISTICS: usize = 8;
 const BOUNDED: usize = 9;
 const MEMTABLE: usize = 10;
+const MAX_UNCOMMITTED: usize = 2;
 const RETENTION: usize = 12;
 const WINDOW_SIZE: usize = 13;
 const INTERVAL: usize = 15;
@@ -256,13 +258,26 @@ fn both_surfaces_share_one_table_and_one_verdict() {
     );
     let cs = c_handle as usize as u64 as jlong;
     assert_eq!(rollback(cs).map_err(|e| e.code()), Ok(()));
+    // A versioned store and iterator are neither for C's nor for JNI's key-value functions.
+    let (vs, vit) = versioned_store_and_iter();
     // Same verdicts for every kind of misuse, handle by handle.
-    let mut cases = vec![0, 1, -1, 0x4B53_0000_0000_0001 + 1_000_000, s, it, cs];
+    let mut cases = vec![
+        0,
+        1,
+        -1,
+        0x4B53_0000_0000_0001 + 1_000_000,
+        s,
+        it,
+        cs,
+        vs,
+        vit,
+    ];
     for h in cases.clone() {
         assert_eq!(c_verdicts(h), jni_verdicts(h), "live handle {h:#x}");
     }
     close_iterator(it).unwrap();
     kv::close(s).unwrap();
+    versioned::close(vs).unwrap();
     assert_eq!(c_code(capi::kstate_kv_close(c_store(cs))), None);
     cases.extend([s + 1_000_000, it + 1_000_000]);
     for h in cases {
@@ -521,6 +536,302 @@ fn window_and_session_handles_work_and_refuse_other_kinds() {
     assert_eq!(
         code(window::rollback(w).unwrap_err()),
         ErrorCode::StoreClosed
+    );
+}
+
+/// Every native taking a versioned store handle, called with valid other arguments.
+const VERSIONED_OPS: [Op; 16] = [
+    ("versionedPut", |h| {
+        ver::versioned_put(h, b"k", Some(b"v"), 1).map(drop)
+    }),
+    ("versionedDelete", |h| {
+        ver::versioned_delete(h, b"k", 1).map(drop)
+    }),
+    ("versionedGet latest", |h| {
+        ver::versioned_get(h, b"k", true, 0, false).map(drop)
+    }),
+    ("versionedGet as of, committed", |h| {
+        ver::versioned_get(h, b"k", false, 5, true).map(drop)
+    }),
+    ("versionedQuery", |h| {
+        ver::versioned_query(h, b"k", 0, 9, true, false).map(drop)
+    }),
+    ("versionedRestoreBatch", |h| {
+        ver::versioned_restore_batch(h, &[], &[], &[], &[], &[], None)
+    }),
+    ("versionedStreamTime", |h| {
+        ver::versioned_stream_time(h, false).map(drop)
+    }),
+    ("versionedCommit", |h| {
+        versioned::commit(h, &topics(&["t"]), &[0], &[1], None)
+    }),
+    ("versionedCommittedOffset", |h| {
+        versioned::committed_offset(h, "t", 0).map(drop)
+    }),
+    ("versionedCommittedMetadata", |h| {
+        versioned::committed_metadata(h).map(drop)
+    }),
+    ("versionedRollback", versioned::rollback),
+    ("versionedFlush", |h| versioned::flush(h, None)),
+    ("versionedApproximateNumUncommittedBytes", |h| {
+        versioned::uncommitted_bytes(h).map(drop)
+    }),
+    ("versionedProperty", |h| {
+        versioned::property(h, "kstate.dropped-records").map(drop)
+    }),
+    ("versionedStreamTime committed", |h| {
+        ver::versioned_stream_time(h, true).map(drop)
+    }),
+    ("versionedClose", versioned::close),
+];
+
+/// Every native taking a versioned iterator handle.
+const VERSIONED_ITER_OPS: [Op; 2] = [
+    ("versionedNext", |h| versioned::next(h, 10, 1000).map(drop)),
+    ("versionedCloseIterator", versioned::close_iterator),
+];
+
+fn versioned_options() -> OpenArgs {
+    options(&[(RETENTION, 100), (INTERVAL, 10)])
+}
+
+/// A versioned store with one version and an open multi-version iterator over it.
+fn versioned_store_and_iter() -> (jlong, jlong) {
+    let s = ver::versioned_open(None, &versioned_options()).unwrap();
+    assert_eq!(ver::versioned_put(s, b"k", Some(b"v"), 1).unwrap(), -1);
+    let it = ver::versioned_query(s, b"k", jlong::MIN, jlong::MAX, true, false).unwrap();
+    (s, it)
+}
+
+#[test]
+fn versioned_handles_are_checked_like_every_kind() {
+    for h in [0, 1, -1, 0x4B53_0000_0000_0001 + 1_000_000, jlong::MAX] {
+        expect_all(
+            &VERSIONED_OPS,
+            h,
+            ErrorCode::InvalidHandle,
+            "a forged handle",
+        );
+        expect_all(
+            &VERSIONED_ITER_OPS,
+            h,
+            ErrorCode::InvalidHandle,
+            "a forged handle",
+        );
+    }
+    let (s, it) = store_and_iter();
+    let (vs, vit) = versioned_store_and_iter();
+    // Each kind refuses the other's handles, store and iterator alike.
+    for (h, case) in [
+        (s, "a key-value store"),
+        (it, "a key-value iterator"),
+        (vit, "a versioned iterator"),
+    ] {
+        expect_all(&VERSIONED_OPS, h, ErrorCode::InvalidHandle, case);
+    }
+    for (h, case) in [
+        (s, "a key-value store"),
+        (it, "a key-value iterator"),
+        (vs, "a versioned store"),
+    ] {
+        expect_all(&VERSIONED_ITER_OPS, h, ErrorCode::InvalidHandle, case);
+    }
+    for h in [vs, vit] {
+        expect_all(
+            &STORE_OPS,
+            h,
+            ErrorCode::InvalidHandle,
+            "a versioned handle",
+        );
+        expect_all(
+            &[STORE_CLOSE],
+            h,
+            ErrorCode::InvalidHandle,
+            "a versioned handle",
+        );
+        expect_all(&ITER_OPS, h, ErrorCode::InvalidHandle, "a versioned handle");
+    }
+    // Nothing was written, read or closed by the refused calls.
+    assert_eq!(
+        ops::get(s, b"a", false).unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+    assert_eq!(ver::versioned_stream_time(vs, false).unwrap(), 1);
+    let batch = versioned::next(vit, 10, 1000).unwrap().unwrap();
+    assert_eq!(codec::decode_entries(&batch).unwrap().len(), 1);
+    assert_eq!(versioned::next(vit, 10, 1000).unwrap(), None);
+    close_iterator(it).unwrap();
+    kv::close(s).unwrap();
+    // Closed handles: closed errors. A versioned iterator holds the versions its query
+    // found (materialised when it ran), so closing the store does not close it; it is
+    // released once, by its own close (Java closes it with the store).
+    let vit2 = ver::versioned_query(vs, b"k", 0, 9, false, true).unwrap();
+    versioned::close_iterator(vit).unwrap();
+    expect_all(
+        &VERSIONED_ITER_OPS,
+        vit,
+        ErrorCode::IteratorClosed,
+        "a closed iterator",
+    );
+    versioned::close(vs).unwrap();
+    expect_all(&VERSIONED_OPS, vs, ErrorCode::StoreClosed, "a closed store");
+    assert_eq!(
+        versioned::next(vit2, 1, 1).unwrap(),
+        None,
+        "nothing committed"
+    );
+    versioned::close_iterator(vit2).unwrap();
+    expect_all(
+        &VERSIONED_ITER_OPS,
+        vit2,
+        ErrorCode::IteratorClosed,
+        "a closed iterator",
+    );
+}
+
+/// A version as the natives encode it: `(value, timestamp, validTo or None)`.
+type Version = (Vec<u8>, i64, Option<i64>);
+
+fn version(bytes: &[u8]) -> Version {
+    let long = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().unwrap());
+    let valid_to = (long(8) != NO_VALID_TO).then_some(long(8));
+    (bytes[16..].to_vec(), long(0), valid_to)
+}
+
+fn v(value: &[u8], timestamp: i64, valid_to: Option<i64>) -> Option<Version> {
+    Some((value.to_vec(), timestamp, valid_to))
+}
+
+fn versions(h: jlong, from: jlong, to: jlong, ascending: bool, per_batch: jint) -> Vec<Version> {
+    let it = ver::versioned_query(h, b"k", from, to, ascending, false).unwrap();
+    let mut out = Vec::new();
+    while let Some(batch) = versioned::next(it, per_batch, 1 << 20).unwrap() {
+        let entries = codec::decode_entries(&batch).unwrap();
+        assert!(entries.len() <= per_batch as usize);
+        for (times, value) in entries {
+            out.push(version(&[times, value.unwrap()].concat()));
+        }
+    }
+    versioned::close_iterator(it).unwrap();
+    out
+}
+
+#[test]
+fn versioned_natives_put_read_delete_query_and_restore() {
+    for engine in [1, 0] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("versioned");
+        // A tiny buffer: the transaction spills to disk on RocksDB.
+        let args = options(&[
+            (ENGINE, engine),
+            (MAX_UNCOMMITTED, 64),
+            (RETENTION, 100),
+            (INTERVAL, 10),
+        ]);
+        let s = ver::versioned_open((engine == 0).then(|| path.to_str().unwrap()), &args).unwrap();
+        let get = |latest: bool, as_of: jlong, committed: bool| {
+            ver::versioned_get(s, b"k", latest, as_of, committed)
+                .unwrap()
+                .map(|b| version(&b))
+        };
+        assert_eq!(ver::versioned_stream_time(s, false).unwrap(), -1);
+        assert_eq!(ver::versioned_put(s, b"k", Some(b"a"), 10).unwrap(), -1);
+        assert_eq!(ver::versioned_put(s, b"k", Some(b"c"), 30).unwrap(), -1);
+        // Out of order: valid until the next version.
+        assert_eq!(ver::versioned_put(s, b"k", Some(b"b"), 20).unwrap(), 30);
+        assert_eq!(get(true, 0, false), v(b"c", 30, None));
+        assert_eq!(get(false, 25, false), v(b"b", 20, Some(30)));
+        assert_eq!(get(false, 9, false), None);
+        assert_eq!(get(true, 0, true), None, "nothing committed");
+        // Every version, both orders, one per batch and all in one.
+        let all = vec![
+            v(b"a", 10, Some(20)).unwrap(),
+            v(b"b", 20, Some(30)).unwrap(),
+            v(b"c", 30, None).unwrap(),
+        ];
+        assert_eq!(versions(s, jlong::MIN, jlong::MAX, true, 1), all);
+        let newest_first: Vec<Version> = all.iter().rev().cloned().collect();
+        assert_eq!(
+            versions(s, jlong::MIN, jlong::MAX, false, 100),
+            newest_first
+        );
+        assert_eq!(versions(s, 21, 29, true, 100), all[1..2]);
+        let e = ver::versioned_query(s, b"k", 5, 4, true, false).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+        // A delete returns the version it replaced, with its validTo when it was history.
+        let deleted = ver::versioned_delete(s, b"k", 25)
+            .unwrap()
+            .map(|b| version(&b));
+        assert_eq!(deleted, v(b"b", 20, Some(30)));
+        assert_eq!(get(false, 26, false), None);
+        versioned::commit(s, &topics(&["t"]), &[0], &[7], None).unwrap();
+        assert_eq!(get(true, 0, true), v(b"c", 30, None));
+        assert_eq!(ver::versioned_stream_time(s, true).unwrap(), 30);
+        // Older than the history retention (stream time 30 + 200 - 100): not put.
+        ver::versioned_put(s, b"k", Some(b"d"), 230).unwrap();
+        assert_eq!(
+            ver::versioned_put(s, b"k", Some(b"x"), 129).unwrap(),
+            jlong::MIN
+        );
+        assert_eq!(versioned::property(s, "kstate.dropped-records").unwrap(), 1);
+        let e = ver::versioned_restore_batch(s, &[], &[], &[], &[], &[], None).unwrap_err();
+        assert_eq!(
+            e.code(),
+            ErrorCode::InvalidArgument,
+            "uncommitted writes: {e}"
+        );
+        versioned::rollback(s).unwrap();
+        // A restore batch: keys and values packed, timestamps beside them, one each.
+        let mut batch = Vec::new();
+        codec::encode_entry(&mut batch, b"k", Some(b"e")).unwrap();
+        codec::encode_entry(&mut batch, b"k", None).unwrap();
+        let e = ver::versioned_restore_batch(s, &batch, &[40], &[], &[], &[], None).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+        ver::versioned_restore_batch(
+            s,
+            &batch,
+            &[40, 50],
+            &topics(&["t"]),
+            &[0],
+            &[9],
+            Some(b"m"),
+        )
+        .unwrap();
+        assert_eq!(versioned::committed_offset(s, "t", 0).unwrap(), 9);
+        assert_eq!(
+            versioned::committed_metadata(s).unwrap().as_deref(),
+            Some(&b"m"[..])
+        );
+        assert_eq!(
+            get(true, 0, true),
+            None,
+            "the tombstone at 50 is the latest"
+        );
+        assert_eq!(get(false, 45, true), v(b"e", 40, Some(50)));
+        assert_eq!(ver::versioned_stream_time(s, true).unwrap(), 50);
+        versioned::close(s).unwrap();
+        if engine == 0 {
+            // Reopened: the committed versions and stream time are back.
+            let s = ver::versioned_open(path.to_str(), &args).unwrap();
+            let got = ver::versioned_get(s, b"k", false, 45, true).unwrap();
+            assert_eq!(got.map(|b| version(&b)), v(b"e", 40, Some(50)));
+            assert_eq!(ver::versioned_stream_time(s, true).unwrap(), 50);
+            versioned::close(s).unwrap();
+        }
+    }
+    // Kafka's checks of the options.
+    for bad in [
+        [(RETENTION, -1), (INTERVAL, 0)],
+        [(RETENTION, 100), (INTERVAL, -5)],
+    ] {
+        let e = ver::versioned_open(None, &options(&bad)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    }
+    let e = ver::versioned_open(None, &options(&[(ENGINE, 0)])).unwrap_err();
+    assert_eq!(
+        e.code(),
+        ErrorCode::InvalidArgument,
+        "RocksDB needs a path: {e}"
     );
 }
 

@@ -3,10 +3,6 @@ package dev.kstate.bench;
 import dev.kstate.streams.TestSupport;
 import java.io.File;
 import java.io.IOException;
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Proxy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -17,8 +13,6 @@ import java.util.stream.Stream;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.processor.StateStore;
-import org.apache.kafka.streams.processor.StateStoreContext;
-import org.apache.kafka.streams.processor.internals.InternalProcessorContext;
 import org.apache.kafka.streams.processor.internals.RecordBatchingStateRestoreCallback;
 import org.apache.kafka.streams.processor.internals.StateRestoreCallbackAdapter;
 
@@ -84,53 +78,7 @@ public abstract class BenchStore implements AutoCloseable {
             props.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, configSetter);
         }
         this.context = new TestSupport.CapturingContext(props, stateDir);
-        root.init(internal(context), root);
-    }
-
-    private static final org.apache.kafka.common.header.Headers NO_HEADERS =
-        new org.apache.kafka.common.header.internals.RecordHeaders();
-
-    /**
-     * The context as Kafka's metered store layer needs it: Kafka's metered stores cast their
-     * context to the internal {@code InternalProcessorContext}, which only Kafka's runtime
-     * implements. This facade answers every {@link StateStoreContext} method from the
-     * MockProcessorContext's state store context (restore-callback registration included) and
-     * refuses the rest, which a store built without logging and caching never calls.
-     */
-    private static StateStoreContext internal(StateStoreContext context) {
-        InvocationHandler handler = (proxy, method, args) -> {
-            if (method.getDeclaringClass() == Object.class) {
-                switch (method.getName()) {
-                    case "equals":
-                        return proxy == args[0];
-                    case "hashCode":
-                        return System.identityHashCode(proxy);
-                    default:
-                        return "benchmark context over " + context;
-                }
-            }
-            if (method.getName().equals("headers") && method.getParameterCount() == 0) {
-                // the current record's headers, handed to the serdes: no record is being processed
-                return NO_HEADERS;
-            }
-            if (method.getName().equals("changelogFor")) {
-                // the topic Kafka would name the store's changelog (its serdes get it as their topic)
-                return context.applicationId() + "-" + args[0] + "-changelog";
-            }
-            Method target;
-            try {
-                target = StateStoreContext.class.getMethod(method.getName(), method.getParameterTypes());
-            } catch (NoSuchMethodException e) {
-                throw new UnsupportedOperationException("the benchmark's context does not support " + method);
-            }
-            try {
-                return target.invoke(context, args);
-            } catch (InvocationTargetException e) {
-                throw e.getCause();
-            }
-        };
-        return (StateStoreContext) Proxy.newProxyInstance(BenchStore.class.getClassLoader(),
-            new Class<?>[] {InternalProcessorContext.class}, handler);
+        root.init(TestSupport.internalContext(context), root);
     }
 
     /** @return the exception for a variant no store kind knows */

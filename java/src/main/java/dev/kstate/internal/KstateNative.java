@@ -58,7 +58,10 @@ public final class KstateNative {
     public static native boolean adoptionCheck(String path, int kind, int valueFormat, long retentionMs,
                                                long segmentIntervalMs, boolean adoptLeftOpen);
 
-    /** A native that opens a store of one kind: {@link #open}, {@link #windowOpen} or {@link #sessionOpen}. */
+    /**
+     * A native that opens a store of one kind: {@link #open}, {@link #windowOpen}, {@link #sessionOpen} or
+     * {@link #versionedOpen}.
+     */
     interface Open {
         long open(String path, long[] options);
     }
@@ -79,13 +82,14 @@ public final class KstateNative {
     }
 
     /**
-     * The options of the three open natives packed into one {@code long[]}, in the order the
+     * The options of the four open natives packed into one {@code long[]}, in the order the
      * native side reads them ({@code OpenArgs} in {@code src/jni/natives.rs}, same list): engine,
      * valueFormat, maxUncommittedBytes, syncOnCommit, blockCacheBytes, writeBufferBytes,
      * maxWriteBuffers, bloomFilter, statistics, boundedMemoryBytes, boundedMemtableBytes,
      * adoptLeftOpen (the last eight from {@code rocksdb}), then, read by window and session stores
      * only, retentionMs, windowSizeMs, retainDuplicates, segmentIntervalMs, timeOrdered, keyIndex,
-     * kafkaHeaders. Booleans are 0 or 1; 0 for a size, count or segment interval keeps the default.
+     * kafkaHeaders (a versioned store reads retentionMs as its history retention, and segmentIntervalMs).
+     * Booleans are 0 or 1; 0 for a size, count or segment interval keeps the default.
      *
      * @return the packed options
      */
@@ -104,9 +108,9 @@ public final class KstateNative {
         return b ? 1 : 0;
     }
 
-    // ----- natives, one row per operation: the key-value store's, then the window and session
-    // stores' (see NativeStore, NativeWindowStore, NativeSessionStore; src/jni declares each
-    // operation once for every kind)
+    // ----- natives, one row per operation: the key-value store's, then the window, session and
+    // versioned stores' (see NativeStore, NativeWindowStore, NativeSessionStore,
+    // NativeVersionedStore; src/jni declares each operation once for every kind)
 
     static native long open(String path, long[] options);
 
@@ -114,11 +118,15 @@ public final class KstateNative {
 
     static native long sessionOpen(String path, long[] options);
 
+    static native long versionedOpen(String path, long[] options);
+
     static native void close(long store);
 
     static native void windowClose(long store);
 
     static native void sessionClose(long store);
+
+    static native void versionedClose(long store);
 
     static native byte[] get(long store, byte[] key, boolean committed);
 
@@ -126,15 +134,22 @@ public final class KstateNative {
 
     static native byte[] sessionFetch(long store, byte[] key, long start, long end, boolean committed);
 
+    /** @return the version ({@code [long timestamp][long validTo][value]}) or null */
+    static native byte[] versionedGet(long store, byte[] key, boolean latest, long asOf, boolean committed);
+
     static native void put(long store, byte[] key, byte[] rawValue);
 
     static native boolean windowPut(long store, byte[] key, byte[] rawValue, long windowStart);
 
     static native boolean sessionPut(long store, byte[] key, long start, long end, byte[] aggregate);
 
+    static native long versionedPut(long store, byte[] key, byte[] value, long timestamp);
+
     static native byte[] putIfAbsent(long store, byte[] key, byte[] rawValue);
 
     static native byte[] delete(long store, byte[] key);
+
+    static native byte[] versionedDelete(long store, byte[] key, long timestamp);
 
     static native void putAll(long store, byte[] packed);
 
@@ -150,11 +165,16 @@ public final class KstateNative {
     static native long sessionQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long earliestEnd,
                                     long latestStart, boolean reverse, boolean committed);
 
+    static native long versionedQuery(long store, byte[] key, long fromTime, long toTime, boolean ascending,
+                                      boolean committed);
+
     static native byte[] next(long iterator, int maxEntries, int maxBytes);
 
     static native byte[] windowNext(long iterator, int maxEntries, int maxBytes);
 
     static native byte[] sessionNext(long iterator, int maxEntries, int maxBytes);
+
+    static native byte[] versionedNext(long iterator, int maxEntries, int maxBytes);
 
     static native void closeIterator(long iterator);
 
@@ -162,9 +182,13 @@ public final class KstateNative {
 
     static native void sessionCloseIterator(long iterator);
 
+    static native void versionedCloseIterator(long iterator);
+
     static native long windowStreamTime(long store, boolean committed);
 
     static native long sessionStreamTime(long store, boolean committed);
+
+    static native long versionedStreamTime(long store, boolean committed);
 
     static native void commit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
 
@@ -172,8 +196,14 @@ public final class KstateNative {
 
     static native void sessionCommit(long store, String[] topics, int[] partitions, long[] offsets, byte[] metadata);
 
+    static native void versionedCommit(long store, String[] topics, int[] partitions, long[] offsets,
+                                       byte[] metadata);
+
     static native void restoreBatch(long store, byte[] packed, String[] topics, int[] partitions, long[] offsets,
                                     byte[] metadata);
+
+    static native void versionedRestoreBatch(long store, byte[] packed, long[] timestamps, String[] topics,
+                                             int[] partitions, long[] offsets, byte[] metadata);
 
     static native void flush(long store, byte[] metadata);
 
@@ -181,11 +211,15 @@ public final class KstateNative {
 
     static native void sessionFlush(long store, byte[] metadata);
 
+    static native void versionedFlush(long store, byte[] metadata);
+
     static native long committedOffset(long store, String topic, int partition);
 
     static native long windowCommittedOffset(long store, String topic, int partition);
 
     static native long sessionCommittedOffset(long store, String topic, int partition);
+
+    static native long versionedCommittedOffset(long store, String topic, int partition);
 
     static native byte[] committedMetadata(long store);
 
@@ -193,11 +227,15 @@ public final class KstateNative {
 
     static native byte[] sessionCommittedMetadata(long store);
 
+    static native byte[] versionedCommittedMetadata(long store);
+
     static native void rollback(long store);
 
     static native void windowRollback(long store);
 
     static native void sessionRollback(long store);
+
+    static native void versionedRollback(long store);
 
     static native long approximateNumEntries(long store, boolean committed);
 
@@ -207,12 +245,16 @@ public final class KstateNative {
 
     static native long sessionApproximateNumUncommittedBytes(long store);
 
+    static native long versionedApproximateNumUncommittedBytes(long store);
+
     /** @return an integer RocksDB property or ticker by RocksDB name, or -1 when there is none */
     static native long property(long store, String name);
 
     static native long windowProperty(long store, String name);
 
     static native long sessionProperty(long store, String name);
+
+    static native long versionedProperty(long store, String name);
 
     /** @return true while the store runs in upgrade mode (old-format values left) */
     static native boolean isUpgrading(long store);

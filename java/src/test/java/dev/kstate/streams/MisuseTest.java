@@ -5,6 +5,9 @@ import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import dev.kstate.internal.KstateNative;
+import dev.kstate.internal.NativeStore;
+import dev.kstate.internal.NativeVersionedStore;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -184,5 +187,59 @@ public class MisuseTest {
             assertEquals(KstateException.INVALID_VALUE, ((KstateException) e).errorCode());
         }
         store.close();
+    }
+
+    private NativeVersionedStore openVersioned(String name) {
+        return NativeVersionedStore.open(name, new File(dir, name).getPath(), KstateNative.ENGINE_ROCKSDB, 0, false,
+            new NativeStore.RocksTuning(0, 0, 0, true, false, 0, 0), 1_000, 0);
+    }
+
+    private static void expectInvalid(int code, Runnable r) {
+        try {
+            r.run();
+            fail("expected ProcessorStateException");
+        } catch (ProcessorStateException e) {
+            assertEquals(e.getMessage(), code, ((KstateException) e).errorCode());
+        }
+    }
+
+    /** The versioned natives: closed, locked, wrong-kind and invalid calls are typed exceptions with their codes. */
+    @Test
+    public void versionedStoreMisuse() {
+        NativeVersionedStore store = openVersioned("versioned");
+        byte[] k = {'k'};
+        assertEquals(-1L, store.put(k, new byte[] {1}, 10));
+        expectInvalid(KstateException.INVALID_ARGUMENT, () -> store.put(null, new byte[] {1}, 10));
+        expectInvalid(KstateException.INVALID_ARGUMENT, () -> store.get(null, 10, false));
+        expectInvalid(KstateException.INVALID_ARGUMENT, () -> store.versions(k, 5, 4, true, false));
+        expectInvalid(KstateException.INVALID_ARGUMENT, () -> store.restoreBatch(Collections.emptyList(),
+            Collections.emptyMap(), null));
+        expectInvalid(KstateException.LOCKED, () -> openVersioned("versioned"));
+        store.close();
+        store.close(); // exactly once
+        TopicPartition tp = new TopicPartition("t", 0);
+        Runnable[] calls = {
+            () -> store.put(k, new byte[] {2}, 11), () -> store.delete(k, 11), () -> store.get(k, false),
+            () -> store.get(k, 10, true), () -> store.versions(k, 0, 100, false, false), () -> store.streamTime(false),
+            () -> store.restoreBatch(Collections.emptyList(), Collections.emptyMap(), null),
+            () -> store.commit(Collections.emptyMap(), null), () -> store.committedOffset(tp), store::rollback,
+            store::committedMetadata, store::approximateNumUncommittedBytes, () -> store.property("rocksdb.size"),
+        };
+        for (Runnable call : calls) {
+            expectClosed(call);
+        }
+        // a key-value store's directory is no versioned store, and back
+        open("kv").close();
+        expectInvalid(KstateException.FORMAT_MISMATCH, () -> openVersioned("kv"));
+        NativeVersionedStore again = openVersioned("versioned");
+        assertEquals("the uncommitted put is gone", null, again.get(k, false));
+        again.close();
+        KeyValueStore<Bytes, byte[]> kv = KstateStores.persistentKeyValueStore("versioned").get();
+        try {
+            kv.init(new TestSupport.CapturingContext(TestSupport.props("app", dir), dir), kv);
+            fail("expected ProcessorStateException");
+        } catch (ProcessorStateException e) {
+            assertEquals(KstateException.FORMAT_MISMATCH, ((KstateException) e).errorCode());
+        }
     }
 }

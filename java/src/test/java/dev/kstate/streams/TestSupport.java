@@ -3,6 +3,10 @@ package dev.kstate.streams;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -24,6 +28,7 @@ import org.apache.kafka.streams.processor.StateStoreContext;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.api.MockProcessorContext;
 import org.apache.kafka.streams.processor.api.RecordMetadata;
+import org.apache.kafka.streams.processor.internals.InternalProcessorContext;
 import org.apache.kafka.streams.state.KeyValueIterator;
 
 /** Helpers shared by the tests and the crash child. */
@@ -58,6 +63,52 @@ public final class TestSupport {
     }
 
     private TestSupport() {
+    }
+
+    private static final org.apache.kafka.common.header.Headers NO_HEADERS =
+        new org.apache.kafka.common.header.internals.RecordHeaders();
+
+    /**
+     * The context as Kafka's metered store layer needs it: Kafka's metered stores cast their
+     * context to the internal {@code InternalProcessorContext}, which only Kafka's runtime
+     * implements. This facade answers every {@link StateStoreContext} method from the
+     * MockProcessorContext's state store context (restore-callback registration included) and
+     * refuses the rest, which a store built without logging and caching never calls.
+     */
+    public static StateStoreContext internalContext(StateStoreContext context) {
+        InvocationHandler handler = (proxy, method, args) -> {
+            if (method.getDeclaringClass() == Object.class) {
+                switch (method.getName()) {
+                    case "equals":
+                        return proxy == args[0];
+                    case "hashCode":
+                        return System.identityHashCode(proxy);
+                    default:
+                        return "test context over " + context;
+                }
+            }
+            if (method.getName().equals("headers") && method.getParameterCount() == 0) {
+                // the current record's headers, handed to the serdes: no record is being processed
+                return NO_HEADERS;
+            }
+            if (method.getName().equals("changelogFor")) {
+                // the topic Kafka would name the store's changelog (its serdes get it as their topic)
+                return context.applicationId() + "-" + args[0] + "-changelog";
+            }
+            Method target;
+            try {
+                target = StateStoreContext.class.getMethod(method.getName(), method.getParameterTypes());
+            } catch (NoSuchMethodException e) {
+                throw new UnsupportedOperationException("the test context does not support " + method);
+            }
+            try {
+                return target.invoke(context, args);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        };
+        return (StateStoreContext) Proxy.newProxyInstance(TestSupport.class.getClassLoader(),
+            new Class<?>[] {InternalProcessorContext.class}, handler);
     }
 
     /** @return a fresh temp directory under build/test-tmp (or the system temp dir) */
