@@ -37,7 +37,9 @@ use std::path::{Path, PathBuf};
 use super::kafka;
 use super::lock::{sibling, StoreLock};
 use super::open::data_family_name;
-use super::{export_segmented_to_kafka, swap, KafkaSegmentsExport, KvStore, StoreOptions};
+use super::{
+    export_segmented_to_kafka, swap, KafkaSegmentsExport, KvStore, StoreOptions, VersionedExport,
+};
 use crate::engine::kafka_layout::{self, rewrite_as_kafka};
 use crate::engine::rocksdb::{probe, Probe, RocksEngine, RocksOptions};
 use crate::engine::{names, Engine};
@@ -69,6 +71,15 @@ pub enum ExportPlan {
     Kafka {
         /// True when kstate leftovers are found beside it.
         leftovers: bool,
+    },
+    /// A kstate versioned store, to be converted to Kafka's `RocksDBVersionedStore` layout
+    /// ([`super::export_versioned_to_kafka`]) and moved to Kafka's directory for it.
+    Versioned {
+        /// Where the Kafka store goes: `<taskDir>/rocksdb/<name>` (the store itself when it
+        /// is there already).
+        target: PathBuf,
+        /// Committed offsets (of the pending spilled commit, if there is one).
+        offsets: BTreeMap<TopicPartition, i64>,
     },
     /// A kstate window or session store, to be replaced in place by Kafka's segmented
     /// layout ([`super::export_segmented_to_kafka`]): Kafka keeps these stores at
@@ -104,6 +115,8 @@ pub struct Exported {
     /// For a window or session store, what its segmented export wrote (`None` for a
     /// key-value store).
     pub segmented: Option<KafkaSegmentsExport>,
+    /// For a versioned store, what its export wrote.
+    pub versioned: Option<VersionedExport>,
 }
 
 /// The Kafka Streams class that opens a store of `format` exported to Kafka.
@@ -198,12 +211,15 @@ pub fn plan(path: &Path) -> Result<ExportPlan> {
         .or_else(|| report.committed.as_ref().map(|c| c.offsets.clone()))
         .unwrap_or_default();
     if let StoreKind::Versioned { .. } = header.kind {
-        return Err(Error::FormatMismatch(format!(
-            "{} is a kstate versioned store; exporting it to Kafka's RocksDBVersionedStore \
-             layout is not supported: let Kafka Streams restore its versioned store from the \
-             changelog instead (nothing was changed)",
-            path.display()
-        )));
+        let target = kafka_target(path)?;
+        if target != path && probe(&target)? != Probe::Vacant {
+            return Err(Error::InvalidArgument(format!(
+                "{} already holds a store; the kstate versioned store at {} was not exported",
+                target.display(),
+                path.display()
+            )));
+        }
+        return Ok(ExportPlan::Versioned { target, offsets });
     }
     if header.kind != StoreKind::KeyValue {
         return segmented_plan(path, &header, offsets, &report);
@@ -443,6 +459,7 @@ fn rename(from: &Path, to: &Path) -> Result<()> {
 /// storage errors (a rerun finishes or cleans up).
 pub fn export(path: &Path, legacy_checkpoint: bool) -> Result<Option<Exported>> {
     let (target, format, resumed) = match plan(path)? {
+        ExportPlan::Kafka { .. } if moved_versioned(path)? => return Ok(None),
         ExportPlan::Kafka { .. } => {
             let target = if probe(path)? == Probe::Vacant {
                 kafka_target(path)?
@@ -454,6 +471,9 @@ pub fn export(path: &Path, legacy_checkpoint: bool) -> Result<Option<Exported>> 
         }
         ExportPlan::Segmented { offsets, .. } => {
             return export_segmented(path, offsets, legacy_checkpoint)
+        }
+        ExportPlan::Versioned { target, offsets } => {
+            return export_versioned(path, &target, offsets, legacy_checkpoint)
         }
         ExportPlan::Export {
             target,
@@ -540,6 +560,7 @@ pub fn export(path: &Path, legacy_checkpoint: bool) -> Result<Option<Exported>> 
         tables_rewritten,
         checkpoint_file,
         segmented: None,
+        versioned: None,
     }))
 }
 
@@ -579,7 +600,79 @@ fn export_segmented(
         tables_rewritten: 0,
         checkpoint_file,
         segmented: Some(done),
+        versioned: None,
     }))
+}
+
+/// Exports the kstate versioned store at `path` to Kafka's layout in place
+/// ([`super::export_versioned_to_kafka`]), then moves it to `target` (Kafka's directory for
+/// it) unless it is there already. The task `.checkpoint` is merged first, as for the other
+/// kinds. A kill before the move leaves Kafka's store at `path`: a rerun moves it
+/// ([`moved_versioned`]); a kstate open adopts it again.
+fn export_versioned(
+    path: &Path,
+    target: &Path,
+    offsets: BTreeMap<TopicPartition, i64>,
+    legacy_checkpoint: bool,
+) -> Result<Option<Exported>> {
+    let checkpoint_file = if legacy_checkpoint {
+        let task = target.parent().and_then(Path::parent).ok_or_else(|| {
+            Error::InvalidArgument(format!("{} has no task directory", target.display()))
+        })?;
+        Some(super::checkpoint_file::merge_task(task, &offsets)?)
+    } else {
+        None
+    };
+    let done = super::export_versioned_to_kafka(path)?;
+    crate::failpoint::hit("export-versioned-converted");
+    moved_versioned(path)?;
+    let engine = RocksEngine::open_read_only(target, &RocksOptions::default())?;
+    let written = match engine.registry().find(names::KAFKA_OFFSETS) {
+        Some(f) => Some(kafka::read(&engine, f)?),
+        None => None,
+    };
+    Ok(Some(Exported {
+        target: target.to_path_buf(),
+        format: ValueFormat::Plain,
+        offsets: written.as_ref().map_or(offsets, |w| w.offsets.clone()),
+        position: written.is_some_and(|w| w.position.is_some()),
+        tables_rewritten: 0,
+        checkpoint_file,
+        segmented: None,
+        versioned: Some(done),
+    }))
+}
+
+/// Moves Kafka's versioned store at `path`, when it is one and is not in Kafka's directory
+/// for it, to that (vacant) directory: the last step of a versioned export. False when
+/// there is nothing to move.
+fn moved_versioned(path: &Path) -> Result<bool> {
+    let target = kafka_target(path)?;
+    if target == path || probe(&target)? != Probe::Vacant {
+        return Ok(false);
+    }
+    let Probe::Database(families) = probe(path)? else {
+        return Ok(false);
+    };
+    if !super::adopt_versioned::kafka_families(&families) {
+        return Ok(false);
+    }
+    let engine = RocksEngine::open_read_only_foreign(path, &RocksOptions::default())?;
+    let default = engine.registry().require(names::PLAIN)?;
+    if !super::kafka_versioned::looks_versioned(&engine, default)? {
+        return Ok(false);
+    }
+    drop(engine);
+    let parent = target
+        .parent()
+        .ok_or_else(|| Error::Internal("a Kafka target without a parent".into()))?;
+    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    std::fs::rename(path, &target).map_err(|e| Error::io(path, e))?;
+    sync_dir(parent)?;
+    if let Some(old_parent) = path.parent() {
+        sync_dir(old_parent)?;
+    }
+    Ok(true)
 }
 
 /// Kafka's `offsets` family of the first segment of the Kafka segmented store at `store`

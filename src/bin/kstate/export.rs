@@ -1,4 +1,4 @@
-//! `kstate export --to kafka DIR`: hands kstate key-value, window and session stores back
+//! `kstate export --to kafka DIR`: hands kstate key-value, window, session and versioned stores back
 //! to Kafka Streams' own RocksDB stores (one store directory, or every store under a Kafka
 //! Streams state directory). The work and its crash safety are in `kstate::store::export`;
 //! this module lists, reports and sets the exit code: 0 when every store under DIR is now
@@ -56,6 +56,13 @@ fn describe(path: &Path, plan: &kstate::Result<ExportPlan>) -> String {
             } else {
                 ""
             }
+        ),
+        Ok(ExportPlan::Versioned { target, offsets }) => format!(
+            "  export  {} -> {} (kstate versioned store; offsets [{}]; opens as Kafka's \
+             RocksDBVersionedStore (Stores.persistentVersionedKeyValueStore))",
+            path.display(),
+            target.display(),
+            offsets_list(offsets).join(", ")
         ),
         Ok(ExportPlan::Segmented {
             kind,
@@ -120,7 +127,9 @@ pub fn cmd_export(dir: &Path, dry_run: bool, checkpoint: bool) -> CmdResult {
         .filter(|(_, p)| {
             matches!(
                 p,
-                Ok(ExportPlan::Export { .. } | ExportPlan::Segmented { .. })
+                Ok(ExportPlan::Export { .. }
+                    | ExportPlan::Segmented { .. }
+                    | ExportPlan::Versioned { .. })
             )
         })
         .chain(
@@ -137,6 +146,29 @@ pub fn cmd_export(dir: &Path, dry_run: bool, checkpoint: bool) -> CmdResult {
                 println!(
                     "  done    {} ({segments} Kafka segment(s), {records} records, {} offsets{}{})",
                     path.display(),
+                    done.offsets.len(),
+                    if done.position {
+                        " and the position"
+                    } else {
+                        ""
+                    },
+                    done.checkpoint_file
+                        .map(|f| format!("; merged into {}", f.display()))
+                        .unwrap_or_default()
+                );
+            }
+            Ok(Some(done)) if done.versioned.is_some() => {
+                exported += 1;
+                let rows = done
+                    .versioned
+                    .map(|v| (v.latest, v.rows))
+                    .unwrap_or_default();
+                println!(
+                    "  done    {} -> {} ({} latest values, {} history rows, {} offsets{}{})",
+                    path.display(),
+                    done.target.display(),
+                    rows.0,
+                    rows.1,
                     done.offsets.len(),
                     if done.position {
                         " and the position"
