@@ -268,7 +268,6 @@ pub fn open_session_iter(
 ///
 /// # Errors
 /// As [`open_store`] and [`VersionedStore::open`].
-#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
 pub fn open_versioned_store(path: Option<&[u8]>, options: &VersionedOptions) -> Result<u64> {
     let store = match path {
         None if options.store.engine == EngineKind::Memory => {
@@ -288,17 +287,14 @@ pub fn open_versioned_store(path: Option<&[u8]>, options: &VersionedOptions) -> 
 ///
 /// # Errors
 /// As [`close_window_store`].
-#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
 pub fn close_versioned_store(store: u64) -> Result<()> {
     HANDLES.remove::<VersionedStore>(store)?.close()
 }
 
 /// The object behind a versioned iterator handle: the versions a multi-version query found
 /// (read from one view when the query ran), handed out one at a time.
-#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
 pub struct VersionedIterHandle(Mutex<std::vec::IntoIter<VersionedRecord>>);
 
-#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
 impl VersionedIterHandle {
     /// The next version, `None` once every one was returned.
     pub fn next(&self) -> Option<VersionedRecord> {
@@ -311,7 +307,6 @@ impl VersionedIterHandle {
 ///
 /// # Errors
 /// The lookup errors of the table, the query's errors.
-#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
 pub fn open_versioned_iter(
     store: u64,
     isolation: crate::Isolation,
@@ -329,7 +324,6 @@ pub fn open_versioned_iter(
 ///
 /// # Errors
 /// As [`close_window_iter`].
-#[allow(dead_code)] // TEMP: until the C and JNI surfaces call it
 pub fn close_versioned_iter(iter: u64) -> Result<()> {
     HANDLES.remove::<VersionedIterHandle>(iter)?;
     Ok(())
