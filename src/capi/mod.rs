@@ -21,6 +21,8 @@ mod sized;
 #[cfg(test)]
 mod tests;
 mod versioned;
+#[cfg(test)]
+mod versioned_tests;
 mod window;
 #[cfg(test)]
 mod window_tests;
