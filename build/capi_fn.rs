@@ -17,7 +17,7 @@
 //!
 //! A parameter is `@ name: type - doc` (the doc may be left out: no `# Arguments` line).
 //! The types and what the body sees:
-//! * `kv`, `window`, `session`: a store handle (`*mut kstate_<kind>_t`), looked up (an
+//! * `kv`, `window`, `session`, `versioned`: a store handle (`*mut kstate_<kind>_t`), looked up (an
 //!   invalid or closed handle is the error) and bound as `Arc` of the kind's store;
 //! * `handle <C type>`: a handle passed on unlooked-up (`*mut <C type>`), for functions
 //!   that release it or hand its number on;
@@ -84,6 +84,10 @@ impl Kind {
             "session" => Kind::Store {
                 c: "kstate_session_t".into(),
                 rust: "crate::SessionStore",
+            },
+            "versioned" => Kind::Store {
+                c: "kstate_versioned_t".into(),
+                rust: "crate::VersionedStore",
             },
             "handle" => needs(Kind::Handle)?,
             "span" => Kind::Span,

@@ -37,11 +37,11 @@
  *    to committed readers only at kstate_*_commit. Reads taking a kstate_isolation_t see
  *    either the writer's view (KSTATE_READ_UNCOMMITTED: committed data plus the
  *    transaction's writes) or the last completed commit (KSTATE_READ_COMMITTED).
- *  - Kinds: key-value (kstate_kv_*), window (kstate_window_*) and session
- *    (kstate_session_*) stores share their open and transaction functions (open, close,
- *    commit, committed offset and metadata, rollback, uncommitted bytes, iterator release),
- *    documented in full on the key-value function; backward queries are documented on
- *    their forward query.
+ *  - Kinds: key-value (kstate_kv_*), window (kstate_window_*), session (kstate_session_*)
+ *    and versioned (kstate_versioned_*) stores share their open and transaction functions
+ *    (open, close, commit, committed offset and metadata, rollback, uncommitted bytes,
+ *    iterator release), documented in full on the key-value function; backward queries
+ *    are documented on their forward query.
  *
  * Link with -lkstate (libkstate.so). Requires a 64-bit platform.
  */
@@ -225,6 +225,25 @@
 #define KSTATE_SESSION_OPTIONS_SIZE_V2 88
 
 /**
+ * `struct_size` of the first layout of `kstate_versioned_options_t`: 80 bytes, this header's
+ * `sizeof(kstate_versioned_options_t)`.
+ */
+#define KSTATE_VERSIONED_OPTIONS_SIZE_V1 80
+
+/**
+ * What `kstate_versioned_put` returns in `*valid_to_out` when the version it wrote is the
+ * newest of its key (Kafka's `PUT_RETURN_CODE_VALID_TO_UNDEFINED`).
+ */
+#define KSTATE_VERSIONED_VALID_TO_UNDEFINED -1
+
+/**
+ * What `kstate_versioned_put` returns in `*valid_to_out` when the write was older than the
+ * history retention allows and was dropped (Kafka's `PUT_RETURN_CODE_NOT_PUT`,
+ * `INT64_MIN`).
+ */
+#define KSTATE_VERSIONED_NOT_PUT INT64_MIN
+
+/**
  * An error returned by a kstate function. Opaque: read it with `kstate_error_code` and
  * `kstate_error_message`, release it with `kstate_error_free`. A function that succeeds
  * returns NULL instead.
@@ -276,6 +295,21 @@ typedef struct kstate_session_iter_t kstate_session_iter_t;
  * `kstate_session_close`.
  */
 typedef struct kstate_session_t kstate_session_t;
+
+/**
+ * The versions a `kstate_versioned_versions` query found, read from one view when the
+ * query ran (Kafka's `VersionedRecordIterator`); a handle as the header's overview
+ * describes. It holds its results: it keeps returning them after its store is closed. It
+ * must be released with `kstate_versioned_iter_close`.
+ */
+typedef struct kstate_versioned_iter_t kstate_versioned_iter_t;
+
+/**
+ * An open versioned key-value store (Kafka's `VersionedKeyValueStore`: every key keeps its
+ * versions, each valid from its timestamp to the next version's), a handle as the
+ * header's overview describes; released by `kstate_versioned_close`.
+ */
+typedef struct kstate_versioned_t kstate_versioned_t;
 
 /**
  * An iterator over windows, in Kafka's order, fixed when it was created; a handle as the
@@ -486,7 +520,8 @@ typedef struct kstate_kv_options_t {
 } kstate_kv_options_t;
 
 /**
- * One entry for `kstate_kv_put_all` / `kstate_kv_put_all_raw`.
+ * One entry for `kstate_kv_put_all` / `kstate_kv_put_all_raw`, or one changelog record
+ * for `kstate_versioned_restore_batch`.
  */
 typedef struct kstate_kv_write_t {
     /**
@@ -501,6 +536,8 @@ typedef struct kstate_kv_write_t {
      * Value bytes. `kstate_kv_put_all`: the value without timestamp (NULL allowed when
      * `value_len` is 0). `kstate_kv_put_all_raw`: the value in the store's layout, or NULL
      * (with `value_len` 0) to delete the key, as Kafka's `put(key, null)`.
+     * `kstate_versioned_restore_batch`: the value, or NULL (with `value_len` 0) for a
+     * tombstone.
      */
     const uint8_t *value;
     /**
@@ -508,7 +545,8 @@ typedef struct kstate_kv_write_t {
      */
     size_t value_len;
     /**
-     * Record timestamp (`kstate_kv_put_all` only; ignored by the raw variant).
+     * Record timestamp (`kstate_kv_put_all`; ignored by the raw variant), or the version's
+     * timestamp (`kstate_versioned_restore_batch`).
      */
     int64_t timestamp;
 } kstate_kv_write_t;
@@ -603,6 +641,107 @@ typedef struct kstate_session_options_t {
      */
     bool time_ordered;
 } kstate_session_options_t;
+
+/**
+ * One version of a key, as Kafka's `VersionedRecord`. `value` is owned by the caller
+ * (release it with `kstate_bytes_free(&record.value)`); a tombstone is never returned.
+ */
+typedef struct kstate_versioned_record_t {
+    /**
+     * The value (a non-NULL `ptr` with `len` 0 for the empty value); `{NULL, 0}` when no
+     * version was returned.
+     */
+    struct kstate_bytes_t value;
+    /**
+     * When the version became valid (Kafka's `timestamp`, validFrom).
+     */
+    int64_t timestamp;
+    /**
+     * When the next version replaced it (exclusive); meaningful only with `has_valid_to`.
+     */
+    int64_t valid_to;
+    /**
+     * false for the latest version (Kafka's empty `validTo`), true for a version from the
+     * history.
+     */
+    bool has_valid_to;
+} kstate_versioned_record_t;
+
+/**
+ * Options for `kstate_versioned_open`. Initialise them with
+ * `kstate_versioned_options_init(&options, sizeof options)`, then set at least
+ * `history_retention_ms` and change the other fields you need. Values are stored as
+ * given, each version with its timestamp (there is no value format).
+ *
+ * ABI: as `kstate_window_options_t` (one layout so far).
+ */
+typedef struct kstate_versioned_options_t {
+    /**
+     * The size of this struct as the caller's header defines it: set by
+     * `kstate_versioned_options_init`; never change it.
+     */
+    size_t struct_size;
+    /**
+     * As `kstate_kv_options_t`.
+     */
+    kstate_engine_t engine;
+    /**
+     * As `kstate_kv_options_t`.
+     */
+    bool sync_on_commit;
+    /**
+     * Kafka's `historyRetention` in ms (>= 0): how long older versions stay readable, and
+     * also the grace period of writes. With stream time T (the largest timestamp written),
+     * a put or delete older than T - `history_retention_ms` is refused
+     * (`KSTATE_VERSIONED_NOT_PUT`), and a read as of a time older than that sees only the
+     * latest version. Default 1 day.
+     */
+    int64_t history_retention_ms;
+    /**
+     * Segment interval in ms for a new store (> 0; the granularity at which expired
+     * history is dropped), or 0 (default) for Kafka's default for the history retention.
+     * An existing store keeps its own.
+     */
+    int64_t segment_interval_ms;
+    /**
+     * As `kstate_kv_options_t`.
+     */
+    uint64_t max_uncommitted_bytes;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    size_t rocksdb_block_cache_bytes;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    size_t rocksdb_write_buffer_bytes;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    int32_t rocksdb_max_write_buffers;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    bool rocksdb_bloom_filter;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    bool rocksdb_statistics;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    size_t rocksdb_bounded_memory_bytes;
+    /**
+     * As `kstate_window_options_t`.
+     */
+    size_t rocksdb_bounded_memtable_bytes;
+} kstate_versioned_options_t;
+
+/**
+ * The order of a `kstate_versioned_versions` result: `KSTATE_VERSIONS_DESCENDING` or
+ * `KSTATE_VERSIONS_ASCENDING`.
+ */
+typedef uint32_t kstate_version_order_t;
 
 /**
  * Options for `kstate_window_open`. Initialise them with
@@ -754,6 +893,16 @@ typedef struct kstate_window_options_t {
  * (lazily, as for plain -> timestamped).
  */
 #define KSTATE_FORMAT_HEADERS 2
+
+/**
+ * Newest first (also what Kafka returns for `ResultOrder.ANY`).
+ */
+#define KSTATE_VERSIONS_DESCENDING 0
+
+/**
+ * Oldest first (Kafka's `withAscendingTimestamps()`).
+ */
+#define KSTATE_VERSIONS_ASCENDING 1
 
 #ifdef __cplusplus
 extern "C" {
@@ -1606,7 +1755,8 @@ struct kstate_error_t *kstate_session_backward_find_sessions_range(struct kstate
 
 /**
  * Closes a session store, as `kstate_kv_close` (same errors and guarantees): uncommitted
- * writes are discarded, its iterators closed, the handle invalid.
+ * writes are discarded, the handle invalid.
+ * Its iterators are closed.
  */
 KSTATE_MUST_USE struct kstate_error_t *kstate_session_close(struct kstate_session_t *store);
 
@@ -1897,6 +2047,280 @@ KSTATE_MUST_USE struct kstate_error_t *kstate_session_rollback(struct kstate_ses
 const char *kstate_version(void);
 
 /**
+ * Approximate bytes of the versioned store's uncommitted writes, as
+ * `kstate_kv_approximate_num_uncommitted_bytes`.
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_approximate_num_uncommitted_bytes(struct kstate_versioned_t *store,
+                                                                          uint64_t *bytes_out);
+
+/**
+ * Closes a versioned store, as `kstate_kv_close` (same errors and guarantees): uncommitted
+ * writes are discarded, the handle invalid.
+ * Its iterators keep the versions they hold (see `kstate_versioned_iter_t`).
+ */
+KSTATE_MUST_USE struct kstate_error_t *kstate_versioned_close(struct kstate_versioned_t *store);
+
+/**
+ * Commits the versioned store's uncommitted writes atomically with changelog `offsets` and
+ * `metadata`, as `kstate_kv_commit` (same arguments and errors).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_commit(struct kstate_versioned_t *store,
+                                               const struct kstate_offset_t *offsets,
+                                               size_t offsets_len,
+                                               const uint8_t *metadata,
+                                               size_t metadata_len);
+
+/**
+ * The metadata of a versioned store's last commit, as `kstate_kv_committed_metadata` (same
+ * arguments and errors).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_committed_metadata(struct kstate_versioned_t *store,
+                                                           struct kstate_bytes_t *metadata_out,
+                                                           bool *found_out);
+
+/**
+ * The committed changelog offset of a partition of a versioned store, as
+ * `kstate_kv_committed_offset` (same arguments and errors).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_committed_offset(struct kstate_versioned_t *store,
+                                                         const char *topic,
+                                                         int32_t partition,
+                                                         int64_t *offset_out,
+                                                         bool *found_out);
+
+/**
+ * Kafka's `delete(key, timestamp)`: a tombstone at `timestamp`, returning the version that
+ * was valid at `timestamp` before it (with its `valid_to` when it came from the history).
+ * A delete older than the history retention allows is dropped and returns nothing.
+ *
+ * # Arguments
+ * * `store` - a versioned store.
+ * * `key`, `key_len` - the key.
+ * * `timestamp` - the tombstone's timestamp.
+ * * `record_out` - receives the version (release its `value`).
+ * * `found_out` - true when a version was valid at `timestamp`.
+ *
+ * # Errors
+ * As `kstate_versioned_put`.
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_delete(struct kstate_versioned_t *store,
+                                               const uint8_t *key,
+                                               size_t key_len,
+                                               int64_t timestamp,
+                                               struct kstate_versioned_record_t *record_out,
+                                               bool *found_out);
+
+/**
+ * Kafka's `get(key)`: the latest version of `key` (no `valid_to`), in the writer's view or
+ * as committed (an interactive query's `VersionedKeyQuery` without `asOf`).
+ *
+ * # Arguments
+ * * `store` - a versioned store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` (the writer's view) or `KSTATE_READ_COMMITTED`.
+ * * `key`, `key_len` - the key.
+ * * `record_out` - receives the version (release its `value`).
+ * * `found_out` - true when the key has a latest value (not deleted).
+ *
+ * # Errors
+ * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_get(struct kstate_versioned_t *store,
+                                            kstate_isolation_t isolation,
+                                            const uint8_t *key,
+                                            size_t key_len,
+                                            struct kstate_versioned_record_t *record_out,
+                                            bool *found_out);
+
+/**
+ * Kafka's `get(key, asOfTimestamp)`: the version of `key` valid at `as_of` (with its
+ * `valid_to` when it came from the history). When `as_of` is older than the stream time
+ * minus the history retention, only the latest version is considered, as in Kafka.
+ * Arguments and errors as `kstate_versioned_get`, plus:
+ *
+ * # Arguments
+ * * `as_of` - the time (ms).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_get_as_of(struct kstate_versioned_t *store,
+                                                  kstate_isolation_t isolation,
+                                                  const uint8_t *key,
+                                                  size_t key_len,
+                                                  int64_t as_of,
+                                                  struct kstate_versioned_record_t *record_out,
+                                                  bool *found_out);
+
+/**
+ * Releases a versioned store iterator, as `kstate_kv_iter_close` (same errors; a handle of
+ * another kind is `KSTATE_ERR_INVALID_HANDLE`).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_iter_close(struct kstate_versioned_iter_t *iter);
+
+/**
+ * The next version of a `kstate_versioned_versions` iterator; at the end, a success with
+ * `*found_out` false and `*record_out` at its entry value.
+ *
+ * # Arguments
+ * * `iter` - the iterator.
+ * * `record_out` - receives the version (release its `value`).
+ * * `found_out` - true when a version was returned, false at the end.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_HANDLE` - `iter` NULL, never issued, or not a versioned iterator.
+ * * `KSTATE_ERR_ITERATOR_CLOSED` - the iterator was released.
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_iter_next(struct kstate_versioned_iter_t *iter,
+                                                  struct kstate_versioned_record_t *record_out,
+                                                  bool *found_out);
+
+/**
+ * Opens (creating it if absent) and recovers the versioned store at `path`, as `kstate_kv_open`
+ * (same arguments and errors), with options of type `kstate_versioned_options_t` set up by
+ * `kstate_versioned_options_init`, possibly changed.
+ * NULL options mean the defaults: RocksDB, history retention 1 day.
+ *
+ * # Errors
+ * As `kstate_kv_open`; also `KSTATE_ERR_INVALID_ARGUMENT` for an option out of range
+ * (negative history retention or segment interval) and `KSTATE_ERR_FORMAT_MISMATCH`
+ * when `path` holds a store of another kind (or Kafka Streams' own versioned store).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_open(const char *path,
+                                             const struct kstate_versioned_options_t *options,
+                                             struct kstate_versioned_t **store_out);
+
+/**
+ * Sets versioned store options to the defaults: RocksDB, history retention 1 day,
+ * Kafka's segment interval for it, and the store defaults of
+ * `kstate_kv_options_init`; as that function (same arguments and errors, for
+ * `kstate_versioned_options_t`).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_options_init(struct kstate_versioned_options_t *options,
+                                                     size_t struct_size);
+
+/**
+ * Kafka's `put(key, value, timestamp)` in the current transaction: writes the version of
+ * `key` valid from `timestamp`, or a tombstone (a version without a value) when `value` is
+ * NULL. A write older than the stream time minus the history retention is dropped (as in
+ * Kafka: nothing is written and `*valid_to_out` is `KSTATE_VERSIONED_NOT_PUT`); otherwise
+ * the stream time advances to `timestamp`. A tombstone at exactly the latest version's
+ * timestamp deletes that version and leaves no trace, as in Kafka.
+ *
+ * # Arguments
+ * * `store` - a versioned store.
+ * * `key`, `key_len` - the key.
+ * * `value`, `value_len` - the value; NULL (with length 0) writes a tombstone (Kafka's `put(key, null, timestamp)`); the empty value is a non-NULL pointer with length 0.
+ * * `timestamp` - the version's timestamp (ms).
+ * * `valid_to_out` - receives Kafka's return code: the `validTo` of the version written (the next version's timestamp), `KSTATE_VERSIONED_VALID_TO_UNDEFINED` (-1) when it is the newest, or `KSTATE_VERSIONED_NOT_PUT` when dropped.
+ *
+ * # Errors
+ * * `KSTATE_ERR_KEY_TOO_LARGE` (over `KSTATE_MAX_KEY_BYTES` - 20),
+ *   `KSTATE_ERR_VALUE_TOO_LARGE`.
+ * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - spilling the transaction failed.
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_put(struct kstate_versioned_t *store,
+                                            const uint8_t *key,
+                                            size_t key_len,
+                                            const uint8_t *value,
+                                            size_t value_len,
+                                            int64_t timestamp,
+                                            int64_t *valid_to_out);
+
+/**
+ * Restores a batch of changelog records (Kafka's restore of a versioned table after a
+ * rebalance or a lost disk): applies them in order as puts would, records older than the
+ * history retention at their turn skipped as Kafka's restore skips them, and commits them
+ * with `offsets` and `metadata` as `kstate_versioned_commit` would, all or none.
+ *
+ * # Arguments
+ * * `store` - the store; its transaction must have no uncommitted writes.
+ * * `records`, `records_len` - the records in changelog order: `key`, `value` (NULL with `value_len` 0: a tombstone) and `timestamp` (the version's).
+ * * `offsets`, `offsets_len` - the changelog offsets, as for `kstate_kv_commit`.
+ * * `metadata`, `metadata_len` - as for `kstate_kv_commit`.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - the transaction has uncommitted writes (commit or roll
+ *   them back first; nothing was written); NULL arrays, spans or topics as for
+ *   `kstate_kv_commit`.
+ * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_VALUE_TOO_LARGE` - a record is invalid;
+ *   nothing was written.
+ * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO`, `KSTATE_ERR_COMMIT_IN_DOUBT` - as for
+ *   `kstate_kv_commit` (the restore is rolled back unless the commit is in doubt).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_restore_batch(struct kstate_versioned_t *store,
+                                                      const struct kstate_kv_write_t *records,
+                                                      size_t records_len,
+                                                      const struct kstate_offset_t *offsets,
+                                                      size_t offsets_len,
+                                                      const uint8_t *metadata,
+                                                      size_t metadata_len);
+
+/**
+ * Discards the versioned store's uncommitted writes, as `kstate_kv_rollback` (same errors).
+ */
+KSTATE_MUST_USE struct kstate_error_t *kstate_versioned_rollback(struct kstate_versioned_t *store);
+
+/**
+ * Kafka's observed stream time of the store (the largest timestamp written and not
+ * dropped; -1 before any write): in the writer's view, or as of the last commit. Unlike
+ * Kafka's, it is committed with the data, so a reopened store refuses the same late
+ * writes as before.
+ *
+ * # Arguments
+ * * `store` - a versioned store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `time_out` - receives the stream time.
+ *
+ * # Errors
+ * `KSTATE_ERR_STORAGE`.
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_stream_time(struct kstate_versioned_t *store,
+                                                    kstate_isolation_t isolation,
+                                                    int64_t *time_out);
+
+/**
+ * Kafka's `MultiVersionedKeyQuery`: every version of `key` with a value that was valid at
+ * some time in `[from, to]` and lies within the history retention (the latest version
+ * always counts), in `order`. Unlike Kafka 4.4, which misses versions whose `validTo`
+ * lies in a later segment than `to`'s, every such version is returned. The results are
+ * read from one view when the query runs and held by the iterator.
+ *
+ * # Arguments
+ * * `store` - a versioned store.
+ * * `isolation` - `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
+ * * `key`, `key_len` - the key.
+ * * `from` - lowest time, inclusive; `INT64_MIN` for unbounded (Kafka's `fromTime(null)`).
+ * * `to` - highest time, inclusive; `INT64_MAX` for unbounded.
+ * * `order` - `KSTATE_VERSIONS_DESCENDING` (newest first, Kafka's default) or `KSTATE_VERSIONS_ASCENDING`.
+ * * `iter_out` - receives the iterator (release it with `kstate_versioned_iter_close`).
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `from > to` (Kafka's `IllegalArgumentException`), an
+ *   unknown `order`.
+ * * `KSTATE_ERR_KEY_TOO_LARGE`, `KSTATE_ERR_STORAGE`.
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_versions(struct kstate_versioned_t *store,
+                                                 kstate_isolation_t isolation,
+                                                 const uint8_t *key,
+                                                 size_t key_len,
+                                                 int64_t from,
+                                                 int64_t to,
+                                                 kstate_version_order_t order,
+                                                 struct kstate_versioned_iter_t **iter_out);
+
+/**
  * Kafka's `all()`: every live window, in Kafka's order. Errors as
  * `kstate_window_fetch_range`.
  *
@@ -1968,7 +2392,8 @@ struct kstate_error_t *kstate_window_backward_fetch_range(struct kstate_window_t
 
 /**
  * Closes a window store, as `kstate_kv_close` (same errors and guarantees): uncommitted
- * writes are discarded, its iterators closed, the handle invalid.
+ * writes are discarded, the handle invalid.
+ * Its iterators are closed.
  */
 KSTATE_MUST_USE struct kstate_error_t *kstate_window_close(struct kstate_window_t *store);
 

@@ -22,7 +22,8 @@ pub struct kstate_kv_t {
     _opaque: [u8; 0],
 }
 
-/// One entry for `kstate_kv_put_all` / `kstate_kv_put_all_raw`.
+/// One entry for `kstate_kv_put_all` / `kstate_kv_put_all_raw`, or one changelog record
+/// for `kstate_versioned_restore_batch`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct kstate_kv_write_t {
@@ -33,10 +34,13 @@ pub struct kstate_kv_write_t {
     /// Value bytes. `kstate_kv_put_all`: the value without timestamp (NULL allowed when
     /// `value_len` is 0). `kstate_kv_put_all_raw`: the value in the store's layout, or NULL
     /// (with `value_len` 0) to delete the key, as Kafka's `put(key, null)`.
+    /// `kstate_versioned_restore_batch`: the value, or NULL (with `value_len` 0) for a
+    /// tombstone.
     pub value: *const u8,
     /// Length of `value`.
     pub value_len: usize,
-    /// Record timestamp (`kstate_kv_put_all` only; ignored by the raw variant).
+    /// Record timestamp (`kstate_kv_put_all`; ignored by the raw variant), or the version's
+    /// timestamp (`kstate_versioned_restore_batch`).
     pub timestamp: i64,
 }
 
@@ -70,7 +74,7 @@ type WriteSpans<'a> = (&'a [u8], Option<&'a [u8]>, i64);
 ///
 /// # Safety
 /// Each entry's pointers are NULL or readable for their lengths (the header's pointer rules).
-unsafe fn write_spans(entries: &[kstate_kv_write_t]) -> Result<Vec<WriteSpans<'_>>> {
+pub(crate) unsafe fn write_spans(entries: &[kstate_kv_write_t]) -> Result<Vec<WriteSpans<'_>>> {
     let mut spans = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
         // SAFETY: readable as given (caller's guarantee).

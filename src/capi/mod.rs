@@ -20,6 +20,9 @@ mod shared;
 mod sized;
 #[cfg(test)]
 mod tests;
+mod versioned;
+#[cfg(test)]
+mod versioned_tests;
 mod window;
 #[cfg(test)]
 mod window_tests;
@@ -28,7 +31,7 @@ mod window_tests;
 // function or type needs no list to be added to.
 pub use self::{
     bytes::*, error::*, iter::*, kv::*, options::*, segmented_options::*, session::*, shared::*,
-    window::*,
+    versioned::*, window::*,
 };
 
 use std::ffi::c_char;

@@ -3,7 +3,9 @@
 use crate::engine::rocksdb::{BoundedMemory, RocksOptions};
 use crate::{EngineKind, Error, Result, StoreOptions, ValueFormat};
 
-use super::segmented_options::{kstate_session_options_t, kstate_window_options_t};
+use super::segmented_options::{
+    kstate_session_options_t, kstate_versioned_options_t, kstate_window_options_t,
+};
 use super::sized::{init, Layouts, OptionsStruct};
 
 /// Which storage engine backs a store: `KSTATE_ENGINE_ROCKSDB` or `KSTATE_ENGINE_MEMORY`.

@@ -1,9 +1,10 @@
-//! `kstate_window_options_t` and `kstate_session_options_t`: how window and session stores
-//! are opened. Sized structs as `kstate_kv_options_t` (see `sized.rs`); their store fields
+//! `kstate_window_options_t`, `kstate_session_options_t` and `kstate_versioned_options_t`:
+//! how the stores segmented by time are opened (a versioned store's history is segmented as
+//! Kafka's). Sized structs as `kstate_kv_options_t` (see `sized.rs`); their store fields
 //! are those of `kstate_kv_options_t`, validated by its conversion. Each first layout ends
 //! without tail padding, so it is a byte prefix of the second.
 
-use crate::{bridge, Error, Result, SessionOptions, WindowOptions};
+use crate::{bridge, Error, Result, SessionOptions, VersionedOptions, WindowOptions};
 
 use super::options::{
     kstate_engine_t, kstate_kv_options_t, kstate_value_format_t, KSTATE_FORMAT_PLAIN,
@@ -140,6 +141,50 @@ pub struct kstate_session_options_t {
     pub time_ordered: bool,
 }
 
+/// Options for `kstate_versioned_open`. Initialise them with
+/// `kstate_versioned_options_init(&options, sizeof options)`, then set at least
+/// `history_retention_ms` and change the other fields you need. Values are stored as
+/// given, each version with its timestamp (there is no value format).
+///
+/// ABI: as `kstate_window_options_t` (one layout so far).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct kstate_versioned_options_t {
+    /// The size of this struct as the caller's header defines it: set by
+    /// `kstate_versioned_options_init`; never change it.
+    pub struct_size: usize,
+    /// As `kstate_kv_options_t`.
+    pub engine: kstate_engine_t,
+    /// As `kstate_kv_options_t`.
+    pub sync_on_commit: bool,
+    /// Kafka's `historyRetention` in ms (>= 0): how long older versions stay readable, and
+    /// also the grace period of writes. With stream time T (the largest timestamp written),
+    /// a put or delete older than T - `history_retention_ms` is refused
+    /// (`KSTATE_VERSIONED_NOT_PUT`), and a read as of a time older than that sees only the
+    /// latest version. Default 1 day.
+    pub history_retention_ms: i64,
+    /// Segment interval in ms for a new store (> 0; the granularity at which expired
+    /// history is dropped), or 0 (default) for Kafka's default for the history retention.
+    /// An existing store keeps its own.
+    pub segment_interval_ms: i64,
+    /// As `kstate_kv_options_t`.
+    pub max_uncommitted_bytes: u64,
+    /// As `kstate_window_options_t`.
+    pub rocksdb_block_cache_bytes: usize,
+    /// As `kstate_window_options_t`.
+    pub rocksdb_write_buffer_bytes: usize,
+    /// As `kstate_window_options_t`.
+    pub rocksdb_max_write_buffers: i32,
+    /// As `kstate_window_options_t`.
+    pub rocksdb_bloom_filter: bool,
+    /// As `kstate_window_options_t`.
+    pub rocksdb_statistics: bool,
+    /// As `kstate_window_options_t`.
+    pub rocksdb_bounded_memory_bytes: usize,
+    /// As `kstate_window_options_t`.
+    pub rocksdb_bounded_memtable_bytes: usize,
+}
+
 /// `struct_size` of the first layout of `kstate_window_options_t` (up to
 /// `rocksdb_bounded_memtable_bytes`): 96 bytes.
 pub const KSTATE_WINDOW_OPTIONS_SIZE_V1: usize = 96;
@@ -152,6 +197,10 @@ pub const KSTATE_SESSION_OPTIONS_SIZE_V1: usize = 80;
 /// `struct_size` of the second layout of `kstate_session_options_t` (adds `value_format`,
 /// `time_ordered`): 88 bytes, this header's `sizeof(kstate_session_options_t)`.
 pub const KSTATE_SESSION_OPTIONS_SIZE_V2: usize = 88;
+
+/// `struct_size` of the first layout of `kstate_versioned_options_t`: 80 bytes, this header's
+/// `sizeof(kstate_versioned_options_t)`.
+pub const KSTATE_VERSIONED_OPTIONS_SIZE_V1: usize = 80;
 
 // The constants are the ABI: a layout change that moves them fails the build. Layout 1 is
 // a byte prefix of layout 2 (the first new field starts where layout 1 ended).
@@ -166,7 +215,10 @@ const _: () = assert!(
     std::mem::offset_of!(kstate_session_options_t, value_format) == KSTATE_SESSION_OPTIONS_SIZE_V1
 );
 
-/// Default retention of both option structs: one day, Kafka's default for windowed stores.
+const _: () =
+    assert!(std::mem::size_of::<kstate_versioned_options_t>() == KSTATE_VERSIONED_OPTIONS_SIZE_V1);
+
+/// Default retention of the option structs: one day, Kafka's default for windowed stores.
 const DEFAULT_RETENTION_MS: i64 = 86_400_000;
 
 /// A `$t` whose store fields (the fields every options struct has, by the same names) are
@@ -195,11 +247,14 @@ macro_rules! with_store_fields {
 /// conversion and checks.
 macro_rules! store_options {
     ($o:expr) => {
+        store_options!($o, $o.value_format)
+    };
+    ($o:expr, $format:expr) => {
         with_store_fields!(
             $o,
             kstate_kv_options_t {
                 struct_size: KSTATE_KV_OPTIONS_SIZE_V2,
-                value_format: $o.value_format,
+                value_format: $format,
             }
         )
         .convert()
@@ -293,6 +348,37 @@ impl OptionsStruct for kstate_session_options_t {
         options.segment_interval = bridge::segment_interval(self.segment_interval_ms);
         options.time_ordered = self.time_ordered;
         options.validate()?;
+        Ok(options)
+    }
+}
+
+impl OptionsStruct for kstate_versioned_options_t {
+    type Options = VersionedOptions;
+    const LAYOUTS: Layouts = Layouts {
+        v1: KSTATE_VERSIONED_OPTIONS_SIZE_V1,
+        v1_fields: KSTATE_VERSIONED_OPTIONS_SIZE_V1,
+        v2: KSTATE_VERSIONED_OPTIONS_SIZE_V1,
+        name: "kstate_versioned_options",
+    };
+    /// The defaults (history retention 1 day), in the current layout.
+    fn defaults() -> Self {
+        with_store_fields!(
+            kstate_kv_options_t::defaults(),
+            kstate_versioned_options_t {
+                struct_size: KSTATE_VERSIONED_OPTIONS_SIZE_V1,
+                history_retention_ms: DEFAULT_RETENTION_MS,
+                segment_interval_ms: 0,
+            }
+        )
+    }
+
+    /// Validates and converts to the core's options (the core checks retention and
+    /// interval when the store opens, before anything is created).
+    fn convert(self) -> Result<VersionedOptions> {
+        // Plain: versions are stored in the store's own layout, whatever the format says.
+        let store = store_options!(self, KSTATE_FORMAT_PLAIN)?;
+        let mut options = VersionedOptions::new(self.history_retention_ms).with_store(store);
+        options.segment_interval = bridge::segment_interval(self.segment_interval_ms);
         Ok(options)
     }
 }

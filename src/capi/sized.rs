@@ -1,8 +1,9 @@
 //! The sized option structs of the C API (`kstate_kv_options_t`, `kstate_window_options_t`,
-//! `kstate_session_options_t`), read and initialised by one set of rules: a leading
-//! `struct_size` names the layout the caller was compiled with, the library reads and
-//! writes only that layout's bytes (the later fields keep their defaults), and a size no
-//! layout has is `KSTATE_ERR_INVALID_ARGUMENT` with a message saying what went wrong.
+//! `kstate_session_options_t`, `kstate_versioned_options_t`), read and initialised by one
+//! set of rules: a leading `struct_size` names the layout the caller was compiled with, the
+//! library reads and writes only that layout's bytes (the later fields keep their
+//! defaults), and a size no layout has is `KSTATE_ERR_INVALID_ARGUMENT` with a message
+//! saying what went wrong.
 
 use crate::{Error, Result};
 
@@ -13,7 +14,8 @@ pub(crate) struct Layouts {
     /// The bytes of layout 1 that hold its fields, read and written for a layout-1 caller:
     /// `v1` unless layout 1 ends with tail padding (where layout 2 may keep fields).
     pub v1_fields: usize,
-    /// Size of layout 2, the current one (`size_of::<Self>()`).
+    /// Size of layout 2, the current one (`size_of::<Self>()`); `v1` for a struct with one
+    /// layout so far.
     pub v2: usize,
     /// The struct's name without `_t`, for messages (`kstate_kv_options`).
     pub name: &'static str,
@@ -122,8 +124,13 @@ fn size_error<T: OptionsStruct>(got: usize, what: &str) -> Error {
             env!("CARGO_PKG_VERSION")
         )
     } else {
+        let sizes = if v1 == v2 {
+            format!("{v1}")
+        } else {
+            format!("{v1} or {v2}")
+        };
         format!(
-            "{what} {got} is not the size of a {name}_t layout ({v1} or {v2}): initialise the \
+            "{what} {got} is not the size of a {name}_t layout ({sizes}): initialise the \
              options with {name}_init(&options, sizeof options)"
         )
     })

@@ -30,6 +30,9 @@ FAILED=0
 # Upgrade by prepare and swap (kstate_kv_upgrade_swap).
 TESTS+=(test_swap)
 
+# Versioned key-value stores (kstate_versioned_*): model, misuse and a SIGKILL loop.
+TESTS+=(test_versioned)
+
 note() { printf '== %s\n' "$*"; }
 pass() { PASSED=$((PASSED + 1)); printf 'PASS %s\n' "$*"; }
 fail() { FAILED=$((FAILED + 1)); printf 'FAIL %s\n' "$*"; }
