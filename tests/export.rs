@@ -761,6 +761,29 @@ fn check_kafka(target: &Path, chain: &[(u64, i64)], scratch: &Path, round: usize
 /// `failpoints` feature at the steps around its exchange): the store directory holds the
 /// complete kstate store (which reopens with its committed offsets) or exactly Kafka's
 /// segments, and a rerun leaves exactly Kafka's segments and no kstate file.
+/// Runs `kstate export --to kafka path` and SIGKILLs it after `after_ms`; every other round
+/// (with the `failpoints` feature) it dies at one of `steps` instead (a crash point, always
+/// taken). True when the kill interrupted the export.
+fn kill_export(path: &Path, round: usize, steps: &[&str], after_ms: u64) -> bool {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+    cmd.args(["export", "--to", "kafka"])
+        .arg(path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .env_remove("KSTATE_FAILPOINT_ODDS")
+        .env_remove("KSTATE_FAILPOINT_ONLY");
+    if cfg!(feature = "failpoints") && round % 2 == 0 {
+        cmd.env("KSTATE_FAILPOINT_ODDS", "1")
+            .env("KSTATE_FAILPOINT_ONLY", steps[(round / 2) % steps.len()]);
+    }
+    let mut child = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(after_ms));
+    let interrupted = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    child.wait().unwrap();
+    interrupted
+}
+
 #[test]
 fn kills_during_a_window_export_leave_the_kstate_store_or_kafkas_segments() {
     let dir = tempfile::tempdir().unwrap();
@@ -778,31 +801,12 @@ fn kills_during_a_window_export_leave_the_kstate_store_or_kafkas_segments() {
     for round in 0..rounds {
         let window = dir.path().join(format!("r{round}")).join("1_0").join("w");
         let segments = window_store(&window);
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
-        cmd.args(["export", "--to", "kafka"])
-            .arg(&window)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .env_remove("KSTATE_FAILPOINT_ODDS")
-            .env_remove("KSTATE_FAILPOINT_ONLY");
         const STEPS: [&str; 3] = [
             "swap-before-exchange",
             "swap-after-exchange",
             "export-segmented-exchanged",
         ];
-        // Every other round dies at one of the swap's steps (a crash point, always taken),
-        // the others at a random instant.
-        if cfg!(feature = "failpoints") && round % 2 == 0 {
-            cmd.env("KSTATE_FAILPOINT_ODDS", "1")
-                .env("KSTATE_FAILPOINT_ONLY", STEPS[(round / 2) % STEPS.len()]);
-        }
-        let mut child = cmd.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(rng.below(2 * span)));
-        if child.try_wait().unwrap().is_none() {
-            killed += 1; // still running: this kill interrupts the export
-        }
-        let _ = child.kill();
-        child.wait().unwrap();
+        killed += usize::from(kill_export(&window, round, &STEPS, rng.below(2 * span)));
         if is_kstate(&window) {
             kstate_seen += 1;
             let store = WindowStore::open(
@@ -1074,30 +1078,13 @@ fn versioned_stores_are_exported_to_kafkas_directory_and_kills_leave_one_whole_s
         let path = dir.path().join(format!("r{round}")).join("1_0").join("vs");
         let want = versioned_store(&path);
         let target = kafka_target(&path).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
-        cmd.args(["export", "--to", "kafka"])
-            .arg(&path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .env_remove("KSTATE_FAILPOINT_ODDS")
-            .env_remove("KSTATE_FAILPOINT_ONLY");
         const STEPS: [&str; 4] = [
             "swap-before-exchange",
             "swap-after-exchange",
             "export-segmented-exchanged",
             "export-versioned-converted",
         ];
-        if cfg!(feature = "failpoints") && round % 2 == 0 {
-            cmd.env("KSTATE_FAILPOINT_ODDS", "1")
-                .env("KSTATE_FAILPOINT_ONLY", STEPS[(round / 2) % STEPS.len()]);
-        }
-        let mut child = cmd.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(rng.below(2 * span)));
-        if child.try_wait().unwrap().is_none() {
-            killed += 1;
-        }
-        let _ = child.kill();
-        child.wait().unwrap();
+        killed += usize::from(kill_export(&path, round, &STEPS, rng.below(2 * span)));
         if target.exists() {
             seen[2] += 1;
             assert!(!path.exists(), "round {round}: both directories");

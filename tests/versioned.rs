@@ -242,26 +242,24 @@ fn the_rust_api_page_example_answers_as_documented() -> kstate::Result<()> {
         (ended.value.as_slice(), ended.timestamp),
         (&b"1.08"[..], 1_000)
     );
-    let all = store.versions(
-        Isolation::ReadCommitted,
-        b"eur",
-        None,
-        None,
-        VersionOrder::Ascending,
-    )?;
-    assert!(all.is_empty(), "nothing is committed yet");
+    let committed = || {
+        store.versions(
+            Isolation::ReadCommitted,
+            b"eur",
+            None,
+            None,
+            VersionOrder::Ascending,
+        )
+    };
+    assert!(committed()?.is_empty(), "nothing is committed yet");
     store.commit(
         &[(TopicPartition::new("app-prices-changelog", 0), Some(42))],
         None,
     )?;
-    let all = store.versions(
-        Isolation::ReadCommitted,
-        b"eur",
-        None,
-        None,
-        VersionOrder::Ascending,
-    )?;
-    let spans: Vec<_> = all.iter().map(|r| (r.timestamp, r.valid_to)).collect();
+    let spans: Vec<_> = committed()?
+        .iter()
+        .map(|r| (r.timestamp, r.valid_to))
+        .collect();
     assert_eq!(spans, [(500, Some(1_000)), (1_000, Some(2_000))]);
     store.close()
 }

@@ -6,6 +6,13 @@
 use kstate::store::{SessionStore, WindowStore};
 use kstate::{Result, TopicPartition};
 
+// Each workload is path-included on its own by some test crates; a crate that includes
+// both (the crash test, the worker) gets two copies of the pacer, one per workload.
+#[allow(clippy::duplicate_mod)]
+#[path = "pacing.rs"]
+mod pacing;
+use pacing::Pacer;
+
 /// Topic name used for the workload's changelog offsets.
 pub const SEGMENTED_TOPIC: &str = "kstate-segmented-changelog";
 
@@ -29,35 +36,25 @@ pub enum SegOp {
     Rollback,
 }
 
-/// The generator (SplitMix64 as in `workload.rs`).
+/// The generator.
 pub struct SegWorkload {
-    state: u64,
+    pacer: Pacer,
     clock: i64,
     window: bool,
-    left_in_txn: u64,
 }
 
 impl SegWorkload {
     /// The workload of `seed` for a window (`window`) or session store.
     pub fn new(seed: u64, window: bool) -> Self {
         SegWorkload {
-            state: seed,
+            pacer: Pacer::new(seed),
             clock: 0,
             window,
-            left_in_txn: 0,
         }
     }
 
-    fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
+        self.pacer.below(n)
     }
 }
 
@@ -65,20 +62,13 @@ impl Iterator for SegWorkload {
     type Item = SegOp;
 
     fn next(&mut self) -> Option<SegOp> {
-        if self.left_in_txn == 0 {
-            // Mostly small transactions, one in 12 large enough to spill (32 KiB bound).
-            self.left_in_txn = if self.below(12) == 0 {
-                300 + self.below(300)
-            } else {
-                1 + self.below(40)
-            };
-            return Some(if self.below(8) == 0 {
+        if let Some(rollback) = self.pacer.end_of_transaction() {
+            return Some(if rollback {
                 SegOp::Rollback
             } else {
                 SegOp::Commit
             });
         }
-        self.left_in_txn -= 1;
         self.clock += self.below(40) as i64;
         // Out of order by up to 1.5 retention periods: some writes are late and dropped.
         let jitter = self.below((RETENTION * 3 / 2) as u64) as i64;
@@ -87,7 +77,7 @@ impl Iterator for SegWorkload {
         let value = (self.below(10) != 0).then(|| {
             let n = 20 + self.below(200) as usize;
             (0..n)
-                .map(|i| (i as u8).wrapping_add(self.state as u8))
+                .map(|i| (i as u8).wrapping_add(self.pacer.state as u8))
                 .collect()
         });
         Some(if self.window {

@@ -8,6 +8,13 @@
 use kstate::store::{VersionOrder, VersionedRecord, VersionedStore};
 use kstate::{Isolation, Result, TopicPartition};
 
+// Each workload is path-included on its own by some test crates; a crate that includes
+// both (the crash test, the worker) gets two copies of the pacer, one per workload.
+#[allow(clippy::duplicate_mod)]
+#[path = "pacing.rs"]
+mod pacing;
+use pacing::Pacer;
+
 /// Topic name used for the workload's changelog offsets.
 pub const VERSIONED_TOPIC: &str = "kstate-versioned-changelog";
 /// History retention of the workload's stores (ms).
@@ -30,33 +37,23 @@ pub enum VOp {
     Rollback,
 }
 
-/// The generator (SplitMix64 as in `workload.rs`).
+/// The generator.
 pub struct VWorkload {
-    state: u64,
+    pacer: Pacer,
     clock: i64,
-    left_in_txn: u64,
 }
 
 impl VWorkload {
     /// The workload of `seed`.
     pub fn new(seed: u64) -> Self {
         VWorkload {
-            state: seed,
+            pacer: Pacer::new(seed),
             clock: 0,
-            left_in_txn: 0,
         }
     }
 
-    fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
+        self.pacer.below(n)
     }
 }
 
@@ -64,20 +61,9 @@ impl Iterator for VWorkload {
     type Item = VOp;
 
     fn next(&mut self) -> Option<VOp> {
-        if self.left_in_txn == 0 {
-            // Mostly small transactions, one in 12 large enough to spill (32 KiB bound).
-            self.left_in_txn = if self.below(12) == 0 {
-                300 + self.below(300)
-            } else {
-                1 + self.below(40)
-            };
-            return Some(if self.below(8) == 0 {
-                VOp::Rollback
-            } else {
-                VOp::Commit
-            });
+        if let Some(rollback) = self.pacer.end_of_transaction() {
+            return Some(if rollback { VOp::Rollback } else { VOp::Commit });
         }
-        self.left_in_txn -= 1;
         self.clock += self.below(60) as i64;
         let jitter = if self.below(3) == 0 {
             self.below((RETENTION * 3 / 2) as u64) as i64
@@ -92,7 +78,7 @@ impl Iterator for VWorkload {
             1 => VOp::Put(key, None, time),
             _ => {
                 let n = 10 + self.below(120) as usize;
-                let seed = self.state as u8;
+                let seed = self.pacer.state as u8;
                 let value = (0..n).map(|i| (i as u8).wrapping_add(seed)).collect();
                 VOp::Put(key, Some(value), time)
             }

@@ -139,64 +139,38 @@ pub fn cmd_export(dir: &Path, dry_run: bool, checkpoint: bool) -> CmdResult {
         );
     for (path, _) in order {
         match export(path, checkpoint) {
-            Ok(Some(done)) if done.segmented.is_some() => {
-                exported += 1;
-                let segments = done.segmented.map(|s| (s.segments, s.records));
-                let (segments, records) = segments.unwrap_or_default();
-                println!(
-                    "  done    {} ({segments} Kafka segment(s), {records} records, {} offsets{}{})",
-                    path.display(),
-                    done.offsets.len(),
-                    if done.position {
-                        " and the position"
-                    } else {
-                        ""
-                    },
-                    done.checkpoint_file
-                        .map(|f| format!("; merged into {}", f.display()))
-                        .unwrap_or_default()
-                );
-            }
-            Ok(Some(done)) if done.versioned.is_some() => {
-                exported += 1;
-                let rows = done
-                    .versioned
-                    .map(|v| (v.latest, v.rows))
-                    .unwrap_or_default();
-                println!(
-                    "  done    {} -> {} ({} latest values, {} history rows, {} offsets{}{})",
-                    path.display(),
-                    done.target.display(),
-                    rows.0,
-                    rows.1,
-                    done.offsets.len(),
-                    if done.position {
-                        " and the position"
-                    } else {
-                        ""
-                    },
-                    done.checkpoint_file
-                        .map(|f| format!("; merged into {}", f.display()))
-                        .unwrap_or_default()
-                );
-            }
             Ok(Some(done)) => {
                 exported += 1;
-                println!(
-                    "  done    {} -> {} ({} offsets{}, {} table files rewritten{})",
-                    path.display(),
-                    done.target.display(),
+                let offsets = format!(
+                    "{} offsets{}",
                     done.offsets.len(),
                     if done.position {
                         " and the position"
                     } else {
                         ""
-                    },
-                    done.tables_rewritten,
-                    done.checkpoint_file
-                        .map(|f| format!("; merged into {}", f.display()))
-                        .unwrap_or_default()
+                    }
                 );
+                let merged = done
+                    .checkpoint_file
+                    .as_ref()
+                    .map(|f| format!("; merged into {}", f.display()))
+                    .unwrap_or_default();
+                let (path, target) = (path.display(), done.target.display());
+                match (&done.segmented, &done.versioned) {
+                    (Some(s), _) => println!(
+                        "  done    {path} ({} Kafka segment(s), {} records, {offsets}{merged})",
+                        s.segments, s.records
+                    ),
+                    (_, Some(v)) => println!(
+                        "  done    {path} -> {target} ({} latest values, {} history rows, \
+                         {offsets}{merged})",
+                        v.latest, v.rows
+                    ),
+                    _ => println!(
+                        "  done    {path} -> {target} ({offsets}, {} table files rewritten{merged})",
+                        done.tables_rewritten
+                    ),
+                }
             }
             Ok(None) => {}
             Err(e) => {

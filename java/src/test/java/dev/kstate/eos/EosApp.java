@@ -79,7 +79,9 @@ import org.apache.kafka.streams.state.WindowStore;
  * {@code uncommitted.max} ({@code statestore.uncommitted.max.bytes}), {@code windowed} ({@code true} adds a
  * tumbling-window count {@code wcounts} of {@code window.ms} and a session count {@code scounts} of
  * inactivity gap {@code session.gap.ms}, on kstate's window and session stores in the kstate variant,
- * written to {@code wcounts-out} and {@code scounts-out}; the soak's topology).
+ * written to {@code wcounts-out} and {@code scounts-out}; the soak's topology), {@code versioned}
+ * ({@code true} adds the versioned probe of {@link #addVersioned}, on kstate's versioned store in the
+ * kstate variant).
  *
  * <p>It reports on standard output, one event a line: {@code STATE new old ms}, {@code RUNNING ms}
  * (ms since the JVM started), {@code RESTORE_START store topic partition start end},
@@ -213,6 +215,9 @@ public final class EosApp {
                 Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("sums")
                     .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
                 .toStream().to(topic(t, SUMS_OUT), Produced.with(Serdes.String(), Serdes.Long()));
+            if (Boolean.parseBoolean(a.getOrDefault("versioned", "false"))) {
+                addVersioned(builder, t, variant.equals("kstate"));
+            }
             if (Boolean.parseBoolean(a.getOrDefault("windowed", "false"))) {
                 addWindowed(grouped, t, variant.equals("kstate"), Duration.ofMillis(Long.parseLong(a.getOrDefault("window.ms",
                     "10000"))), Duration.ofMillis(Long.parseLong(a.getOrDefault("session.gap.ms", "10000"))));
@@ -303,6 +308,66 @@ public final class EosApp {
         streams.close(Duration.ofSeconds(60));
         out("CLOSED " + sinceStart());
         System.exit(0);
+    }
+
+    /**
+     * The versioned probe ({@code versioned=true}): a processor over {@code input} with a
+     * versioned store {@code vprobe} (history retention {@link #VERSIONED_RETENTION}) that, for
+     * each record {@code (key, v, ts)}, puts {@code v} as the version at {@code ts - v * 1000}
+     * (out of order, some older than the retention: not put), then reads the version as of
+     * {@code ts - v * 700} (some in the history, some older than the retention: only the latest
+     * counts) and sends {@code v|putResult|value@validFrom} (or {@code -}) to {@code vprobe-out}.
+     * Each output is a function of the partition's records before it, so the parent can
+     * compute every one with Kafka's own versioned store.
+     */
+    static void addVersioned(StreamsBuilder builder, String t, boolean kstate) {
+        builder.addStateStore(Stores.versionedKeyValueStoreBuilder(
+            kstate ? KstateStores.persistentVersionedKeyValueStore(VPROBE, VERSIONED_RETENTION)
+                : Stores.persistentVersionedKeyValueStore(VPROBE, VERSIONED_RETENTION),
+            Serdes.String(), Serdes.String()));
+        builder.stream(topic(t, INPUT), Consumed.with(Serdes.String(), Serdes.String()))
+            .process(VersionedProbe::new, VPROBE)
+            .to(topic(t, VPROBE_OUT), Produced.with(Serdes.String(), Serdes.String()));
+    }
+
+    /** The store of the versioned probe. */
+    public static final String VPROBE = "vprobe";
+    /** With {@code versioned=true}: one line per input record, see {@link #addVersioned}. */
+    public static final String VPROBE_OUT = "vprobe-out";
+    /** History retention of the versioned probe's store. */
+    public static final Duration VERSIONED_RETENTION = Duration.ofSeconds(5);
+
+    /**
+     * What the versioned probe sends for a record: {@code v|put|value@validFrom} where
+     * {@code put} is what {@code put(key, v, ts - v * 1000)} returned and the read is
+     * {@code get(key, ts - v * 700)}, done by {@code put} and {@code get}.
+     */
+    public static String probe(String v, long ts, java.util.function.LongFunction<Long> put,
+                               java.util.function.LongFunction<String> get) {
+        long n = Long.parseLong(v);
+        long result = put.apply(ts - n * 1000);
+        return v + "|" + result + "|" + get.apply(ts - n * 700);
+    }
+
+    /** The versioned probe's processor. */
+    static final class VersionedProbe implements org.apache.kafka.streams.processor.api.Processor<String, String, String, String> {
+        private org.apache.kafka.streams.processor.api.ProcessorContext<String, String> context;
+        private org.apache.kafka.streams.state.VersionedKeyValueStore<String, String> store;
+
+        @Override
+        public void init(org.apache.kafka.streams.processor.api.ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore(VPROBE);
+        }
+
+        @Override
+        public void process(org.apache.kafka.streams.processor.api.Record<String, String> r) {
+            String out = probe(r.value(), r.timestamp(), at -> store.put(r.key(), r.value(), at), at -> {
+                org.apache.kafka.streams.state.VersionedRecord<String> found = store.get(r.key(), at);
+                return found == null ? "-" : found.value() + "@" + found.timestamp();
+            });
+            context.forward(r.withValue(out));
+        }
     }
 
     /**

@@ -132,6 +132,140 @@ public class RealBrokerEosTest extends BrokerSuite {
         }
     }
 
+    /**
+     * The versioned store under the kill loop: the application adds the versioned probe
+     * ({@link EosApp#addVersioned}: out-of-order versions, some older than the history
+     * retention, and reads as of earlier times, in the history and before it) on kstate's
+     * versioned store, and is SIGKILLed at least 20 times (every third round with commits that
+     * spill). Every committed output equals what Kafka 4.4's own versioned store answers for the
+     * same records in the same order without any kill, and no restore replays more than one
+     * commit interval.
+     */
+    @Test
+    public void versionedStoreSigkillLoopStaysExactlyOnce() throws Exception {
+        String appId = "eos-versioned";
+        long seed = Long.getLong("kstate.eos.seed", System.nanoTime());
+        Random rnd = new Random(seed);
+        File state = new File(base, "versioned-state");
+        File logs = new File(base, "versioned-logs");
+        logs.mkdirs();
+        int kills = Math.max(20, KILLS);
+        int total = Integer.getInteger("kstate.eos.versioned.records", 20_000);
+        int chunk = Math.max(1, total / (kills * 2 / 3));
+        List<Restore> restores = new ArrayList<>();
+        broker.createTopics(java.util.Collections.singletonMap(appId + "." + EosApp.VPROBE_OUT, PARTITIONS));
+        try (Input in = input(appId, seed, 300)) {
+            for (int round = 0; round < kills; round++) {
+                if (in.produced < total) {
+                    in.produce((int) Math.min(chunk, total - in.produced));
+                }
+                App app = round % 3 == 2
+                    ? start("v" + round, appId, state, logs, "variant=kstate", "instance=i1", "versioned=true",
+                        "max.uncommitted=1024", "commit.ms=500")
+                    : start("v" + round, appId, state, logs, "variant=kstate", "instance=i1", "versioned=true");
+                try {
+                    if (round % 2 == 0) {
+                        Thread.sleep(300 + rnd.nextInt(3000));
+                    } else {
+                        assertTrue("RUNNING in round " + round + ": " + app.errors + "\n" + app.tail(),
+                            app.awaitRunning(90_000));
+                        Thread.sleep(rnd.nextInt(1500));
+                    }
+                    assertTrue("child alive before the kill in round " + round + ": " + app.errors + "\n" + app.tail(),
+                        app.process.isAlive());
+                } finally {
+                    app.kill();
+                }
+                assertTrue("no errors in round " + round + ": " + app.errors, app.errors.isEmpty());
+                restores.addAll(app.restores);
+            }
+            in.produce((int) Math.max(0, total - in.produced));
+            System.out.println("versioned kill loop seed " + seed + " (rerun with -Dkstate.eos.seed=" + seed + ")");
+            App last = start("vfinal", appId, state, logs, "variant=kstate", "instance=i1", "versioned=true");
+            try {
+                assertTrue("final RUNNING", last.awaitRunning(90_000));
+                EosRig.awaitProcessed(broker, appId + ".", appId, 180_000);
+                assertEquals("clean exit", 0, last.stop(90_000));
+            } finally {
+                last.process.destroyForcibly();
+            }
+            assertTrue("no errors in the final run: " + last.errors, last.errors.isEmpty());
+            restores.addAll(last.restores);
+
+            Map<Integer, List<String>> expected = versionedModel(EosRig.readCommitted(broker, appId + "." + EosApp.INPUT),
+                new File(base, "versioned-model"));
+            Map<Integer, List<String>> got = new java.util.TreeMap<>();
+            for (ConsumerRecord<byte[], byte[]> r : EosRig.readCommitted(broker, appId + "." + EosApp.VPROBE_OUT)) {
+                got.computeIfAbsent(r.partition(), x -> new ArrayList<>())
+                    .add(EosRig.str(r.key()) + " " + EosRig.str(r.value()));
+            }
+            long outputs = got.values().stream().mapToLong(List::size).sum();
+            assertEquals("one output per input record", in.produced, outputs);
+            for (Map.Entry<Integer, List<String>> e : expected.entrySet()) {
+                List<String> g = got.getOrDefault(e.getKey(), List.of());
+                for (int i = 0; i < e.getValue().size(); i++) {
+                    assertEquals("partition " + e.getKey() + " output " + i + " (seed " + seed + ")", e.getValue().get(i),
+                        i < g.size() ? g.get(i) : null);
+                }
+            }
+            long notPut = got.values().stream().flatMap(List::stream)
+                .filter(l -> l.split("\\|")[1].equals(Long.toString(Long.MIN_VALUE))).count();
+            long history = got.values().stream().flatMap(List::stream)
+                .filter(l -> { String r = l.split("\\|")[1]; return !r.equals("-1") && !r.equals(Long.toString(Long.MIN_VALUE)); })
+                .count();
+            long maxReplayed = EosRig.checkRestoreBound(EosRig.changelog(broker, appId, EosApp.VPROBE), restores,
+                EosApp.VPROBE);
+            assertTrue("some writes were older than the retention", notPut > 0);
+            assertTrue("some writes went into the history", history > 0);
+            System.out.printf("eos versioned kill loop: %d kills, %d records, %d outputs equal to Kafka's versioned "
+                    + "store, %d writes not put, %d written into the history, %d restores, at most %d records "
+                    + "replayed per restore, seed %d%n", kills, in.produced, outputs, notPut, history, restores.size(),
+                maxReplayed, seed);
+        }
+    }
+
+    /**
+     * What the versioned probe sends for each input record, computed with Kafka 4.4's own
+     * versioned store (one per partition, as tasks have), fed the partition's records in order.
+     */
+    static Map<Integer, List<String>> versionedModel(List<ConsumerRecord<byte[], byte[]>> input, File dir) throws Exception {
+        Map<Integer, List<String>> out = new java.util.TreeMap<>();
+        Map<Integer, org.apache.kafka.streams.state.VersionedBytesStore> stores = new java.util.HashMap<>();
+        try {
+            for (ConsumerRecord<byte[], byte[]> r : input) {
+                org.apache.kafka.streams.state.VersionedBytesStore store = stores.get(r.partition());
+                if (store == null) {
+                    File stateDir = new File(dir, "p" + r.partition());
+                    stateDir.mkdirs();
+                    store = (org.apache.kafka.streams.state.VersionedBytesStore)
+                        org.apache.kafka.streams.state.Stores.persistentVersionedKeyValueStore(EosApp.VPROBE,
+                            EosApp.VERSIONED_RETENTION).get();
+                    dev.kstate.streams.TestSupport.CapturingContext context = new dev.kstate.streams.TestSupport.CapturingContext(
+                        dev.kstate.streams.TestSupport.props("versioned-model", stateDir), stateDir);
+                    store.init(dev.kstate.streams.TestSupport.internalContext(context), store);
+                    stores.put(r.partition(), store);
+                }
+                org.apache.kafka.streams.state.VersionedBytesStore s = store;
+                org.apache.kafka.common.utils.Bytes key = org.apache.kafka.common.utils.Bytes.wrap(r.key());
+                String line = EosApp.probe(EosRig.str(r.value()), r.timestamp(), at -> s.put(key, r.value(), at), at -> {
+                    byte[] found = s.get(key, at);
+                    if (found == null) {
+                        return "-";
+                    }
+                    java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(found);
+                    long validFrom = b.getLong();
+                    return new String(found, 8, found.length - 8, java.nio.charset.StandardCharsets.UTF_8) + "@" + validFrom;
+                });
+                out.computeIfAbsent(r.partition(), x -> new ArrayList<>()).add(EosRig.str(r.key()) + " " + line);
+            }
+        } finally {
+            for (org.apache.kafka.streams.state.VersionedBytesStore s : stores.values()) {
+                s.close();
+            }
+        }
+        return out;
+    }
+
     /** Identity (inode) of each store directory of the application, to see wipes. */
     static Map<String, Object> storeInodes(File state, String appId) throws Exception {
         Map<String, Object> m = new java.util.TreeMap<>();
