@@ -66,7 +66,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * variant picks the stores: {@code kstate} (kstate for both, with
  * {@code enable.transactional.statestores=true}), {@code rocksdb} (Kafka's RocksDB stores, flag
  * off: the default exactly-once setup), {@code rocksdb-txn} (Kafka's RocksDB stores with the flag)
- * and {@code stateless} (no stores: {@code input} mapped to {@code counts-out}).
+ * {@code memory} (Kafka's in-memory stores) and {@code stateless} (no stores: {@code input} mapped to
+ * {@code counts-out}).
  *
  * <p>Arguments are {@code key=value}: {@code bootstrap}, {@code app}, {@code state}, {@code variant},
  * {@code topics} (a prefix of the topic names), {@code ctl} (a control directory: the file {@code query} asks for the interactive queries,
@@ -76,7 +77,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * ({@code kstate.startup.park.ms}), {@code open.ahead} ({@code kstate.startup.open.ahead}),
  * {@code defer.open} ({@code kstate.startup.defer.open}), {@code txn.stores} ({@code false} runs the
  * kstate and rocksdb-txn variants without {@code enable.transactional.statestores}),
- * {@code uncommitted.max} ({@code statestore.uncommitted.max.bytes}), {@code windowed} ({@code true} adds a
+ * {@code uncommitted.max} ({@code statestore.uncommitted.max.bytes}), {@code cache} ({@code true}: the
+ * DSL's record cache as shipped, 10 MB, instead of none), {@code windowed} ({@code true} adds a
  * tumbling-window count {@code wcounts} of {@code window.ms} and a session count {@code scounts} of
  * inactivity gap {@code session.gap.ms}, on kstate's window and session stores in the kstate variant,
  * written to {@code wcounts-out} and {@code scounts-out}; the soak's topology), {@code versioned}
@@ -164,7 +166,9 @@ public final class EosApp {
         p.put(StreamsConfig.STATE_DIR_CONFIG, a.get("state"));
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, a.getOrDefault("commit.ms", "100"));
-        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0); // every update reaches the output
+        if (!Boolean.parseBoolean(a.getOrDefault("cache", "false"))) {
+            p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0); // every update reaches the output
+        }
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         p.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, Integer.parseInt(a.getOrDefault("standbys", "0")));
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 3000);
@@ -172,11 +176,16 @@ public final class EosApp {
         if (a.containsKey("instance")) {
             p.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG), a.get("instance"));
         }
-        if (!variant.equals("rocksdb") && Boolean.parseBoolean(a.getOrDefault("txn.stores", "true"))) {
+        if (!variant.equals("rocksdb") && !variant.equals("memory")
+            && Boolean.parseBoolean(a.getOrDefault("txn.stores", "true"))) {
             p.put(StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG, true);
         }
         if (a.containsKey("uncommitted.max")) {
             p.put("statestore.uncommitted.max.bytes", a.get("uncommitted.max"));
+        }
+        if (variant.equals("memory")) {
+            p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG,
+                org.apache.kafka.streams.state.BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers.class);
         }
         if (variant.equals("kstate")) {
             p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class);
@@ -206,6 +215,7 @@ public final class EosApp {
         } else {
             KeyValueBytesStoreSupplier counts = variant.equals("kstate")
                 ? KstateStores.persistentTimestampedKeyValueStore("counts")
+                : variant.equals("memory") ? Stores.inMemoryKeyValueStore("counts")
                 : Stores.persistentTimestampedKeyValueStore("counts");
             KGroupedStream<String, String> grouped = builder.stream(topic(t, INPUT), Consumed.with(Serdes.String(), Serdes.String()))
                 .groupByKey();

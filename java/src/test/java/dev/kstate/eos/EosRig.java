@@ -234,7 +234,7 @@ public final class EosRig {
     }
 
     /**
-     * Starts an {@link EosApp} child JVM (this JVM's classpath, -Xcheck:jni).
+     * Starts an {@link EosApp} child JVM (this JVM's classpath, -Xcheck:jni unless {@link TestSupport#BENCHMARK_CHILDREN}).
      *
      * @param args {@code key=value} arguments besides bootstrap, app, state, ctl
      */
@@ -243,7 +243,8 @@ public final class EosRig {
         File ctl = new File(logDir, "ctl-" + name + "-" + System.nanoTime());
         Files.createDirectories(ctl.toPath());
         List<String> cmd = TestSupport.childJvm("-Xms64m",
-            "-Xmx" + System.getProperty("kstate.eos.child.heap", "384m"), "-XX:+UseSerialGC",
+            "-Xmx" + System.getProperty("kstate.eos.child.heap", "384m"),
+            Boolean.getBoolean(TestSupport.BENCHMARK_CHILDREN) ? "-XX:+UseG1GC" : "-XX:+UseSerialGC",
             "-D" + CapturedLogs.STDERR + "=" + Boolean.getBoolean(CapturedLogs.STDERR));
         cmd.add(EosApp.class.getName());
         cmd.add("bootstrap=" + broker.bootstrap());

@@ -145,12 +145,24 @@ public final class TestSupport {
      * @param jvmOptions further JVM options (heap, GC)
      * @return the command, ready for more arguments
      */
+    /**
+     * System property: {@code true} starts child JVMs as production JVMs (no {@code -Xcheck:jni},
+     * full JIT, the default collector), for benchmarks measuring them.
+     */
+    public static final String BENCHMARK_CHILDREN = "kstate.child.benchmark";
+
     public static List<String> childJvm(String... jvmOptions) {
         List<String> cmd = new ArrayList<>();
         cmd.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
-        cmd.add("-Xcheck:jni");
+        // a benchmark's children run as production JVMs do: no JNI checks, both JIT tiers
+        boolean benchmark = Boolean.getBoolean(BENCHMARK_CHILDREN);
+        if (!benchmark) {
+            cmd.add("-Xcheck:jni");
+        }
         cmd.addAll(java.util.Arrays.asList(jvmOptions));
-        cmd.add("-XX:TieredStopAtLevel=1");
+        if (!benchmark) {
+            cmd.add("-XX:TieredStopAtLevel=1");
+        }
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         String libPath = System.getProperty("java.library.path");
