@@ -59,7 +59,7 @@ import org.junit.Test;
  */
 public class VersionedStoreTest {
     private static final Duration RETENTION = Duration.ofMillis(1_000);
-    private static final String STORE = "vt";
+    static final String STORE = "vt";
     private File dir;
 
     @Before
@@ -203,7 +203,7 @@ public class VersionedStoreTest {
         return r == null ? "null" : r.value() + "@" + r.timestamp() + "-" + r.validTo().orElse(null);
     }
 
-    private static Topology processorTopology(VersionedBytesStoreSupplier supplier) {
+    static Topology processorTopology(VersionedBytesStoreSupplier supplier) {
         Topology t = new Topology();
         t.addSource("in", new StringDeserializer(), new StringDeserializer(), "ops");
         t.addProcessor("ops", Ops::new, "in");
@@ -273,7 +273,7 @@ public class VersionedStoreTest {
      * multi-version query equal to the versions Kafka's as-of reads show over the range (Kafka's
      * own multi-version query misses versions: see VersionedDifferentialTest), in both orders.
      */
-    private static long iqv2EqualsKafka(TopologyTestDriver kafka, TopologyTestDriver kstate, long streamTime) {
+    static long iqv2EqualsKafka(TopologyTestDriver kafka, TopologyTestDriver kstate, long streamTime) {
         StateStore kafkaStore = kafka.getVersionedKeyValueStore(STORE);
         StateStore kstateStore = kstate.getVersionedKeyValueStore(STORE);
         Random rnd = new Random(3);
