@@ -123,6 +123,20 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
     abstract void restoreCommitted(S s, byte[] packed, Map<TopicPartition, Long> offsets, byte[] metadata);
 
     /**
+     * Writes a restored changelog batch and commits it with its changelog offset and the
+     * position, at once: the key and value of each record, unless the kind's changelog records
+     * carry more (a versioned store's record timestamp is the version's).
+     *
+     * @param records the batch as Kafka hands it over
+     * @param entries their keys and values
+     */
+    void restoreCommittedRecords(S s, Collection<ConsumerRecord<byte[], byte[]>> records,
+                                 List<KeyValue<byte[], byte[]>> entries, Map<TopicPartition, Long> offsets,
+                                 byte[] metadata) {
+        restoreCommitted(s, Packing.packRaw(entries), offsets, metadata);
+    }
+
+    /**
      * Answers an IQv2 query (position bound and failures are handled by {@link #query}).
      *
      * @param query the query
@@ -404,7 +418,7 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
             // queries see them at once. Kafka restores before it processes, so the transaction has
             // no uncommitted writes here.
             Position snapshot = restored != null ? restored.copy() : position.copy();
-            restoreCommitted(s, Packing.packRaw(entries),
+            restoreCommittedRecords(s, records, entries,
                 Collections.singletonMap(new TopicPartition(any.topic(), any.partition()), last),
                 PositionCodec.encode(snapshot));
             emptySinceCreation = false;

@@ -658,6 +658,34 @@ public final class KstateStoreOptions {
         }
 
         /**
+         * A supplier of versioned key-value stores (KIP-889) with these options (the timestamped
+         * flag and value format do not apply: a version carries its timestamp), validated as
+         * Kafka's {@code Stores.persistentVersionedKeyValueStore} validates its arguments.
+         *
+         * @param historyRetention how long older versions stay readable (not negative), also the grace period of
+         *     writes
+         * @param segmentInterval granularity at which expired history is dropped (positive), or null for Kafka's
+         *     default for the retention; fixed when the store is created
+         * @return the supplier
+         * @throws IllegalArgumentException as Kafka's {@code Stores}, with its messages
+         */
+        public KstateVersionedBytesStoreSupplier buildVersionedStore(java.time.Duration historyRetention,
+                                                                     java.time.Duration segmentInterval) {
+            long historyRetentionMs = KstateStores.millis(historyRetention, "historyRetention");
+            if (historyRetentionMs < 0L) {
+                throw new IllegalArgumentException("historyRetention cannot be negative");
+            }
+            long segmentIntervalMs = 0;
+            if (segmentInterval != null) {
+                segmentIntervalMs = KstateStores.millis(segmentInterval, "segmentInterval");
+                if (segmentIntervalMs < 1L) {
+                    throw new IllegalArgumentException("segmentInterval cannot be zero or negative");
+                }
+            }
+            return new KstateVersionedBytesStoreSupplier(options(), historyRetentionMs, segmentIntervalMs);
+        }
+
+        /**
          * A supplier of session stores with these options (the timestamped flag does not apply:
          * session aggregates carry no timestamp, as in Kafka; the {@code HEADERS} value format
          * gives Kafka 4.3+'s {@code AggregationWithHeaders} layout and a {@code HeadersBytesStoreSupplier}).

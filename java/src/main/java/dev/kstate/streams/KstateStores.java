@@ -176,6 +176,55 @@ public final class KstateStores {
             .buildSessionStore(retentionPeriod);
     }
 
+    /**
+     * A persistent (RocksDB) versioned key-value store (KIP-889), as Kafka's
+     * {@code Stores.persistentVersionedKeyValueStore}: for {@code Materialized.as(supplier)} (a
+     * versioned {@code KTable}) or {@code Stores.versionedKeyValueStoreBuilder}. Kafka's own
+     * versioned store of the same name in the task directory is adopted in place.
+     *
+     * @param name store name
+     * @param historyRetention how long older versions stay readable (not negative), also the grace period of writes
+     * @return the supplier (segment interval: Kafka's default for the retention)
+     * @throws IllegalArgumentException for the arguments Kafka's {@code Stores} refuses, with its messages
+     */
+    public static KstateVersionedBytesStoreSupplier persistentVersionedKeyValueStore(String name,
+                                                                                     Duration historyRetention) {
+        return builder(name).engine(KstateStoreOptions.Engine.ROCKSDB).buildVersionedStore(historyRetention, null);
+    }
+
+    /**
+     * A persistent (RocksDB) versioned key-value store with its segment interval, as Kafka's
+     * {@code Stores.persistentVersionedKeyValueStore(name, historyRetention, segmentInterval)}.
+     *
+     * @param name store name
+     * @param historyRetention how long older versions stay readable (not negative)
+     * @param segmentInterval granularity at which expired history is dropped (positive); fixed when the store is
+     *     created
+     * @return the supplier
+     * @throws IllegalArgumentException for the arguments Kafka's {@code Stores} refuses, with its messages
+     */
+    public static KstateVersionedBytesStoreSupplier persistentVersionedKeyValueStore(String name,
+                                                                                     Duration historyRetention,
+                                                                                     Duration segmentInterval) {
+        java.util.Objects.requireNonNull(segmentInterval, "segmentInterval cannot be null");
+        return builder(name).engine(KstateStoreOptions.Engine.ROCKSDB).buildVersionedStore(historyRetention,
+            segmentInterval);
+    }
+
+    /**
+     * An in-memory versioned key-value store: the memory engine, with the semantics of
+     * {@link #persistentVersionedKeyValueStore} (Kafka has no in-memory versioned store).
+     *
+     * @param name store name
+     * @param historyRetention how long older versions stay readable (not negative)
+     * @return the supplier
+     * @throws IllegalArgumentException for the arguments Kafka's {@code Stores} refuses, with its messages
+     */
+    public static KstateVersionedBytesStoreSupplier inMemoryVersionedKeyValueStore(String name,
+                                                                                   Duration historyRetention) {
+        return builder(name).engine(KstateStoreOptions.Engine.MEMORY).buildVersionedStore(historyRetention, null);
+    }
+
     /** Kafka's {@code ApiUtils#validateMillisecondDuration}, with its messages. */
     static long millis(Duration duration, String parameter) {
         return ApiUtils.validateMillisecondDuration(duration, ApiUtils.prepareMillisCheckFailMsgPrefix(duration, parameter));

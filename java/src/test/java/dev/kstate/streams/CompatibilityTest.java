@@ -136,6 +136,68 @@ public class CompatibilityTest {
         }
     }
 
+    /**
+     * A kstate versioned table (Kafka Streams 4.0+ has {@code VersionedBytesStore}) joined with a
+     * stream whose records look it up in the past: every join equals the model's version valid at
+     * the stream record's time, and IQv2's {@code VersionedKeyQuery} reads it back.
+     */
+    @Test
+    public void aVersionedTableJoinMatchesTheModel() {
+        StreamsBuilder builder = new StreamsBuilder();
+        Consumed<String, String> strings = Consumed.with(Serdes.String(), Serdes.String());
+        builder.stream("orders", strings)
+            .join(builder.table("prices", strings, Materialized.<String, String>as(
+                KstateStores.persistentVersionedKeyValueStore("prices", java.time.Duration.ofSeconds(10)))
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String())), (o, p) -> o + "|" + p)
+            .to("joined", Produced.with(Serdes.String(), Serdes.String()));
+        Map<String, java.util.TreeMap<Long, String>> model = new HashMap<>();
+        java.util.List<String> expected = new java.util.ArrayList<>();
+        java.util.List<String> actual = new java.util.ArrayList<>();
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), TestSupport.props("compat-v", dir))) {
+            TestInputTopic<String, String> prices = driver.createInputTopic("prices", new StringSerializer(),
+                new StringSerializer());
+            TestInputTopic<String, String> orders = driver.createInputTopic("orders", new StringSerializer(),
+                new StringSerializer());
+            TestOutputTopic<String, String> joined = driver.createOutputTopic("joined", new StringDeserializer(),
+                new StringDeserializer());
+            Random rnd = new Random(5);
+            long time = 1_000;
+            for (int i = 0; i < 600; i++) {
+                time += 10;
+                String key = "k" + rnd.nextInt(5);
+                if (rnd.nextBoolean()) {
+                    String price = rnd.nextInt(6) == 0 ? null : "p" + i;
+                    prices.pipeInput(key, price, time);
+                    model.computeIfAbsent(key, k -> new java.util.TreeMap<>()).put(time, price);
+                } else {
+                    long at = time - rnd.nextInt(300);
+                    orders.pipeInput(key, "o" + i, at);
+                    java.util.TreeMap<Long, String> versions = model.get(key);
+                    Map.Entry<Long, String> valid = versions == null ? null : versions.floorEntry(at);
+                    if (valid != null && valid.getValue() != null) {
+                        expected.add(key + "=o" + i + "|" + valid.getValue() + "@" + at);
+                    }
+                }
+                joined.readRecordsToList().forEach(r -> actual.add(r.key() + "=" + r.value() + "@" + r.timestamp()));
+            }
+            assertTrue(String.valueOf(inner(driver.getAllStateStores().get("prices"))),
+                inner(driver.getAllStateStores().get("prices")) instanceof KstateVersionedStore);
+            assertTrue(expected.size() > 100);
+            assertEquals(expected, actual);
+            for (Map.Entry<String, java.util.TreeMap<Long, String>> e : model.entrySet()) {
+                Map.Entry<Long, String> valid = e.getValue().floorEntry(time - 50);
+                QueryResult<org.apache.kafka.streams.state.VersionedRecord<String>> r =
+                    driver.getVersionedKeyValueStore("prices").query(
+                        org.apache.kafka.streams.query.VersionedKeyQuery.<String, String>withKey(e.getKey())
+                            .asOf(java.time.Instant.ofEpochMilli(time - 50)), PositionBound.unbounded(),
+                        new QueryConfig(false));
+                assertTrue(String.valueOf(r), r.isSuccess());
+                assertEquals(valid == null ? null : valid.getValue(),
+                    r.getResult() == null ? null : r.getResult().value());
+            }
+        }
+    }
+
     /** The store under Kafka's wrappers. */
     private static StateStore inner(StateStore store) {
         StateStore s = store;
