@@ -1033,7 +1033,7 @@ fn segments_left_open_are_adopted_when_allowed_as_kafka_opens_them_under_at_leas
             PlannedStore::Window { options, .. } => {
                 WindowStore::open(&path, options).map(|s| s.close().unwrap())
             }
-            PlannedStore::KeyValue { .. } => unreachable!(),
+            PlannedStore::KeyValue { .. } | PlannedStore::Versioned { .. } => unreachable!(),
         });
         match &allowing {
             PlannedStore::Session { options, .. } => {
@@ -1044,7 +1044,7 @@ fn segments_left_open_are_adopted_when_allowed_as_kafka_opens_them_under_at_leas
                 WindowStore::open(&path, options).unwrap().close().unwrap();
                 check_window(&path, &f, false, true, false);
             }
-            PlannedStore::KeyValue { .. } => unreachable!(),
+            PlannedStore::KeyValue { .. } | PlannedStore::Versioned { .. } => unreachable!(),
         }
         assert_replaced(&path);
     }

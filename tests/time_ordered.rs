@@ -781,7 +781,7 @@ fn kafkas_time_ordered_segments_left_open_are_adopted_when_allowed() {
                     SessionStore::open(&path, &options)?.close()
                 }
                 PlannedStore::Window { options, .. } => WindowStore::open(&path, &options)?.close(),
-                PlannedStore::KeyValue { .. } => unreachable!(),
+                PlannedStore::KeyValue { .. } | PlannedStore::Versioned { .. } => unreachable!(),
             }
         };
         let before = snapshot(&path);

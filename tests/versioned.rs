@@ -341,6 +341,14 @@ fn kafka_versioned_stores_are_adopted_and_handed_back_byte_for_byte() {
     let path = dir.path().join("vs");
     kafka_store(&path, &kafka_rows(), 0);
     let options = VersionedOptions::new(10_000).with_segment_interval(1_000);
+    let planned = kstate::store::PlannedStore::Versioned {
+        path: path.clone(),
+        options: options.clone(),
+    };
+    assert!(
+        planned.check().unwrap(),
+        "the task's adoption check sees Kafka's store"
+    );
     let store = VersionedStore::open(&path, &options).unwrap();
     let tp = kstate::TopicPartition::new("app-vs-changelog", 0);
     assert_eq!(store.committed_offset(&tp).unwrap(), Some(7));
@@ -372,12 +380,28 @@ fn kafka_versioned_stores_are_adopted_and_handed_back_byte_for_byte() {
     let again = VersionedStore::open(&path, &options).unwrap();
     assert_eq!(dump(&again, Isolation::ReadCommitted), before);
     again.close().unwrap();
+    let planned = kstate::store::PlannedStore::Versioned {
+        path: path.clone(),
+        options: options.clone(),
+    };
+    assert!(
+        !planned.check().unwrap(),
+        "kstate's own store: nothing to adopt"
+    );
 
     // Left open by Kafka: refused, nothing changed; a plain Kafka store is not versioned.
     let open = dir.path().join("open");
     kafka_store(&open, &kafka_rows(), 1);
     let e = VersionedStore::open(&open, &options).unwrap_err();
     assert_eq!(e.code(), kstate::ErrorCode::Corruption, "{e}");
+    let planned = kstate::store::PlannedStore::Versioned {
+        path: open.clone(),
+        options: options.clone(),
+    };
+    assert_eq!(
+        planned.check().unwrap_err().code(),
+        kstate::ErrorCode::Corruption
+    );
     assert_eq!(kafka_entries(&open, "default"), kafka_rows());
     let plain = dir.path().join("plain");
     kafka_store(&plain, &[(b"customer-1".to_vec(), b"{}".to_vec())], 0);

@@ -280,6 +280,8 @@ natives! {
         retention: jlong, segment_interval: jlong, adopt_left_open: bool) -> bool {
         let (path, value_format) = (path.into(), self::value_format(value_format.into())?);
         let store = StoreOptions { value_format, adopt_left_open, ..StoreOptions::default() };
+        let mut versioned = VersionedOptions::new(retention).with_store(store.clone());
+        versioned.segment_interval = bridge::segment_interval(segment_interval);
         let mut window = WindowOptions::new(retention, 0, false).with_store(store.clone());
         let mut session = SessionOptions::new(retention).with_store(store.clone());
         window.segment_interval = bridge::segment_interval(segment_interval);
@@ -291,6 +293,7 @@ natives! {
             0 => PlannedStore::KeyValue { path, options: store },
             1 | 3 => PlannedStore::Window { path, options: window },
             2 | 4 => PlannedStore::Session { path, options: session },
+            5 => PlannedStore::Versioned { path, options: versioned },
             other => return Err(Error::InvalidArgument(format!("unknown store kind {other}"))),
         }
         .check()

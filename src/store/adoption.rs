@@ -13,8 +13,11 @@
 use std::path::{Path, PathBuf};
 
 use super::adopt_segmented::{self, Target};
+use super::adopt_versioned;
 use super::open::check_kafka_store;
-use super::{SessionOptions, StoreOptions, WindowOptions, SESSION_FAMILY, WINDOW_FAMILY};
+use super::{
+    SessionOptions, StoreOptions, VersionedOptions, WindowOptions, SESSION_FAMILY, WINDOW_FAMILY,
+};
 use crate::engine::names;
 use crate::engine::rocksdb::{probe, Probe};
 use crate::engine::EngineKind;
@@ -46,6 +49,13 @@ pub enum PlannedStore {
         /// Its options (retention and segment interval decide what is adopted).
         options: SessionOptions,
     },
+    /// A versioned store ([`crate::store::VersionedStore::open`]).
+    Versioned {
+        /// The store's directory.
+        path: PathBuf,
+        /// Its options (the engine and `adopt_left_open` decide what is adopted).
+        options: VersionedOptions,
+    },
 }
 
 impl PlannedStore {
@@ -54,7 +64,8 @@ impl PlannedStore {
         match self {
             PlannedStore::KeyValue { path, .. }
             | PlannedStore::Window { path, .. }
-            | PlannedStore::Session { path, .. } => path,
+            | PlannedStore::Session { path, .. }
+            | PlannedStore::Versioned { path, .. } => path,
         }
     }
 
@@ -94,6 +105,19 @@ impl PlannedStore {
                     WINDOW_FAMILY,
                     options.by_time(),
                 )
+            }
+            PlannedStore::Versioned { path, options } => {
+                if options.store.engine == EngineKind::Memory {
+                    return Ok(false);
+                }
+                match probe(path)? {
+                    Probe::Database(families) if adopt_versioned::kafka_families(&families) => {
+                        adopt_versioned::check(path, &options.store)?;
+                        Ok(true)
+                    }
+                    // Vacant, or kstate's own store (whose open finishes what it finds).
+                    _ => Ok(false),
+                }
             }
             PlannedStore::Session { path, options } => {
                 options.validate()?;

@@ -48,10 +48,10 @@ public final class KstateNative {
      * store there ({@code kstate::store::PlannedStore::check}).
      *
      * @param path the store directory
-     * @param kind 0 key-value, 1 window, 2 session, 3 time-ordered window, 4 time-ordered session
+     * @param kind 0 key-value, 1 window, 2 session, 3 time-ordered window, 4 time-ordered session, 5 versioned
      * @param valueFormat {@link #FORMAT_TIMESTAMPED}, {@link #FORMAT_PLAIN} or {@link #FORMAT_HEADERS}
-     * @param retentionMs retention of a window or session store
-     * @param segmentIntervalMs segment interval of a window or session store, 0 = Kafka's default
+     * @param retentionMs retention of a window or session store, history retention of a versioned store
+     * @param segmentIntervalMs segment interval of a window, session or versioned store, 0 = Kafka's default
      * @param adoptLeftOpen as the store's open has it ({@link NativeStore.RocksTuning#withAdoptLeftOpen})
      * @return true when the open adopts a Kafka Streams store, false when there is none to adopt
      */
