@@ -1,5 +1,6 @@
 package dev.kstate.streams;
 
+import dev.kstate.internal.KstateNative;
 import dev.kstate.internal.NativeStore;
 import dev.kstate.internal.NativeVersionedStore;
 import java.io.File;
@@ -52,8 +53,7 @@ public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore>
         super(options);
         this.historyRetentionMs = historyRetentionMs;
         this.segmentIntervalMs = segmentIntervalMs;
-        // Not recorded for the task's all-or-nothing adoption check: that check has no versioned
-        // kind yet, so Kafka's versioned directory is adopted by the native open alone.
+        recordAdoptionPlan();
     }
 
     /** @return how long older versions stay readable, also the grace period of writes */
@@ -63,7 +63,8 @@ public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore>
 
     @Override
     TaskAdoption.Plan adoptionPlan() {
-        return null; // never recorded nor checked: see the constructor
+        return new TaskAdoption.Plan(name(), TaskAdoption.VERSIONED, KstateNative.FORMAT_PLAIN, historyRetentionMs,
+            segmentIntervalMs);
     }
 
     @Override
@@ -104,7 +105,7 @@ public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore>
         File kafka = KstateKeyValueStore.kafkaDirToAdopt(stateDir, name());
         inKafkaDirectory = kafka != null;
         if (kafka != null) {
-            return new Location(kafka, false, false, null);
+            return new Location(kafka, true, false, "Kafka Streams' RocksDBVersionedStore directory, opened in place (adopted)");
         }
         return new Location(new File(stateDir, name()), false, true, null);
     }

@@ -35,6 +35,8 @@ final class TaskAdoption {
     /** The time-ordered stores of {@code EmitStrategy.onWindowClose()}: they adopt Kafka's time-ordered segments. */
     static final int TIME_ORDERED_WINDOW = 3;
     static final int TIME_ORDERED_SESSION = 4;
+    /** A versioned store: it adopts Kafka's {@code RocksDBVersionedStore} directory, where key-value stores' are. */
+    static final int VERSIONED = 5;
     /** As {@code KstateSegmentedStateStore}'s: Kafka's segment directory names. */
     private static final Pattern KAFKA_SEGMENT = Pattern.compile(".+[.:-]\\d+");
     /** Store name to the options of the kstate RocksDB stores of that name built in this JVM. */
@@ -61,7 +63,7 @@ final class TaskAdoption {
 
         /** @return the directory of Kafka's store this store would adopt in {@code taskDir}, or null */
         File kafkaDir(File taskDir) {
-            if (kind == KEY_VALUE) {
+            if (kind == KEY_VALUE || kind == VERSIONED) {
                 return KstateKeyValueStore.kafkaDirToAdopt(taskDir, name);
             }
             File dir = new File(taskDir, name);

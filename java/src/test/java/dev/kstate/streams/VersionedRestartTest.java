@@ -30,6 +30,7 @@ import org.apache.kafka.streams.processor.internals.AbstractTask;
 import org.apache.kafka.streams.processor.internals.ProcessorStateManager;
 import org.apache.kafka.streams.processor.internals.StateRestoreCallbackAdapter;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.VersionedBytesStore;
 import org.apache.kafka.streams.state.VersionedBytesStoreSupplier;
 import org.junit.After;
 import org.junit.Before;
@@ -263,6 +264,71 @@ public class VersionedRestartTest {
     }
 
     /**
+     * The way back: a kstate versioned store closed cleanly, {@code kstate export --to kafka}
+     * on its state directory, and Kafka 4.4's own {@code RocksDBVersionedStore} opens the result
+     * at {@code <task>/rocksdb/<name>}: every latest value, kstate's committed offset (nothing to
+     * restore). Kafka 4.4 reads no history of a reopened versioned store (its segment list is not
+     * rebuilt on open), so the history is checked the other way round: kstate adopts the exported
+     * directory again and answers every as-of read as before the export.
+     */
+    @Test
+    public void aKstateStoreExportedToKafkaOpensInKafkasVersionedStoreAndComesBack() throws Exception {
+        int n = 1_500;
+        File run = new File(dir, "kstate-run");
+        File exported = new File(dir, "exported");
+        TopologyTestDriver onKstate = driver(kstate(), run);
+        pipe(onKstate, 0, n);
+        KstateVersionedStore before = store(onKstate);
+        List<String> latest = new ArrayList<>();
+        List<String> history = new ArrayList<>();
+        for (int k = 0; k < 6; k++) {
+            Bytes key = Bytes.wrap(("k" + k).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            latest.add(text(before.get(key)));
+            for (long t = time(n - 1) - 1_000; t <= time(n - 1); t += 50) {
+                history.add(text(before.get(key, t)));
+            }
+        }
+        long committed = writesBefore(n) - 1;
+        assertEquals(Long.valueOf(committed), before.committedOffset(CHANGELOG));
+        closeCleanlyInto(onKstate, run, exported);
+        String out = TestSupport.runCli(0, "export", "--to", "kafka", new File(exported, APP).getPath());
+        assertTrue(out, out.contains("1 store(s) exported"));
+        File kafkaDb = new File(exported, APP + "/0_0/rocksdb/" + VersionedStoreTest.STORE);
+        assertEquals(java.util.Arrays.asList("default", "offsets"), MigrationTest.columnFamilies(kafkaDb));
+        assertFalse(new File(exported, APP + "/0_0/" + VersionedStoreTest.STORE).exists());
+
+        File taskDir = new File(exported, APP + "/0_0");
+        VersionedBytesStore kafka = (VersionedBytesStore) kafka().get();
+        kafka.init(TestSupport.internalContext(new TestSupport.CapturingContext(TestSupport.props(APP, taskDir), taskDir)),
+            kafka);
+        try {
+            assertEquals("Kafka's store reports kstate's committed offset", Long.valueOf(committed),
+                kafka.committedOffset(CHANGELOG));
+            List<String> kafkaLatest = new ArrayList<>();
+            for (int k = 0; k < 6; k++) {
+                kafkaLatest.add(text(kafka.get(Bytes.wrap(("k" + k).getBytes(java.nio.charset.StandardCharsets.UTF_8)))));
+            }
+            assertEquals("every latest value, read by Kafka's RocksDBVersionedStore", latest, kafkaLatest);
+        } finally {
+            kafka.close();
+        }
+
+        try (TopologyTestDriver back = driver(kstate(), exported)) {
+            KstateVersionedStore again = store(back);
+            assertEquals(Long.valueOf(committed), again.committedOffset(CHANGELOG));
+            assertEquals("nothing committed is replayed", Long.valueOf(committed + 1), restoreStart(back));
+            List<String> againHistory = new ArrayList<>();
+            for (int k = 0; k < 6; k++) {
+                Bytes key = Bytes.wrap(("k" + k).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                for (long t = time(n - 1) - 1_000; t <= time(n - 1); t += 50) {
+                    againHistory.add(text(again.get(key, t)));
+                }
+            }
+            assertEquals("every as-of read after the round trip", history, againHistory);
+        }
+    }
+
+    /**
      * The restore callback Kafka's state manager calls: each changelog record is a put at its
      * record timestamp (null a tombstone), the batch committed with its last offset.
      */
@@ -290,6 +356,9 @@ public class VersionedRestartTest {
     }
 
     private static String text(byte[] valueAndTimestamp) {
+        if (valueAndTimestamp == null) {
+            return "-";
+        }
         java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(valueAndTimestamp);
         long ts = b.getLong();
         return new String(valueAndTimestamp, 8, valueAndTimestamp.length - 8, StandardCharsets.UTF_8) + "@" + ts;
