@@ -82,8 +82,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * tumbling-window count {@code wcounts} of {@code window.ms} and a session count {@code scounts} of
  * inactivity gap {@code session.gap.ms}, on kstate's window and session stores in the kstate variant,
  * written to {@code wcounts-out} and {@code scounts-out}; the soak's topology), {@code versioned}
- * ({@code true} adds the versioned probe of {@link #addVersioned}, on kstate's versioned store in the
- * kstate variant).
+ * ({@code true} adds the versioned join of {@link #addVersioned}, on kstate's versioned store in the
+ * kstate variant: a versioned table in a stream-table join).
  *
  * <p>It reports on standard output, one event a line: {@code STATE new old ms}, {@code RUNNING ms}
  * (ms since the JVM started), {@code RESTORE_START store topic partition start end},
@@ -321,62 +321,64 @@ public final class EosApp {
     }
 
     /**
-     * The versioned probe ({@code versioned=true}): a processor over {@code input} with a
-     * versioned store {@code vprobe} (history retention {@link #VERSIONED_RETENTION}) that, for
-     * each record {@code (key, v, ts)}, puts {@code v} as the version at {@code ts - v * 1000}
-     * (out of order, some older than the retention: not put), then reads the version as of
-     * {@code ts - v * 700} (some in the history, some older than the retention: only the latest
-     * counts) and sends {@code v|putResult|value@validFrom} (or {@code -}) to {@code vprobe-out}.
-     * Each output is a function of the partition's records before it, so the parent can
-     * compute every one with Kafka's own versioned store.
+     * The versioned join ({@code versioned=true}): a versioned table and a stream-table join
+     * over {@code input}. The table side re-times each record {@code (key, v, ts)} to
+     * {@code ts - v s} (out of order, some older than the history retention
+     * {@link #VERSIONED_RETENTION}: not put) with the value {@code v@ts}, into a table
+     * materialized as the versioned store {@code vprobe}; the stream side re-times the same
+     * record to {@code ts - 0.7 v s} and left-joins it with the table (the version as of that
+     * time: in the history, or older than the retention: the latest only), sending
+     * {@code v|tableValue} (or {@code v|-}) to {@code vprobe-out}. The table side is built
+     * first, so each record's version is put before its lookup; each output is then a function
+     * of the partition's records up to it, which the parent computes with Kafka's own versioned
+     * store.
      */
-    static void addVersioned(StreamsBuilder builder, String t, boolean kstate) {
-        builder.addStateStore(Stores.versionedKeyValueStoreBuilder(
-            kstate ? KstateStores.persistentVersionedKeyValueStore(VPROBE, VERSIONED_RETENTION)
-                : Stores.persistentVersionedKeyValueStore(VPROBE, VERSIONED_RETENTION),
-            Serdes.String(), Serdes.String()));
-        builder.stream(topic(t, INPUT), Consumed.with(Serdes.String(), Serdes.String()))
-            .process(VersionedProbe::new, VPROBE)
+    public static void addVersioned(StreamsBuilder builder, String t, boolean kstate) {
+        org.apache.kafka.streams.state.VersionedBytesStoreSupplier supplier = kstate
+            ? KstateStores.persistentVersionedKeyValueStore(VPROBE, VERSIONED_RETENTION)
+            : Stores.persistentVersionedKeyValueStore(VPROBE, VERSIONED_RETENTION);
+        org.apache.kafka.streams.kstream.KStream<String, String> in =
+            builder.stream(topic(t, INPUT), Consumed.with(Serdes.String(), Serdes.String()));
+        org.apache.kafka.streams.kstream.KTable<String, String> table = in
+            .processValues(() -> new Retime(1000, true))
+            .toTable(Materialized.<String, String>as(supplier).withKeySerde(Serdes.String())
+                .withValueSerde(Serdes.String()));
+        in.processValues(() -> new Retime(700, false))
+            .leftJoin(table, (v, found) -> v + "|" + (found == null ? "-" : found))
             .to(topic(t, VPROBE_OUT), Produced.with(Serdes.String(), Serdes.String()));
     }
 
-    /** The store of the versioned probe. */
+    /** The store of the versioned join's table. */
     public static final String VPROBE = "vprobe";
     /** With {@code versioned=true}: one line per input record, see {@link #addVersioned}. */
     public static final String VPROBE_OUT = "vprobe-out";
-    /** History retention of the versioned probe's store. */
+    /** History retention of the versioned join's table. */
     public static final Duration VERSIONED_RETENTION = Duration.ofSeconds(5);
 
     /**
-     * What the versioned probe sends for a record: {@code v|put|value@validFrom} where
-     * {@code put} is what {@code put(key, v, ts - v * 1000)} returned and the read is
-     * {@code get(key, ts - v * 700)}, done by {@code put} and {@code get}.
+     * Moves a record {@code v} ms per unit of its value back in time; with {@code stamp} its
+     * value also records its original timestamp ({@code v@ts}).
      */
-    public static String probe(String v, long ts, java.util.function.LongFunction<Long> put,
-                               java.util.function.LongFunction<String> get) {
-        long n = Long.parseLong(v);
-        long result = put.apply(ts - n * 1000);
-        return v + "|" + result + "|" + get.apply(ts - n * 700);
-    }
+    static final class Retime implements org.apache.kafka.streams.processor.api.FixedKeyProcessor<String, String, String> {
+        private final long msPerUnit;
+        private final boolean stamp;
+        private org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, String> context;
 
-    /** The versioned probe's processor. */
-    static final class VersionedProbe implements org.apache.kafka.streams.processor.api.Processor<String, String, String, String> {
-        private org.apache.kafka.streams.processor.api.ProcessorContext<String, String> context;
-        private org.apache.kafka.streams.state.VersionedKeyValueStore<String, String> store;
-
-        @Override
-        public void init(org.apache.kafka.streams.processor.api.ProcessorContext<String, String> context) {
-            this.context = context;
-            this.store = context.getStateStore(VPROBE);
+        Retime(long msPerUnit, boolean stamp) {
+            this.msPerUnit = msPerUnit;
+            this.stamp = stamp;
         }
 
         @Override
-        public void process(org.apache.kafka.streams.processor.api.Record<String, String> r) {
-            String out = probe(r.value(), r.timestamp(), at -> store.put(r.key(), r.value(), at), at -> {
-                org.apache.kafka.streams.state.VersionedRecord<String> found = store.get(r.key(), at);
-                return found == null ? "-" : found.value() + "@" + found.timestamp();
-            });
-            context.forward(r.withValue(out));
+        public void init(org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(org.apache.kafka.streams.processor.api.FixedKeyRecord<String, String> r) {
+            long back = Long.parseLong(r.value()) * msPerUnit;
+            context.forward(r.withTimestamp(r.timestamp() - back)
+                .withValue(stamp ? r.value() + "@" + r.timestamp() : r.value()));
         }
     }
 
