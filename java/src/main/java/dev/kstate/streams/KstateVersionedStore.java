@@ -14,9 +14,11 @@ import java.util.Map;
 import java.util.Optional;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.processor.StateStoreContext;
 import org.apache.kafka.streams.query.MultiVersionedKeyQuery;
 import org.apache.kafka.streams.query.Query;
 import org.apache.kafka.streams.query.QueryResult;
@@ -26,6 +28,8 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.VersionedBytesStore;
 import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.VersionedRecordIterator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A kstate versioned key-value store (KIP-889) as Kafka Streams' {@link VersionedBytesStore}: the
@@ -46,6 +50,9 @@ public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore>
     private final long historyRetentionMs;
     /** 0: Kafka's default for the retention (chosen by the native store when it is created). */
     private final long segmentIntervalMs;
+    private static final Logger LOG = LoggerFactory.getLogger(KstateVersionedStore.class);
+    /** Kafka's task-level {@code dropped-records} sensor, which counts refused writes; null when unavailable. */
+    private volatile Sensor droppedRecords;
     /** Set by {@link #locate}: the directory is Kafka's own versioned store's (adopted in place by the open). */
     private volatile boolean inKafkaDirectory;
 
@@ -139,6 +146,10 @@ public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore>
         NativeVersionedStore s = open();
         written();
         long validTo = s.put(k, value, timestamp);
+        if (validTo == org.apache.kafka.streams.state.VersionedKeyValueStore.PUT_RETURN_CODE_NOT_PUT) {
+            dropped("put");
+        }
+        // Kafka 4.0-4.4 move the position for a put older than the grace period too
         updatePosition();
         return validTo;
     }
@@ -158,9 +169,33 @@ public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore>
         byte[] k = key(key);
         NativeVersionedStore s = open();
         written();
+        // the native delete answers null for a dropped delete and for a key with no version alike
+        long streamTime = s.streamTime(false);
+        boolean expired = streamTime >= Long.MIN_VALUE + historyRetentionMs && timestamp < streamTime - historyRetentionMs;
         VersionedRecord<byte[]> old = s.delete(k, timestamp);
+        if (expired) {
+            dropped("delete");
+            return null;
+        }
         updatePosition();
         return valueAndTimestamp(old);
+    }
+
+    @Override
+    void registeredMetrics(StateStoreContext context) {
+        droppedRecords = KstateMetrics.droppedRecordsSensor(context);
+    }
+
+    /**
+     * A write older than the history retention (its grace period), refused: counted in the
+     * task's {@code dropped-records} metric and logged, as Kafka's versioned store does.
+     */
+    private void dropped(String what) {
+        Sensor sensor = droppedRecords;
+        if (sensor != null) {
+            sensor.record();
+        }
+        LOG.warn("Skipping record for expired {} (kstate versioned store {}).", what, name());
     }
 
     /**

@@ -264,7 +264,24 @@ public class VersionedStoreTest {
                 + " operations equal to Kafka's, " + notPut + " puts not put, " + found + " as-of reads found a "
                 + "version, " + deleted + " deletes returned one; IQv2: " + history + " reads of history");
             assertTrue(notPut > 20 && found > 20 && deleted > 20 && history > 50);
+            // refused puts and deletes count in the task's dropped-records, as in Kafka
+            double dropped = droppedRecordsTotal(driver);
+            assertEquals(droppedRecordsTotal(kafka), dropped, 0);
+            assertTrue("refused puts and deletes were counted: " + dropped, dropped > notPut);
         }
+    }
+
+    /** The task's {@code dropped-records-total} ({@code stream-task-metrics}), or NaN when absent. */
+    private static double droppedRecordsTotal(TopologyTestDriver driver) {
+        for (java.util.Map.Entry<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> m
+            : driver.metrics().entrySet()) {
+            org.apache.kafka.common.MetricName n = m.getKey();
+            if (n.name().equals("dropped-records-total") && n.group().equals("stream-task-metrics")
+                && "0_0".equals(n.tags().get("task-id"))) {
+                return ((Number) m.getValue().metricValue()).doubleValue();
+            }
+        }
+        return Double.NaN;
     }
 
     /**
