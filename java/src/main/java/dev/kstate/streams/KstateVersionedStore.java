@@ -14,9 +14,11 @@ import java.util.Map;
 import java.util.Optional;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.processor.StateStoreContext;
 import org.apache.kafka.streams.query.MultiVersionedKeyQuery;
 import org.apache.kafka.streams.query.Query;
 import org.apache.kafka.streams.query.QueryResult;
@@ -24,8 +26,11 @@ import org.apache.kafka.streams.query.ResultOrder;
 import org.apache.kafka.streams.query.VersionedKeyQuery;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.VersionedBytesStore;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
 import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.VersionedRecordIterator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A kstate versioned key-value store (KIP-889) as Kafka Streams' {@link VersionedBytesStore}: the
@@ -43,7 +48,10 @@ import org.apache.kafka.streams.state.VersionedRecordIterator;
  * versioned stores refuse throw {@link UnsupportedOperationException} here too.
  */
 public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore> implements VersionedBytesStore {
+    private static final Logger LOG = LoggerFactory.getLogger(KstateVersionedStore.class);
     private final long historyRetentionMs;
+    /** Kafka's task-level {@code dropped-records} sensor, which counts expired puts and deletes; null when unavailable. */
+    private volatile Sensor droppedRecords;
     /** 0: Kafka's default for the retention (chosen by the native store when it is created). */
     private final long segmentIntervalMs;
     /** Set by {@link #locate}: the directory is Kafka's own versioned store's (adopted in place by the open). */
@@ -139,6 +147,10 @@ public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore>
         NativeVersionedStore s = open();
         written();
         long validTo = s.put(k, value, timestamp);
+        if (validTo == VersionedKeyValueStore.PUT_RETURN_CODE_NOT_PUT) {
+            expired("put");
+        }
+        // Kafka's RocksDBVersionedStore moves the position for an expired put too
         updatePosition();
         return validTo;
     }
@@ -159,8 +171,31 @@ public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore>
         NativeVersionedStore s = open();
         written();
         VersionedRecord<byte[]> old = s.delete(k, timestamp);
+        // null is also the answer of an expired delete, which Kafka counts and which leaves the position;
+        // the stream time after the call is the one the native store judged by (an expired delete keeps it)
+        if (old == null && timestamp < s.streamTime(false) - historyRetentionMs) {
+            expired("delete");
+            return null;
+        }
         updatePosition();
         return valueAndTimestamp(old);
+    }
+
+    /**
+     * Counts a write older than the grace period (the history retention) in the task's
+     * {@code dropped-records} metric and logs it, as Kafka's {@code RocksDBVersionedStore} does.
+     */
+    private void expired(String write) {
+        Sensor dropped = droppedRecords;
+        if (dropped != null) {
+            dropped.record();
+        }
+        LOG.warn("Skipping record for expired {} (kstate versioned store {}).", write, name());
+    }
+
+    @Override
+    void registeredMetrics(StateStoreContext context) {
+        droppedRecords = KstateMetrics.droppedRecordsSensor(context);
     }
 
     /**
