@@ -67,7 +67,7 @@ import org.junit.runners.Parameterized;
  * {@code dropped-records-total} ({@code shouldNotPutExpired}, {@code shouldNotDeleteExpired} and
  * {@code shouldAllowZeroHistoryRetention} read 0 where Kafka's store reads 1); it now records into the
  * task's sensor as Kafka's {@code RocksDBVersionedStore} does, and an expired delete leaves the position
- * unchanged, as Kafka's.
+ * unchanged, as Kafka's ({@link #anExpiredDeleteLeavesThePosition}, not one of Kafka's cases).
  */
 @RunWith(Parameterized.class)
 public class KafkaVersionedStoreCasesTest {
@@ -533,6 +533,34 @@ public class KafkaVersionedStoreCasesTest {
         put("k2", "v", b + 2, NOT_PUT);
         latestNull("k2");
         assertEquals(1.0, droppedRecords(), 0.0);
+    }
+
+    /**
+     * Not one of Kafka's cases: the position an IQv2 answer carries moves with a put, an expired put
+     * (NOT_PUT) and a delete, and stays where it was after an expired delete, as in Kafka's store.
+     */
+    @Test
+    public void anExpiredDeleteLeavesThePosition() {
+        context.setRecordMetadata("in", 0, 5);
+        put("k", "v", HISTORY_RETENTION + 10, LATEST);
+        assertEquals(5L, position());
+        context.setRecordMetadata("in", 0, 6);
+        put("k", "late", 9, NOT_PUT);
+        assertEquals(6L, position());
+        context.setRecordMetadata("in", 0, 7);
+        assertNull(store.delete("k", 9));
+        assertEquals("an expired delete", 6L, position());
+        context.setRecordMetadata("in", 0, 8);
+        assertEquals("v@" + (HISTORY_RETENTION + 10), show(store.delete("k", HISTORY_RETENTION + 20)));
+        assertEquals(8L, position());
+    }
+
+    /** The offset of input partition {@code in}-0 in the position of an IQv2 answer. */
+    private long position() {
+        QueryResult<VersionedRecord<String>> r = ((StateStore) store).query(VersionedKeyQuery.withKey("k"),
+            PositionBound.unbounded(), new QueryConfig(false));
+        assertTrue(String.valueOf(r), r.isSuccess());
+        return r.getPosition().getPartitionPositions("in").get(0);
     }
 
     // ----- B: multi-version reads (IQv2 MultiVersionedKeyQuery) --------------------------------
