@@ -80,12 +80,6 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
     }
 
     @Override
-    String stateIdTag() {
-        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? KstateMetrics.ROCKSDB_STATE_ID_TAG
-            : KstateMetrics.MEMORY_STATE_ID_TAG;
-    }
-
-    @Override
     String label() {
         return "store " + name();
     }

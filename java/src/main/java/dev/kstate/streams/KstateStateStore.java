@@ -98,8 +98,14 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
     /** @return what, besides the common options, a native store of this kind is opened with (kind, format...) */
     abstract List<Object> shape();
 
-    /** @return Kafka's metrics tag naming the store (e.g. {@code rocksdb-window-state-id}) */
-    abstract String stateIdTag();
+    /**
+     * @return Kafka's metrics tag naming the store: the key-value stores' by default
+     *     ({@code rocksdb-state-id}, {@code in-memory-state-id}); segmented kinds name theirs
+     */
+    String stateIdTag() {
+        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? KstateMetrics.ROCKSDB_STATE_ID_TAG
+            : KstateMetrics.MEMORY_STATE_ID_TAG;
+    }
 
     /** @return the store for messages: "store NAME", "window store NAME"... */
     abstract String label();

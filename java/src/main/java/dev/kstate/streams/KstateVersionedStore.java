@@ -87,12 +87,6 @@ public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore>
     }
 
     @Override
-    String stateIdTag() {
-        return options.engine == KstateStoreOptions.Engine.ROCKSDB ? KstateMetrics.ROCKSDB_STATE_ID_TAG
-            : KstateMetrics.MEMORY_STATE_ID_TAG;
-    }
-
-    @Override
     String label() {
         return "versioned store " + name();
     }
