@@ -18,6 +18,8 @@
 //! * `window_fetch_all_minute`: on a store of 120 one-minute windows of each key (retention
 //!   2 hours, segments of 1 hour), `fetch_all` of one minute (10,000 windows, each read);
 //!   per fetch.
+//! * `window_fetch_key_hour`: `fetch(key, from, to)` of one hour (60 windows) on the store
+//!   of `window_fetch_all_minute`.
 //!
 //! Run: `cargo bench --bench memory` (`KSTATE_BENCH_KEYS` shrinks the data set;
 //! `cargo bench --bench memory -- segmented` runs the window and session rows alone).
@@ -241,26 +243,27 @@ fn segmented(c: &mut Criterion) {
 
     // fetchAll of one minute on 120 windows of every key (WindowBench's store).
     g.throughput(Throughput::Elements(n));
-    let mut loaded: Option<WindowStore> = None;
-    g.bench_function("window_fetch_all_minute", |b| {
-        let store = loaded.get_or_insert_with(|| {
-            let options = WindowOptions::new(120 * MINUTE, MINUTE, false);
-            let store = WindowStore::open_in_memory(&options).unwrap();
-            let mut offset = 0i64;
-            for w in 0..120 {
-                for (i, k) in all.iter().enumerate() {
-                    store
-                        .put_raw(k, Some(&values[i & 1023]), w * MINUTE)
-                        .unwrap();
-                    offset += 1;
-                    if offset % 1000 == 0 {
-                        store.commit(&[(tp(), Some(offset))], None).unwrap();
-                    }
+    let load_windows = || {
+        let options = WindowOptions::new(120 * MINUTE, MINUTE, false);
+        let store = WindowStore::open_in_memory(&options).unwrap();
+        let mut offset = 0i64;
+        for w in 0..120 {
+            for (i, k) in all.iter().enumerate() {
+                store
+                    .put_raw(k, Some(&values[i & 1023]), w * MINUTE)
+                    .unwrap();
+                offset += 1;
+                if offset % 1000 == 0 {
+                    store.commit(&[(tp(), Some(offset))], None).unwrap();
                 }
             }
-            store.commit(&[(tp(), Some(offset))], None).unwrap();
-            store
-        });
+        }
+        store.commit(&[(tp(), Some(offset))], None).unwrap();
+        store
+    };
+    let mut loaded: Option<WindowStore> = None;
+    g.bench_function("window_fetch_all_minute", |b| {
+        let store = loaded.get_or_insert_with(load_windows);
         b.iter(|| {
             let t = rng.below(120) as i64 * MINUTE;
             let mut count = 0u64;
@@ -269,6 +272,22 @@ fn segmented(c: &mut Criterion) {
                 count += 1;
             }
             assert_eq!(count, n);
+        })
+    });
+    // fetch(key, from, to) of one hour (60 windows) on the same store: the key's windows are
+    // one per window start, among n keys per start.
+    g.throughput(Throughput::Elements(60));
+    g.bench_function("window_fetch_key_hour", |b| {
+        let store = loaded.get_or_insert_with(load_windows);
+        b.iter(|| {
+            let i = rng.below(n) as usize;
+            let t = rng.below(60) as i64 * MINUTE;
+            let mut count = 0u64;
+            for e in store.fetch_range(&all[i], t, t + 59 * MINUTE).unwrap() {
+                black_box(e.unwrap());
+                count += 1;
+            }
+            assert_eq!(count, 60);
         })
     });
     g.finish();

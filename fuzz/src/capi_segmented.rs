@@ -19,7 +19,10 @@
 //! writer's to the committed one), a write dropped when its segment lies below
 //! `segment(stream time - retention)`, a read returning only times after
 //! `stream time - retention`, results in Kafka's order (segment by segment, then the
-//! Kafka key's bytes; backward: the reverse), an iterator fixed at its creation.
+//! Kafka key's bytes; backward: the reverse), an iterator fixed at its creation. A window
+//! store without duplicates on the memory engine answers key-range, time-range and `all` queries as Kafka's
+//! in-memory window store: the windows of starts `>= 0` inside the bounds (no byte bounds),
+//! by start, then record key and seqnum bytes.
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -592,7 +595,13 @@ impl Seg {
             Kind::Window { size, .. } => size,
             Kind::Session => 0,
         };
+        // Kafka's in-memory order: a window store on the memory engine (but for `Key`).
+        let dups = matches!(self.kind, Kind::Window { dups: true, .. });
+        let by_start =
+            self.window() && !dups && self.rocksdb.is_none() && !matches!(q, Query::Key(..));
+        let floor = if by_start { 0 } else { i64::MIN };
         let mut out = Vec::new();
+        let mut order = Vec::new();
         for ((_, kk), v) in view {
             // (record key, time bounds checked against, start, end)
             let (rk, start, end) = if self.window() {
@@ -629,19 +638,31 @@ impl Seg {
                             kt.as_deref().map(|t| seg::session_upper_range(t, *to)),
                         )
                     };
-                    lo.is_none_or(|lo| kk[..] >= lo[..])
-                        && hi.is_none_or(|hi| kk[..] <= hi[..])
+                    (by_start
+                        || lo.is_none_or(|lo| kk[..] >= lo[..])
+                            && hi.is_none_or(|hi| kk[..] <= hi[..]))
                         && kf.as_deref().is_none_or(|f| rk >= f)
                         && kt.as_deref().is_none_or(|t| rk <= t)
-                        && lo_time >= (*from).max(ev)
+                        && lo_time >= (*from).max(ev).max(floor)
                         && start <= *to
                 }
-                Query::Time(from, to) => start >= (*from).max(ev) && start <= *to,
+                Query::Time(from, to) => start >= (*from).max(ev).max(floor) && start <= *to,
                 Query::All => lo_time >= ev.max(0),
             };
             if keep {
+                // The Kafka key without its start: record key and seqnum.
+                let rest = [rk, &kk[kk.len() - 4..]].concat();
+                order.push((start, rest, out.len()));
                 out.push((rk.to_vec(), v.clone(), start, end));
             }
+        }
+        if by_start {
+            order.sort();
+            let mut slots: Vec<_> = out.into_iter().map(Some).collect();
+            out = order
+                .into_iter()
+                .filter_map(|(_, _, i)| slots[i].take())
+                .collect();
         }
         if reverse {
             out.reverse();

@@ -31,6 +31,26 @@
 //! Kafka's order (time, then the bytes of the rest of the time-first key). The values are
 //! kept twice rather than looked up from the data family per entry: an emit-final scan
 //! stays one sequential read, at the price of twice the bytes per write.
+//!
+//! # Window stores on the memory engine: time first
+//! On the memory engine a window store keys its data family itself
+//! `[segment][start ‖ key ‖ seqnum]`, the order of Kafka's in-memory window store (a map
+//! per window start), and keeps no second family: a time-ordered store reads its time
+//! queries from the data family. Nothing but the running process ever reads that family,
+//! so its layout is free to follow the access pattern of a windowed aggregation: a put at
+//! the current window start lands next to the other puts of that start (where the tree's
+//! path is in the CPU's caches), and a `fetchAll` of a time range, a key-range fetch and
+//! `all` are one ordered range of the family that reads no window outside the range, in
+//! Kafka's in-memory order (start, then key, then seqnum). A fetch of one key or a key
+//! range seeks once or twice per window start in its range ([`StartWalk`]), as Kafka's
+//! in-memory store looks the keys up in the map of each start. Session stores keep the key-first layout on
+//! both engines: `findSessions(key, ...)`, the read of every session-aggregated record,
+//! stays one short range of the key's sessions. So do two kinds of window store: one that
+//! retains duplicates (a stream-stream join's), whose window starts are record timestamps,
+//! so that its `fetch(key, from, to)` would seek once per record of every key in the time
+//! range (Kafka's in-memory store pays that), where the key-first layout reads one range;
+//! and a time-ordered one with Kafka's `hasIndex` (sliding windows), whose key-range
+//! fetches are key first, which keeps its time index.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -176,16 +196,10 @@ pub(crate) struct Segmented {
     options: StoreOptions,
     recovery: RecoveryReport,
     commits_in_doubt: AtomicU64,
-    /// The length of every Kafka key written through this handle, plus one, while they all
-    /// have one length (0: none written yet; [`MIXED_LENGTHS`]: several). On the memory
-    /// engine, which starts empty, this covers every key the store holds, and a window
-    /// store whose keys all have one length orders them by record key, then window start:
-    /// what lets a time query jump over a key's windows outside its range ([`SegmentWalk`]).
-    key_len: AtomicU64,
+    /// The data family is keyed time first (memory-engine window stores; see the module
+    /// docs).
+    time_first: bool,
 }
-
-/// [`Segmented::key_len`] once keys of two lengths were written.
-const MIXED_LENGTHS: u64 = u64::MAX;
 
 impl Drop for Segmented {
     fn drop(&mut self) {
@@ -245,6 +259,8 @@ impl Plan {
 
 impl Segmented {
     /// Recovers the transaction layer over `opened` and restores the committed stream time.
+    /// `by_time` names the time index family of a time-ordered store; `time_first` keys the
+    /// data family time first instead (see the module docs), with no index.
     pub(crate) fn new(
         opened: Opened,
         schema: Schema,
@@ -252,8 +268,10 @@ impl Segmented {
         path: Option<PathBuf>,
         options: &StoreOptions,
         by_time: Option<&str>,
+        time_first: bool,
     ) -> Result<Segmented> {
         let by_time = by_time
+            .filter(|_| !time_first)
             .map(|name| opened.engine.registry().require(name))
             .transpose()?;
         let config = options.txn_config(crate::txn::CHUNK_BYTES)?;
@@ -278,7 +296,7 @@ impl Segmented {
             options: options.clone(),
             recovery,
             commits_in_doubt: AtomicU64::new(0),
-            key_len: AtomicU64::new(0),
+            time_first,
         })
     }
 
@@ -327,7 +345,6 @@ impl Segmented {
     ) -> Result<bool> {
         format::check_key(kafka_key)?;
         let mut w = self.writer.lock_recover();
-        self.note_key_len(kafka_key.len());
         let stream_time = w.stream_time.max(time);
         let segment = segment_id(time, self.retention.segment_interval);
         let live = segment >= self.retention.min_live_segment(stream_time);
@@ -337,7 +354,7 @@ impl Segmented {
             if !live {
                 return Ok(Ok(()));
             }
-            let key = layout::stored_key(segment, kafka_key);
+            let key = self.stored_key(segment, kafka_key)?;
             match self.by_time {
                 None => c.buffer_all(self.data, std::iter::once((key.as_slice(), value))),
                 Some(by_time) => {
@@ -356,25 +373,16 @@ impl Segmented {
         spilled.map(|()| live)
     }
 
-    /// Records the length of a Kafka key about to be written (before it is buffered, so
-    /// that a walk never relies on a length a key it can see does not have).
-    fn note_key_len(&self, len: usize) {
-        let len = (len as u64).saturating_add(1).min(MIXED_LENGTHS - 1);
-        match self.key_len.load(Ordering::Acquire) {
-            known if known == len || known == MIXED_LENGTHS => {}
-            0 => {
-                // The writer's lock is held: no other write races this one.
-                self.key_len.store(len, Ordering::Release);
-            }
-            _ => self.key_len.store(MIXED_LENGTHS, Ordering::Release),
+    /// The data family's key of the Kafka key `kafka_key` in `segment`.
+    fn stored_key(&self, segment: i64, kafka_key: &[u8]) -> Result<Vec<u8>> {
+        if self.time_first {
+            Ok(layout::stored_key(
+                segment,
+                &time_first(self.schema, kafka_key)?,
+            ))
+        } else {
+            Ok(layout::stored_key(segment, kafka_key))
         }
-    }
-
-    /// Whether every key the store holds has one length, so that the store's window keys
-    /// are ordered by record key, then window start (see [`Segmented::key_len`]).
-    fn uniform_keys(&self) -> bool {
-        self.options.engine == crate::engine::EngineKind::Memory
-            && self.key_len.load(Ordering::Acquire) != MIXED_LENGTHS
     }
 
     /// Kafka's segmented `get`: `None` when `time` is no longer visible at the stream time
@@ -386,7 +394,7 @@ impl Segmented {
         time: i64,
     ) -> Result<Option<Vec<u8>>> {
         format::check_key(kafka_key)?;
-        let key = layout::stored_key(segment_id(time, self.retention.segment_interval), kafka_key);
+        let key = self.stored_key(segment_id(time, self.retention.segment_interval), kafka_key)?;
         match isolation {
             Isolation::ReadUncommitted => {
                 let w = self.writer.lock_recover();
@@ -420,19 +428,18 @@ impl Segmented {
             self.data,
             plan,
             walk_range,
-            |inner, plan| {
-                // Read once the walk's view is taken: every key that view holds was noted
-                // before it was buffered, so a key of another length written meanwhile (by
-                // the writer, while a committed reader opens its walk) is seen here.
-                let uniform = self.uniform_keys();
-                Box::new(SegmentWalk::new(inner, plan, schema, reverse, uniform))
-            },
+            |inner, plan| Box::new(SegmentWalk::new(inner, plan, schema, reverse)),
         )
     }
 
-    /// Whether the store keeps a time index (a time-ordered store).
+    /// Whether the store keeps a time index (a time-ordered store on RocksDB).
     pub(crate) fn is_time_ordered(&self) -> bool {
         self.by_time.is_some()
+    }
+
+    /// Whether the data family is keyed time first (see the module docs).
+    pub(crate) fn is_time_first(&self) -> bool {
+        self.time_first
     }
 
     /// Opens a walk of the time index (time-ordered stores) over the range `plan` derives
@@ -440,7 +447,7 @@ impl Segmented {
     /// key-first keys, in the time index's order.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] on a store without a time index.
+    /// [`Error::InvalidArgument`] on a store without a time-first family.
     pub(crate) fn scan_by_time(
         &self,
         isolation: Isolation,
@@ -459,6 +466,39 @@ impl Segmented {
                 inner,
                 plan,
                 schema,
+            })
+        })
+    }
+
+    /// Opens a walk of a window data family keyed time first over the plan `plan` derives
+    /// from the stream time of `isolation` (`None` = an empty result): Kafka's in-memory
+    /// window store's answer, by start, then key ([`StartWalk`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on a store whose data family is not keyed time first.
+    pub(crate) fn scan_starts(
+        &self,
+        isolation: Isolation,
+        reverse: bool,
+        plan: impl FnOnce(i64) -> Option<TimePlan>,
+    ) -> Result<KvIter> {
+        if !(self.time_first && self.schema == Schema::Window) {
+            return Err(Error::InvalidArgument(
+                "a walk over window starts on a store not keyed time first".into(),
+            ));
+        }
+        let interval = self.retention.segment_interval;
+        let range = |p: &TimePlan| p.range.clone();
+        self.walk(isolation, reverse, self.data, plan, range, |inner, plan| {
+            Box::new(StartWalk {
+                inner,
+                key_from: plan.key_from,
+                key_to: plan.key_to,
+                from: plan.time_from,
+                to: plan.time_to,
+                interval,
+                reverse,
+                started: false,
             })
         })
     }
@@ -739,6 +779,167 @@ impl crate::txn::Source for TimeWalk {
     }
 }
 
+/// A window query over a data family keyed time first (`[segment][start ‖ key ‖ seqnum]`),
+/// answered as Kafka's in-memory window store answers it: for each window start in
+/// `[from, to]` (`from >= 0`), the entries in `[start ‖ key_from ‖ 0, start ‖ key_to ‖
+/// i32::MAX]` (Kafka's seqnum bounds; an open bound leaves that end of the start open)
+/// whose record key lies within the key bounds. Between starts the walk seeks to the next
+/// start's range: a single-key fetch costs one seek per start holding the key and two per
+/// start that does not, a `fetchAll` (both bounds open) is one sequential read. A negative
+/// window start sorts after the other starts of its segment; as in Kafka's RocksDB store,
+/// whose lower fetch bound clamps the time at 0, a range query never returns it.
+///
+/// Yields `(Kafka key-first key, value)` by start, then key and seqnum bytes (all reversed
+/// with `reverse`).
+struct StartWalk {
+    inner: MergedIter,
+    key_from: Option<Vec<u8>>,
+    key_to: Option<Vec<u8>>,
+    from: i64,
+    to: i64,
+    interval: i64,
+    reverse: bool,
+    started: bool,
+}
+
+/// `x` against the concatenation `a ‖ b`, bytewise, without building it.
+fn cmp_concat(x: &[u8], a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let n = x.len().min(a.len());
+    match x[..n].cmp(&a[..n]) {
+        std::cmp::Ordering::Equal if x.len() < a.len() => std::cmp::Ordering::Less,
+        std::cmp::Ordering::Equal => x[n..].cmp(b),
+        other => other,
+    }
+}
+
+impl StartWalk {
+    /// The stored key of window start `start` with the record key `key` (`None`: the
+    /// start's first key) and `seqnum`: where the range of that start begins (ascending)
+    /// or ends (descending; past the start's last entry when `key` is `None`).
+    fn at(&self, start: i64, key: Option<&[u8]>, seqnum: i32) -> Vec<u8> {
+        let mut k = Vec::with_capacity(layout::SEGMENT_PREFIX + 8 + 16);
+        k.extend_from_slice(&segment_prefix(segment_id(start, self.interval)));
+        match key {
+            Some(key) => {
+                k.extend_from_slice(&start.to_be_bytes());
+                k.extend_from_slice(key);
+                k.extend_from_slice(&seqnum.to_be_bytes());
+            }
+            // The last key of `start` is below the next start's prefix (a prefix is never
+            // itself a key: every key carries a seqnum after it).
+            None if self.reverse => match start.checked_add(1) {
+                Some(next) => {
+                    k.truncate(0);
+                    k.extend_from_slice(&segment_prefix(segment_id(next, self.interval)));
+                    k.extend_from_slice(&next.to_be_bytes());
+                }
+                None => k.extend_from_slice(&[0xFF; 9]),
+            },
+            None => k.extend_from_slice(&start.to_be_bytes()),
+        }
+        k
+    }
+
+    /// Where the range of window start `start` begins in the walk's direction.
+    fn entry_of(&self, start: i64) -> Vec<u8> {
+        if self.reverse {
+            self.at(start, self.key_to.as_deref(), i32::MAX)
+        } else {
+            self.at(start, self.key_from.as_deref(), 0)
+        }
+    }
+
+    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        use std::cmp::Ordering::{Greater, Less};
+        if !self.started {
+            self.started = true;
+            if self.from > self.to || self.from < 0 {
+                return Ok(None);
+            }
+            let first = self.entry_of(if self.reverse { self.to } else { self.from });
+            self.inner.seek(&first)?;
+        }
+        while let Some((stored, v)) = self.inner.next_entry()? {
+            let (s, tf) = layout::split_stored(&stored)?;
+            if tf.len() < 8 + 4 {
+                return Err(Error::Corruption(
+                    "a time-first window key is shorter than 12 bytes".into(),
+                ));
+            }
+            let mut t = [0u8; 8];
+            t.copy_from_slice(&tf[..8]);
+            let start = i64::from_be_bytes(t);
+            if start < 0 {
+                // Past (ascending) or before (descending) the other starts of segment `s`.
+                let target = if self.reverse {
+                    let mut k = segment_prefix(s).to_vec();
+                    k.push(0x80);
+                    k
+                } else {
+                    match s.checked_add(1) {
+                        Some(next) => segment_prefix(next).to_vec(),
+                        None => return Ok(None),
+                    }
+                };
+                self.inner.seek(&target)?;
+                continue;
+            }
+            if start < self.from || start > self.to {
+                return Ok(None);
+            }
+            let rest = &tf[8..];
+            let below_from = |f: &Vec<u8>| cmp_concat(rest, f, &0i32.to_be_bytes()) == Less;
+            let above_to = |t: &Vec<u8>| cmp_concat(rest, t, &i32::MAX.to_be_bytes()) == Greater;
+            let (low, high) = (
+                self.key_from.as_ref().is_some_and(below_from),
+                self.key_to.as_ref().is_some_and(above_to),
+            );
+            let (before, after) = if self.reverse {
+                (high, low)
+            } else {
+                (low, high)
+            };
+            if before {
+                // Not yet at this start's range: seek to it.
+                self.inner.seek(&self.entry_of(start))?;
+                continue;
+            }
+            if after {
+                // Past this start's range: on to the next start's.
+                let next = if self.reverse {
+                    start.checked_sub(1).filter(|n| *n >= self.from)
+                } else {
+                    start.checked_add(1).filter(|n| *n <= self.to)
+                };
+                match next {
+                    Some(n) => self.inner.seek(&self.entry_of(n))?,
+                    None => return Ok(None),
+                }
+                continue;
+            }
+            let key = &tf[8..tf.len() - 4];
+            if self.key_from.as_deref().map_or(true, |f| key >= f)
+                && self.key_to.as_deref().map_or(true, |t| key <= t)
+            {
+                return Ok(Some((layout::window_key_of_time_first(tf)?, v)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl crate::txn::Source for StartWalk {
+    fn next_write(&mut self) -> Result<Option<crate::txn::KeyWrite>> {
+        Ok(self.next_entry()?.map(|(k, v)| (k, Some(v))))
+    }
+
+    fn seek(&mut self, _target: &[u8]) -> Result<()> {
+        Err(Error::Internal(
+            "a start walk cannot be repositioned".into(),
+        ))
+    }
+}
+
 /// No entries (a query Kafka answers with an empty iterator).
 struct Empty;
 
@@ -767,53 +968,17 @@ struct SegmentWalk {
     segment: Option<i64>,
     started: bool,
     done: bool,
-    /// A forward time query over window keys of one length (see [`SegmentWalk::new`]):
-    /// the walk seeks over each record key's windows outside the time range.
-    skip_by_key: bool,
 }
 
 impl SegmentWalk {
-    /// A walk of `plan`; `uniform_keys`: every key of the view has one length.
-    ///
-    /// A forward `fetchAll(from, to)` (no key or byte bounds, `0 <= from`) over window keys
-    /// of one length can skip instead of filter: such keys sort by record key, then window
-    /// start (big-endian, so every start in `[from, to]` sorts below a later or a negative
-    /// one), then seqnum. At a key's window before `from` the walk seeks to the key's
-    /// window at `from`; at one after `to`, to the window at `from` of the key plus one (the
-    /// next key when keys are dense). A one-minute query of a segment of an hour then
-    /// visits one or two windows per key outside its range instead of 59. With keys
-    /// of several lengths (one key a prefix of another) that order does not hold, and the
-    /// walk filters every entry, as Kafka's `SegmentIterator` does.
-    fn new(
-        inner: MergedIter,
-        plan: Plan,
-        schema: Schema,
-        reverse: bool,
-        uniform_keys: bool,
-    ) -> Self {
+    /// A walk of `plan`.
+    fn new(inner: MergedIter, plan: Plan, schema: Schema, reverse: bool) -> Self {
         // Kafka's RocksDBStore.range returns nothing when from > to.
         let empty = matches!((&plan.bin_from, &plan.bin_to), (Some(f), Some(t)) if f > t)
             || plan.seg_lo > plan.seg_hi;
-        let skip_by_key = uniform_keys
-            && schema == Schema::Window
-            && !reverse
-            && plan.bin_from.is_none()
-            && plan.bin_to.is_none()
-            && plan.key_from.is_none()
-            && plan.key_to.is_none()
-            && plan.time_from >= 0
-            && plan.time_from <= plan.time_to;
         let plan = Arc::new(plan);
         let skip = Arc::clone(&plan);
-        let keep: Arc<KeyFilter> = if skip_by_key {
-            // The walk must see the first window outside the range to seek past it.
-            Arc::new(move |stored: &[u8]| match verdict(&skip, schema, stored) {
-                Verdict::Skip => Verdict::TakeLast,
-                other => other,
-            })
-        } else {
-            Arc::new(move |stored: &[u8]| verdict(&skip, schema, stored))
-        };
+        let keep: Arc<KeyFilter> = Arc::new(move |stored: &[u8]| verdict(&skip, schema, stored));
         SegmentWalk {
             inner: inner.with_filter(keep),
             plan,
@@ -822,38 +987,7 @@ impl SegmentWalk {
             segment: None,
             started: false,
             done: empty,
-            skip_by_key,
         }
-    }
-
-    /// With `skip_by_key`: where the walk goes from the window `kafka_key` of segment `s`,
-    /// outside the time range: the key's first window at `time_from`, or the window at
-    /// `time_from` of the key plus one (`None`: no record key of this length follows in the
-    /// segment). Always past `kafka_key`.
-    fn skip_target(&self, s: i64, kafka_key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let (key, start, _) = layout::parse_window_key(kafka_key)?;
-        if (0..self.plan.time_from).contains(&start) {
-            return Ok(Some(layout::stored_key(
-                s,
-                &layout::window_key(key, self.plan.time_from, 0),
-            )));
-        }
-        // After `to` (or negative, which sorts after every start in range): no window of
-        // this record key is left in range. The next record key of this length is at least
-        // the key plus one, as a big-endian number; its windows before `from` are out of
-        // range too (when it is not a key, the seek lands on the next one's first window).
-        let mut next = key.to_vec();
-        while let Some(last) = next.pop() {
-            if last < u8::MAX {
-                next.push(last + 1);
-                next.resize(key.len(), 0);
-                return Ok(Some(layout::stored_key(
-                    s,
-                    &layout::window_key(&next, self.plan.time_from, 0),
-                )));
-            }
-        }
-        Ok(None)
     }
 
     /// Seeks to the start (in the walk's direction) of segment `s`'s range.
@@ -939,18 +1073,6 @@ impl SegmentWalk {
                 let mut key = stored;
                 key.drain(..layout::SEGMENT_PREFIX);
                 return Ok(Some((key, v)));
-            }
-            if self.skip_by_key {
-                match self.skip_target(s, kafka_key)? {
-                    Some(target) => self.inner.seek(&target)?,
-                    None => match s.checked_add(1) {
-                        Some(n) if n <= self.plan.seg_hi => self.enter(n)?,
-                        _ => {
-                            self.done = true;
-                            return Ok(None);
-                        }
-                    },
-                }
             }
         }
     }

@@ -71,6 +71,9 @@ pub struct SegmentSpec {
     /// For a store that records Kafka's layout on disk (a time-ordered session store), whether
     /// it is the DSL's headers store format.
     kafka_headers: Option<bool>,
+    /// On the memory engine, the data family is keyed time first (see
+    /// [`super::segmented`]).
+    time_first_in_memory: bool,
 }
 
 impl SegmentSpec {
@@ -78,6 +81,12 @@ impl SegmentSpec {
     /// time-ordered window store, whose export to Kafka's layout must know it).
     pub(crate) fn recording_kafka_index(mut self, has_index: bool) -> Self {
         self.kafka_index = Some(has_index);
+        self
+    }
+
+    /// Keys the data family time first on the memory engine (see [`super::segmented`]).
+    pub(crate) fn time_first_in_memory(mut self) -> Self {
+        self.time_first_in_memory = true;
         self
     }
 
@@ -107,6 +116,7 @@ impl SegmentSpec {
             time_first_floor,
             kafka_index: None,
             kafka_headers: None,
+            time_first_in_memory: false,
         }
     }
 }
@@ -162,8 +172,13 @@ impl<K: SegmentKind> SegmentedStore<K> {
                 if path.as_os_str().is_empty() {
                     return Err(Error::InvalidArgument("the store path is empty".into()));
                 }
-                let opened =
-                    open_memory_families(&spec.store, spec.kind, K::FAMILY, spec.by_time, &[])?;
+                let opened = open_memory_families(
+                    &spec.store,
+                    spec.kind,
+                    K::FAMILY,
+                    Self::memory_index(&spec),
+                    &[],
+                )?;
                 (opened, spec.kind)
             }
         };
@@ -177,8 +192,15 @@ impl<K: SegmentKind> SegmentedStore<K> {
     pub fn open_in_memory(options: &K::Options) -> Result<Self> {
         let (mut spec, settings) = K::spec(options)?;
         spec.store.engine = EngineKind::Memory;
-        let opened = open_memory_families(&spec.store, spec.kind, K::FAMILY, spec.by_time, &[])?;
+        let index = Self::memory_index(&spec);
+        let opened = open_memory_families(&spec.store, spec.kind, K::FAMILY, index, &[])?;
         Self::build(opened, spec.kind, None, spec, settings)
+    }
+
+    /// The time index family a store of `spec` keeps on the memory engine: none when the
+    /// data family is keyed time first.
+    fn memory_index(spec: &SegmentSpec) -> Option<&'static str> {
+        spec.by_time.filter(|_| !spec.time_first_in_memory)
     }
 
     /// A store over an engine a test opened (a fault-injecting one, say).
@@ -212,7 +234,16 @@ impl<K: SegmentKind> SegmentedStore<K> {
             segment_interval,
             time_first_floor: spec.time_first_floor,
         };
-        let segmented = Segmented::new(opened, schema, retention, path, &spec.store, spec.by_time)?;
+        let time_first = spec.time_first_in_memory && spec.store.engine == EngineKind::Memory;
+        let segmented = Segmented::new(
+            opened,
+            schema,
+            retention,
+            path,
+            &spec.store,
+            spec.by_time,
+            time_first,
+        )?;
         Ok(SegmentedStore {
             inner: Arc::new(segmented),
             kind: settings,

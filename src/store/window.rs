@@ -205,6 +205,16 @@ impl SegmentKind for WindowKind {
         } else {
             spec
         };
+        // Two kinds of window store keep the key-first layout on the memory engine (see
+        // `super::segmented`): one that retains duplicates (a stream-stream join's, whose
+        // `fetch(key, from, to)` over a window of record timestamps would seek once per
+        // record of every key in the time-first order) and a key-indexed time-ordered one
+        // (Kafka's `hasIndex`: its key-range fetches are key first).
+        let spec = if options.retain_duplicates || (options.time_ordered && options.key_index) {
+            spec
+        } else {
+            spec.time_first_in_memory()
+        };
         let settings = WindowKind {
             window_size: options.window_size,
             retain_duplicates: options.retain_duplicates,
@@ -325,16 +335,52 @@ impl SegmentedStore<WindowKind> {
     // ----- iteration ----------------------------------------------------------------------
 
     /// Runs `query` under `isolation`, ascending (Kafka's `fetch...`) or descending
-    /// (`backwardFetch...`), in Kafka's order: segment by segment, within a segment by
-    /// key bytes, then window start, then seqnum. A time-ordered store answers `Time`,
-    /// `All` and (without a key index) `KeyRange` as Kafka's time-ordered store does: by
-    /// window start, then key, then seqnum (one range of its time index).
+    /// (`backwardFetch...`), in Kafka's order: on RocksDB segment by segment, within a
+    /// segment by key bytes, then window start, then seqnum. A time-ordered store answers
+    /// `Time`, `All` and (without a key index) `KeyRange` as Kafka's time-ordered store
+    /// does: by window start, then key, then seqnum (one range of its time index). On the
+    /// memory engine every query but `Key` is answered in that order, Kafka's in-memory
+    /// window store's (the data family is keyed time first, see [`super::segmented`]).
     pub fn query(
         &self,
         isolation: Isolation,
         query: &WindowQuery,
         reverse: bool,
     ) -> Result<WindowIter> {
+        let retention = self.inner.retention;
+        // A time walk's plan over window starts `[from, to]`, or `None` when empty.
+        let time_plan = |stream_time: i64, from: i64, to: i64| {
+            let af = from.max(retention.earliest_visible(stream_time)).max(0);
+            (to >= af).then(|| {
+                let min = retention.min_live_segment(stream_time);
+                TimePlan::times(&retention, min, af, to)
+            })
+        };
+        if self.inner.is_time_first() {
+            let (key_from, key_to, from, to) = match query {
+                WindowQuery::Key { key, from, to } => {
+                    (Some(key.clone()), Some(key.clone()), *from, *to)
+                }
+                WindowQuery::KeyRange {
+                    key_from,
+                    key_to,
+                    from,
+                    to,
+                } => (key_from.clone(), key_to.clone(), *from, *to),
+                WindowQuery::Time { from, to } => (None, None, *from, *to),
+                WindowQuery::All => (None, None, 0, i64::MAX),
+            };
+            let empty = matches!((&key_from, &key_to), (Some(f), Some(t)) if f > t);
+            let iter = self.inner.scan_starts(isolation, reverse, |stream_time| {
+                let plan = time_plan(stream_time, from, to).filter(|_| !empty);
+                plan.map(|mut plan| {
+                    plan.key_from = key_from;
+                    plan.key_to = key_to;
+                    plan
+                })
+            })?;
+            return Ok(WindowIter::new(iter));
+        }
         if self.inner.is_time_ordered() {
             let by_time = match query {
                 WindowQuery::Key { .. } => None,
@@ -355,12 +401,8 @@ impl SegmentedStore<WindowKind> {
                 WindowQuery::All => Some((None, None, 0, i64::MAX)),
             };
             if let Some((key_from, key_to, from, to)) = by_time {
-                let retention = self.inner.retention;
                 let iter = self.inner.scan_by_time(isolation, reverse, |stream_time| {
-                    let af = from.max(retention.earliest_visible(stream_time)).max(0);
-                    (to >= af).then(|| {
-                        let min = retention.min_live_segment(stream_time);
-                        let mut plan = TimePlan::times(&retention, min, af, to);
+                    time_plan(stream_time, from, to).map(|mut plan| {
                         plan.key_from = key_from;
                         plan.key_to = key_to;
                         plan
@@ -369,7 +411,6 @@ impl SegmentedStore<WindowKind> {
                 return Ok(WindowIter::new(iter));
             }
         }
-        let retention = self.inner.retention;
         let iter = self.inner.scan(isolation, reverse, |stream_time| {
             let ev = retention.earliest_visible(stream_time);
             match query {

@@ -60,6 +60,19 @@ public class KstateWindowBytesStoreSupplier extends KstateSegmentedBytesStoreSup
             : new KstateWindowStore(options, retentionPeriod, windowSize, retainDuplicates, segmentInterval, false, false);
     }
 
+    /**
+     * @return the interval by which Kafka's caching layer orders this store's cached windows:
+     *     {@code max(retention / 2, 60 s)} as Kafka's RocksDB window stores, and 1 ms for a store on the
+     *     memory engine (not time-ordered), as Kafka's in-memory window store: such a store answers
+     *     key-range fetches, {@code fetchAll} and {@code all} by window start, then key, the order
+     *     the caching layer merges its entries in at that interval (the store keeps its own
+     *     segments of {@code max(retention / 2, 60 s)} for expiry)
+     */
+    @Override
+    public long segmentIntervalMs() {
+        return options.engine == KstateStoreOptions.Engine.MEMORY && !timeOrdered ? 1L : segmentInterval;
+    }
+
     @Override
     public long windowSize() {
         return windowSize;

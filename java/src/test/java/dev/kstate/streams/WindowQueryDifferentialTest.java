@@ -7,13 +7,18 @@ import java.io.File;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -40,6 +45,7 @@ import org.apache.kafka.streams.state.ReadOnlySessionStore;
 import org.apache.kafka.streams.state.ReadOnlyWindowStore;
 import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedWindowStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
@@ -118,11 +124,14 @@ public class WindowQueryDifferentialTest {
         }
     }
 
-    private static Topology topology(WindowBytesStoreSupplier w, WindowBytesStoreSupplier p, SessionBytesStoreSupplier s) {
+    private static Topology topology(WindowBytesStoreSupplier w, WindowBytesStoreSupplier p, SessionBytesStoreSupplier s,
+                                     boolean cacheW) {
         Topology t = new Topology();
         t.addSource("src", Serdes.String().deserializer(), Serdes.String().deserializer(), "ops");
         t.addProcessor("apply", Applier::new, "src");
-        t.addStateStore(Stores.timestampedWindowStoreBuilder(w, Serdes.String(), Serdes.String()).withCachingDisabled(), "apply");
+        StoreBuilder<TimestampedWindowStore<String, String>> wb = Stores.timestampedWindowStoreBuilder(w, Serdes.String(),
+            Serdes.String());
+        t.addStateStore(cacheW ? wb.withCachingEnabled() : wb.withCachingDisabled(), "apply");
         t.addStateStore(Stores.windowStoreBuilder(p, Serdes.String(), Serdes.String()), "apply");
         t.addStateStore(Stores.sessionStoreBuilder(s, Serdes.String(), Serdes.String()).withCachingEnabled(), "apply");
         return t;
@@ -162,10 +171,15 @@ public class WindowQueryDifferentialTest {
 
     private Map<String, String> scenario(WindowBytesStoreSupplier w, WindowBytesStoreSupplier p, SessionBytesStoreSupplier s,
                                          long seed) throws Exception {
+        return scenario(w, p, s, seed, false);
+    }
+
+    private Map<String, String> scenario(WindowBytesStoreSupplier w, WindowBytesStoreSupplier p, SessionBytesStoreSupplier s,
+                                         long seed, boolean cacheW) throws Exception {
         File stateDir = TestSupport.tempDir("wq");
         Properties props = TestSupport.props("wq", stateDir);
         props.put(StreamsConfig.TRANSACTIONAL_STATE_STORES_CONFIG, "true");
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology(w, p, s), props)) {
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology(w, p, s, cacheW), props)) {
             TestInputTopic<String, String> in = driver.createInputTopic("ops", new StringSerializer(), new StringSerializer());
             List<Long> timestamps = new ArrayList<>();
             List<KeyValue<String, String>> ops = ops(seed, timestamps);
@@ -384,11 +398,19 @@ public class WindowQueryDifferentialTest {
     }
 
     /**
-     * The memory engine answers as the RocksDB engine, except where Kafka's own caching layer
-     * takes another path for a non-persistent store: Kafka 4.4's CachingSessionStore throws
-     * IllegalStateException ("segment interval has changed") from a cached persistent session
-     * store's backwardFindSessions(key, ...), Kafka's RocksDB store and kstate's alike (checked
-     * above), and walks the cache in one range for an in-memory one.
+     * The memory engine answers as the RocksDB engine, except:
+     * <ul>
+     * <li>where Kafka's own caching layer takes another path for a non-persistent store: Kafka 4.4's
+     * CachingSessionStore throws IllegalStateException ("segment interval has changed") from a cached
+     * persistent session store's backwardFindSessions(key, ...), Kafka's RocksDB store and kstate's
+     * alike (checked above), and walks the cache in one range for an in-memory one;</li>
+     * <li>in the order of a window query over several keys (key-range fetches, fetchAll, all, IQv2's
+     * WindowRangeQuery over a time range) on the store without duplicates ("w"): the memory engine
+     * returns Kafka's in-memory order, by window start, then key (descending for the backward
+     * variants), where the RocksDB engine returns
+     * Kafka's RocksDB order (segment, key, start). Those answers must hold the same windows, and the
+     * memory engine's must be in its order.</li>
+     * </ul>
      */
     @Test
     public void theMemoryEngineAnswersAsTheRocksDbEngine() throws Exception {
@@ -404,6 +426,100 @@ public class WindowQueryDifferentialTest {
             }
         }
         assertTrue(cachingPath < 100);
+        int reordered = inMemoryWindowOrder(rocksdb, memory, q -> q.contains(" w ") || q.endsWith("w bound ahead"));
+        // not vacuous: the orders differ on many answers
+        assertTrue("reordered answers: " + reordered, reordered > 50);
         assertSameAnswers("kstate memory engine", rocksdb, memory);
+    }
+
+    /**
+     * For every window query over several keys of a store without duplicates ({@code windowStore}
+     * tells its queries): checks that the memory engine's answer is in Kafka's in-memory order (by
+     * window start, then key; reversed for the backward variants), then sorts the entries of both
+     * answers, so that {@link #assertSameAnswers} compares which windows they hold.
+     *
+     * @return how many of those answers differ in order only
+     */
+    static int inMemoryWindowOrder(Map<String, String> rocksdb, Map<String, String> memory, Predicate<String> windowStore) {
+        int reordered = 0;
+        for (String q : rocksdb.keySet()) {
+            if (windowStore.test(q) && overSeveralKeys(q) && memory.containsKey(q)) {
+                assertInStartThenKeyOrder(q, memory.get(q), q.contains("backward"));
+                if (!rocksdb.get(q).equals(memory.get(q))) {
+                    reordered++;
+                }
+                rocksdb.put(q, sortedEntries(rocksdb.get(q)));
+                memory.put(q, sortedEntries(memory.get(q)));
+            }
+        }
+        return reordered;
+    }
+
+    /**
+     * Behind Kafka's caching layer (writes made outside processing stay in the cache, so every
+     * query merges cached and stored windows), a window store on the memory engine answers as
+     * Kafka's in-memory window store, order included: both report a segment interval of 1 ms, at
+     * which the cache orders its windows by start, then key, the stores' own order.
+     */
+    @Test
+    public void aCachedMemoryWindowStoreAnswersAsKafkasInMemoryStore() throws Exception {
+        Map<String, String> kafka = scenario(Stores.inMemoryWindowStore("w", W_RETENTION, Duration.ofMinutes(1), false),
+            Stores.inMemoryWindowStore("p", P_RETENTION, Duration.ofSeconds(30), true),
+            Stores.inMemorySessionStore("s", S_RETENTION), 10, true);
+        Map<String, String> kstate = scenario(KstateStores.inMemoryWindowStore("w", W_RETENTION, Duration.ofMinutes(1), false),
+            KstateStores.builder("p").engine(KstateStoreOptions.Engine.MEMORY).timestamped(false)
+                .buildWindowStore(P_RETENTION, Duration.ofSeconds(30), true),
+            KstateStores.inMemorySessionStore("s", S_RETENTION), 10, true);
+        // the writer's view of "w" through the stores Kafka Streams wraps (caching included)
+        Map<String, String> want = new LinkedHashMap<>();
+        Map<String, String> got = new LinkedHashMap<>();
+        for (String q : kafka.keySet()) {
+            if (q.contains(") w ")) {
+                want.put(q, kafka.get(q));
+                got.put(q, kstate.get(q));
+            }
+        }
+        assertTrue(want.size() > 300);
+        assertTrue("cached pending writes reach the answers", want.values().stream().anyMatch(v -> v.contains("pending@")));
+        long several = want.entrySet().stream().filter(e -> overSeveralKeys(e.getKey()) && e.getValue().contains(", [")).count();
+        assertTrue("answers over several keys: " + several, several > 50);
+        assertSameAnswers("kstate memory engine behind the cache", want, got);
+    }
+
+    /** @return whether {@code q} is a window query over several keys */
+    private static boolean overSeveralKeys(String q) {
+        return q.contains("(kf,kt") || q.contains("etchAll(") || q.endsWith(" all") || q.endsWith(" backwardAll")
+            || q.endsWith("w WindowRangeQuery") || q.endsWith("w bound ahead");
+    }
+
+    private static final Pattern ENTRY = Pattern.compile("\\[(k\\d+)@(\\d+)/\\d+\\]=");
+
+    /** Checks that the windows of {@code answer} are ordered by start, then key (reversed for {@code backward}). */
+    private static void assertInStartThenKeyOrder(String q, String answer, boolean backward) {
+        Matcher m = ENTRY.matcher(answer);
+        long lastStart = backward ? Long.MAX_VALUE : Long.MIN_VALUE;
+        String lastKey = backward ? "\uffff" : "";
+        while (m.find()) {
+            long start = Long.parseLong(m.group(2));
+            String key = m.group(1);
+            int byStart = Long.compare(start, lastStart);
+            int order = byStart != 0 ? byStart : key.compareTo(lastKey);
+            assertTrue(q + ": " + key + "@" + start + " after " + lastKey + "@" + lastStart + " in " + answer,
+                backward ? order <= 0 : order >= 0);
+            lastStart = start;
+            lastKey = key;
+        }
+    }
+
+    /** @return {@code answer} with its entries sorted (an IQv2 answer keeps its position suffix) */
+    private static String sortedEntries(String answer) {
+        if (!answer.startsWith("[")) {
+            return answer;
+        }
+        int end = answer.lastIndexOf(']');
+        String body = answer.substring(1, end);
+        List<String> entries = body.isEmpty() ? new ArrayList<>() : new ArrayList<>(Arrays.asList(body.split(", (?=\\[)")));
+        Collections.sort(entries);
+        return entries + answer.substring(end + 1);
     }
 }

@@ -137,6 +137,9 @@ public class WindowStoreContractTest {
             instanceof TimestampedBytesStore);
         WindowBytesStoreSupplier mem = KstateStores.inMemoryWindowStore("w", Duration.ofHours(1), Duration.ofMinutes(1), false);
         assertEquals("kstate-memory-window", mem.metricsScope());
+        // the memory engine answers in Kafka's in-memory order, which the caching layer merges at 1 ms
+        assertEquals(Stores.inMemoryWindowStore("w", Duration.ofHours(1), Duration.ofMinutes(1), false).segmentIntervalMs(),
+            mem.segmentIntervalMs());
         assertFalse(mem.get().persistent());
         assertEquals("kstate-rocksdb-session", KstateStores.persistentSessionStore("s", Duration.ofHours(1)).metricsScope());
         assertEquals("kstate-memory-session", KstateStores.inMemorySessionStore("s", Duration.ofHours(1)).metricsScope());
