@@ -657,7 +657,8 @@ typedef struct kstate_versioned_record_t {
      */
     int64_t timestamp;
     /**
-     * When the next version replaced it (exclusive); meaningful only with `has_valid_to`.
+     * When the next version replaced it (exclusive); meaningful only with `has_valid_to`,
+     * except `KSTATE_VERSIONED_NOT_PUT` from a dropped `kstate_versioned_delete`.
      */
     int64_t valid_to;
     /**
@@ -2095,13 +2096,15 @@ struct kstate_error_t *kstate_versioned_committed_offset(struct kstate_versioned
 /**
  * Kafka's `delete(key, timestamp)`: a tombstone at `timestamp`, returning the version that
  * was valid at `timestamp` before it (with its `valid_to` when it came from the history).
- * A delete older than the history retention allows is dropped and returns nothing.
+ * A delete older than the history retention allows is dropped, as a put is: nothing is
+ * written, `*found_out` is false and `record_out->valid_to` is `KSTATE_VERSIONED_NOT_PUT`
+ * (it is 0 whenever a delete that was not dropped finds no version).
  *
  * # Arguments
  * * `store` - a versioned store.
  * * `key`, `key_len` - the key.
  * * `timestamp` - the tombstone's timestamp.
- * * `record_out` - receives the version (release its `value`).
+ * * `record_out` - receives the version (release its `value`); only `valid_to` set to `KSTATE_VERSIONED_NOT_PUT` when the delete was dropped.
  * * `found_out` - true when a version was valid at `timestamp`.
  *
  * # Errors

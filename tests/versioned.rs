@@ -159,6 +159,86 @@ fn restoring_the_changelog_rebuilds_the_store_that_wrote_it() {
     }
 }
 
+/// A delete is reported dropped (`NotPut`) exactly when a model of the stream time (the
+/// largest accepted timestamp, back to the committed one on rollback) says it is older than
+/// the history retention, and a dropped delete changes nothing the writer sees; puts are
+/// refused by the same rule, and `kstate.dropped-records` counts both.
+#[test]
+fn a_delete_is_reported_dropped_exactly_when_older_than_the_retention() {
+    use kstate::store::{VersionedDelete, PUT_RETURN_CODE_NOT_PUT};
+    for (seed, engine) in [(11u64, EngineKind::Memory), (12, EngineKind::RocksDb)] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = match engine {
+            EngineKind::Memory => {
+                VersionedStore::open_in_memory(&options(engine, 1 << 30)).unwrap()
+            }
+            EngineKind::RocksDb => {
+                VersionedStore::open(dir.path().join("v"), &options(engine, 16 * 1024)).unwrap()
+            }
+        };
+        let (mut stream_time, mut committed_time) = (-1i64, -1i64);
+        let (mut dropped_deletes, mut deletes, mut dropped_puts, mut offset) = (0, 0, 0, 0);
+        for (i, op) in VWorkload::new(seed).take(4_000).enumerate() {
+            let late = |t: i64| t < stream_time - RETENTION;
+            match &op {
+                VOp::Delete(k, t) => {
+                    let before = late(*t).then(|| dump(&store, Isolation::ReadUncommitted));
+                    let got = store.delete(k, *t).unwrap();
+                    let at =
+                        format!("seed {seed} op {i}: delete at {t}, stream time {stream_time}");
+                    assert_eq!(got.is_not_put(), late(*t), "{at}: {got:?}");
+                    match before {
+                        Some(before) => {
+                            assert_eq!(got, VersionedDelete::NotPut, "{at}");
+                            assert_eq!(dump(&store, Isolation::ReadUncommitted), before, "{at}");
+                            dropped_deletes += 1;
+                        }
+                        None => {
+                            stream_time = stream_time.max(*t);
+                            deletes += 1;
+                        }
+                    }
+                }
+                VOp::Put(k, v, t) => {
+                    let code = store.put(k, v.as_deref(), *t).unwrap();
+                    assert_eq!(
+                        code == PUT_RETURN_CODE_NOT_PUT,
+                        late(*t),
+                        "seed {seed} op {i}"
+                    );
+                    match late(*t) {
+                        true => dropped_puts += 1,
+                        false => stream_time = stream_time.max(*t),
+                    }
+                }
+                VOp::Commit => {
+                    offset += 1;
+                    workload_versioned::apply(&store, &op, offset).unwrap();
+                    committed_time = stream_time;
+                }
+                VOp::Rollback => {
+                    workload_versioned::apply(&store, &op, offset).unwrap();
+                    stream_time = committed_time;
+                }
+            }
+            assert_eq!(
+                store.stream_time(Isolation::ReadUncommitted).unwrap(),
+                stream_time,
+                "seed {seed} op {i}"
+            );
+        }
+        assert_eq!(
+            store.property("kstate.dropped-records").unwrap(),
+            Some(dropped_deletes + dropped_puts)
+        );
+        assert!(
+            dropped_deletes > 10 && deletes > 100,
+            "{engine:?}: {dropped_deletes} deletes dropped, {deletes} written"
+        );
+        eprintln!("{engine:?}: {dropped_deletes} deletes dropped, {deletes} written");
+    }
+}
+
 #[test]
 fn restore_refuses_a_store_with_uncommitted_writes_and_keeps_them() {
     let store = VersionedStore::open_in_memory(&options(EngineKind::Memory, 1 << 20)).unwrap();
@@ -237,7 +317,7 @@ fn the_rust_api_page_example_answers_as_documented() -> kstate::Result<()> {
         (v.value.as_slice(), v.timestamp, v.valid_to),
         (&b"1.07"[..], 500, Some(1_000))
     );
-    let ended = store.delete(b"eur", 2_000)?.unwrap();
+    let ended = store.delete(b"eur", 2_000)?.into_record().unwrap();
     assert_eq!(
         (ended.value.as_slice(), ended.timestamp),
         (&b"1.08"[..], 1_000)

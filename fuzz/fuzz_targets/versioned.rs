@@ -14,8 +14,8 @@ use kstate::format::versioned::{
     decode_history, decode_latest, encode_history, encode_latest, history_key, split_history_key,
 };
 use kstate::store::{
-    VersionOrder, VersionedOptions, VersionedRecord, VersionedStore, PUT_RETURN_CODE_NOT_PUT,
-    PUT_RETURN_CODE_VALID_TO_UNDEFINED,
+    VersionOrder, VersionedDelete, VersionedOptions, VersionedRecord, VersionedStore,
+    PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED,
 };
 use kstate::{EngineKind, Isolation, StoreOptions};
 use kstate_fuzz::arbitrary::{Result, Unstructured};
@@ -95,10 +95,10 @@ fn calls(u: &mut Unstructured<'_>) -> Result<()> {
                 let stream_time = store.stream_time(Isolation::ReadUncommitted).expect("time");
                 let deleted = store.delete(key, ts).expect("delete");
                 if ts >= stream_time.saturating_sub(retention) {
-                    assert_eq!(deleted, before);
+                    assert_eq!(deleted, VersionedDelete::Deleted(before));
                     assert_eq!(store.get_as_of(key, ts).expect("get"), None);
                 } else {
-                    assert_eq!(deleted, None);
+                    assert_eq!(deleted, VersionedDelete::NotPut);
                 }
             }
             3 => {

@@ -32,7 +32,8 @@ pub struct kstate_versioned_record_t {
     pub value: kstate_bytes_t,
     /// When the version became valid (Kafka's `timestamp`, validFrom).
     pub timestamp: i64,
-    /// When the next version replaced it (exclusive); meaningful only with `has_valid_to`.
+    /// When the next version replaced it (exclusive); meaningful only with `has_valid_to`,
+    /// except `KSTATE_VERSIONED_NOT_PUT` from a dropped `kstate_versioned_delete`.
     pub valid_to: i64,
     /// false for the latest version (Kafka's empty `validTo`), true for a version from the
     /// history.

@@ -774,6 +774,14 @@ fn versioned_natives_put_read_delete_query_and_restore() {
             jlong::MIN
         );
         assert_eq!(versioned::property(s, "kstate.dropped-records").unwrap(), 1);
+        // A delete as old is dropped too, and says so with an empty array (never a version,
+        // which has 16 bytes of times); a delete that is not dropped and finds nothing: null.
+        assert_eq!(
+            ver::versioned_delete(s, b"k", 129).unwrap(),
+            Some(Vec::new())
+        );
+        assert_eq!(versioned::property(s, "kstate.dropped-records").unwrap(), 2);
+        assert_eq!(ver::versioned_delete(s, b"none", 130).unwrap(), None);
         let e = ver::versioned_restore_batch(s, &[], &[], &[], &[], &[], None).unwrap_err();
         assert_eq!(
             e.code(),

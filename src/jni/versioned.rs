@@ -15,7 +15,7 @@ use super::convert::JavaBytes;
 use super::declare::{kind_natives, natives};
 use super::natives::{batch_limits, isolation, jhandle, number, store, OpenArgs, Packed};
 use crate::bridge::{self, VersionedIterHandle};
-use crate::store::{ChangelogRecord, VersionOrder, VersionedRecord};
+use crate::store::{ChangelogRecord, VersionOrder, VersionedDelete, VersionedRecord};
 use crate::{Error, Result, VersionedStore};
 
 /// The validTo of a latest version, which has none (never a real validTo: a version's
@@ -70,10 +70,14 @@ natives! {
         store::<VersionedStore>(h)?.put(key, value, timestamp)
     }
     /// `byte[] versionedDelete(long store, byte[] key, long timestamp)`: the version valid at
-    /// `timestamp` before the delete, or null.
+    /// `timestamp` before the delete, or null; an empty array (never a version, which has its
+    /// 16 bytes of times) when the delete was older than the history retention and dropped.
     java "versionedDelete" fn versioned_delete(h: jlong, key: JavaBytes, timestamp: jlong)
         -> Option<Vec<u8>> {
-        Ok(encode(store::<VersionedStore>(h)?.delete(key, timestamp)?))
+        Ok(match store::<VersionedStore>(h)?.delete(key, timestamp)? {
+            VersionedDelete::Deleted(before) => encode(before),
+            VersionedDelete::NotPut => Some(Vec::new()),
+        })
     }
     /// `byte[] versionedGet(long store, byte[] key, boolean latest, long asOf, boolean
     /// committed)`: the latest version (`latest`, `asOf` ignored) or the one valid at `asOf`,

@@ -38,8 +38,8 @@ pub use session::{
     SESSION_FAMILY,
 };
 pub use versioned::{
-    ChangelogRecord, VersionOrder, VersionedOptions, VersionedRecord, VersionedStore,
-    PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED,
+    ChangelogRecord, VersionOrder, VersionedDelete, VersionedOptions, VersionedRecord,
+    VersionedStore, PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED,
 };
 pub use window::{
     default_segment_interval, WindowEntry, WindowIter, WindowKind, WindowOptions, WindowQuery,

@@ -118,6 +118,36 @@ pub struct VersionedRecord {
     pub valid_to: Option<i64>,
 }
 
+/// What [`VersionedStore::delete`] did: Kafka's delete answers `null` both for a dropped
+/// delete and for a key without a version at the time, but a caller must count the dropped
+/// one (Kafka's `dropped-records`) without guessing the store's stream time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionedDelete {
+    /// The tombstone was written; the version that was valid at its timestamp before it, if
+    /// any (Kafka's return value).
+    Deleted(Option<VersionedRecord>),
+    /// The delete was older than the history retention allows and was dropped, as a put
+    /// answering [`PUT_RETURN_CODE_NOT_PUT`]: nothing was written and the stream time did
+    /// not move (counted in `kstate.dropped-records`).
+    NotPut,
+}
+
+impl VersionedDelete {
+    /// Kafka's return value: the version the delete ended, `None` when there was none or
+    /// the delete was dropped.
+    pub fn into_record(self) -> Option<VersionedRecord> {
+        match self {
+            VersionedDelete::Deleted(before) => before,
+            VersionedDelete::NotPut => None,
+        }
+    }
+
+    /// True when the delete was dropped as older than the history retention.
+    pub fn is_not_put(&self) -> bool {
+        matches!(self, VersionedDelete::NotPut)
+    }
+}
+
 /// The order of a multi-version query's results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VersionOrder {
@@ -430,25 +460,29 @@ impl VersionedStore {
     /// errors leave the write buffered.
     pub fn put(&self, key: &[u8], value: Option<&[u8]>, timestamp: i64) -> Result<i64> {
         check_record(key, value)?;
-        self.inner
-            .write(key, value, timestamp, |_| Ok(None::<()>))
-            .map(|(r, _)| r)
+        let written = self
+            .inner
+            .write(key, value, timestamp, |_| Ok(None::<()>))?;
+        Ok(written.map_or(PUT_RETURN_CODE_NOT_PUT, |(valid_to, _)| valid_to))
     }
 
     /// Kafka's `delete(key, timestamp)`: a tombstone at `timestamp`; returns the version
-    /// that was valid at `timestamp` before it (`None` as well when the delete is older than
-    /// the history retention and was dropped).
+    /// that was valid at `timestamp` before it ([`VersionedDelete::Deleted`]), or
+    /// [`VersionedDelete::NotPut`] when the delete is older than the history retention
+    /// allows and was dropped (where Kafka's delete answers `null`).
     ///
     /// # Errors
     /// As [`VersionedStore::put`].
-    pub fn delete(&self, key: &[u8], timestamp: i64) -> Result<Option<VersionedRecord>> {
+    pub fn delete(&self, key: &[u8], timestamp: i64) -> Result<VersionedDelete> {
         check_record(key, None)?;
         let inner = &self.inner;
-        inner
-            .write(key, None, timestamp, |reader| {
-                inner.read_as_of(reader, key, timestamp)
-            })
-            .map(|(_, before)| before)
+        let written = inner.write(key, None, timestamp, |reader| {
+            inner.read_as_of(reader, key, timestamp)
+        })?;
+        Ok(match written {
+            Some((_, before)) => VersionedDelete::Deleted(before),
+            None => VersionedDelete::NotPut,
+        })
     }
 
     /// Kafka's `get(key)`: the latest version of `key` (no `valid_to`), in the writer's view.
@@ -776,20 +810,20 @@ impl Inner {
     }
 
     /// A put (`before` reads what a delete returns first, in the writer's view): refused
-    /// when older than the grace period, otherwise planned, buffered, and the stream time
-    /// advanced.
+    /// (`None`) when older than the grace period, otherwise planned, buffered, and the
+    /// stream time advanced; then the put's `valid_to` and what `before` read.
     fn write<T>(
         &self,
         key: &[u8],
         value: Option<&[u8]>,
         timestamp: i64,
         before: impl FnOnce(&Reader<'_>) -> Result<Option<T>>,
-    ) -> Result<(i64, Option<T>)> {
+    ) -> Result<Option<(i64, Option<T>)>> {
         let mut w = self.writer.lock_recover();
         self.with_core(|c| {
             if timestamp < self.cutoff(w.stream_time) {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
-                return Ok((PUT_RETURN_CODE_NOT_PUT, None));
+                return Ok(None);
             }
             let reader = Reader::Writer(c, w.stream_time);
             let found = before(&reader)?;
@@ -797,7 +831,7 @@ impl Inner {
             let spilled = writes.buffer(c)?;
             // Once buffered, even if spilling failed (the writes stay in the transaction).
             w.stream_time = w.stream_time.max(timestamp);
-            spilled.map(|()| (valid_to, found))
+            spilled.map(|()| Some((valid_to, found)))
         })
     }
 
@@ -1018,7 +1052,10 @@ mod tests {
         assert_eq!(s.put(b"k", Some(b"v2b"), 1010).unwrap(), -1);
         assert_eq!(s.put(b"t", None, 3005).unwrap(), -1);
         assert_eq!(s.put(b"e", Some(b""), 7).unwrap(), -1);
-        assert_eq!(s.delete(b"k", 4000).unwrap(), rec("v2b", 1010, None));
+        assert_eq!(
+            s.delete(b"k", 4000).unwrap(),
+            VersionedDelete::Deleted(rec("v2b", 1010, None))
+        );
         assert_eq!(s.put(b"x", Some(b"vx"), 4001).unwrap(), -1);
         assert_eq!(s.get_as_of(b"k", 10).unwrap(), rec("v1", 5, Some(1010)));
         assert_eq!(
@@ -1031,7 +1068,10 @@ mod tests {
         assert_eq!(s.get(b"k").unwrap(), None);
         assert_eq!(s.get(b"e").unwrap(), rec("", 7, None));
         // A second delete at the same time finds the tombstone.
-        assert_eq!(s.delete(b"k", 4000).unwrap(), None);
+        assert_eq!(
+            s.delete(b"k", 4000).unwrap(),
+            VersionedDelete::Deleted(None)
+        );
         let all = s
             .versions(
                 Isolation::ReadUncommitted,
@@ -1076,7 +1116,7 @@ mod tests {
             s.put(b"k", Some(b"old"), 999).unwrap(),
             PUT_RETURN_CODE_NOT_PUT
         );
-        assert_eq!(s.delete(b"k", 999).unwrap(), None);
+        assert_eq!(s.delete(b"k", 999).unwrap(), VersionedDelete::NotPut);
         assert_eq!(s.property("kstate.dropped-records").unwrap(), Some(2));
         // Exactly stream time - retention is still accepted and readable.
         assert_eq!(

@@ -9,9 +9,13 @@
 
 #include <ftw.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Every test includes this header first, so the feature-test macro above applies. */
@@ -113,5 +117,76 @@ static inline int bytes_eq(kstate_bytes_t b, const char *s) {
 }
 
 #define KEY(s) (const uint8_t *)(s), strlen(s)
+
+/* ---- SIGKILL crash loops (test_crash, test_versioned) ------------------------------------
+ * The parent runs rounds: each forks a child that exec()s this same program as
+ * `PROG --child PATH` (a forked copy of a process that already ran RocksDB would lack its
+ * background threads, which fork does not copy), lets it write and commit for a while,
+ * SIGKILLs it, and checks the store the child left. */
+
+/* What a crash loop needs to start its children and replay a run. */
+typedef struct {
+    char self[4096]; /* this program, which the children exec */
+    unsigned seed;   /* KSTATE_CRASH_SEED, else the time: printed, so a run replays */
+    int rounds;      /* `rounds`, or `small_rounds` with KSTATE_TEST_SMALL=1 (valgrind) */
+} crash_loop_t;
+
+/* The store path when this process is a crash loop's child (`PROG --child PATH`), else NULL. */
+static inline const char *crash_child_path(int argc, char **argv) {
+    return argc == 3 && strcmp(argv[1], "--child") == 0 ? argv[2] : NULL;
+}
+
+/* The parent's settings, printed as "  <what>: N rounds, KSTATE_CRASH_SEED=S". */
+static inline crash_loop_t crash_loop_setup(const char *argv0, int rounds, int small_rounds,
+                                            const char *what) {
+    crash_loop_t loop;
+    if (realpath("/proc/self/exe", loop.self) == NULL) {
+        snprintf(loop.self, sizeof loop.self, "%s", argv0);
+    }
+    const char *seed = getenv("KSTATE_CRASH_SEED");
+    loop.seed = seed != NULL ? (unsigned)strtoul(seed, NULL, 10) : (unsigned)time(NULL);
+    const char *small = getenv("KSTATE_TEST_SMALL");
+    loop.rounds = (small != NULL && small[0] == '1') ? small_rounds : rounds;
+    fprintf(stderr, "  %s: %d rounds, KSTATE_CRASH_SEED=%u\n", what, loop.rounds, loop.seed);
+    return loop;
+}
+
+/* Starts `self --child path` (with KSTATE_FAILPOINT_ODDS=failpoint_odds, or without the
+ * variable when NULL), lets it run for delay_ms unless it dies first, SIGKILLs and reaps it.
+ * The child never exits by itself: it must end by SIGKILL, the parent's or an armed crash
+ * point's. Returns true when it died before the parent killed it. */
+static inline bool crash_run_child(const crash_loop_t *loop, const char *path, unsigned delay_ms,
+                                   const char *failpoint_odds) {
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        exit(2);
+    }
+    if (pid == 0) {
+        if (failpoint_odds != NULL) {
+            setenv("KSTATE_FAILPOINT_ODDS", failpoint_odds, 1);
+        } else {
+            unsetenv("KSTATE_FAILPOINT_ODDS");
+        }
+        char *argv[] = {(char *)loop->self, "--child", (char *)path, NULL};
+        execv(loop->self, argv);
+        perror("execv");
+        _exit(5);
+    }
+    int status = 0;
+    pid_t done = 0;
+    for (unsigned waited = 0; waited < delay_ms && done != pid; waited++) {
+        struct timespec ms = {0, 1000 * 1000};
+        nanosleep(&ms, NULL);
+        done = waitpid(pid, &status, WNOHANG);
+    }
+    bool died_first = done == pid;
+    if (!died_first) {
+        kill(pid, SIGKILL);
+        CHECK(waitpid(pid, &status, 0) == pid);
+    }
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    return died_first;
+}
 
 #endif /* KSTATE_TEST_COMMON_H */

@@ -6,19 +6,13 @@
  * nothing missing. Several rounds continue the same store; some rounds also arm kstate's
  * commit-path crash points (KSTATE_FAILPOINT_ODDS) so kills land inside spilled commits.
  *
- * The child is fork()ed and then exec()s this program in child mode before opening the
- * store: a forked copy of a process that already ran RocksDB would lack RocksDB's
- * background threads, which fork does not copy.
+ * The child is started by common.h's crash loop helpers (fork, then exec of this program
+ * in child mode).
  *
  * Usage: test_crash            (parent; KSTATE_CRASH_SEED=n reproduces a run)
  *        test_crash --child P  (internal)
  */
 #include "common.h"
-
-#include <signal.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
 
 #define SLOTS 64
 #define BULK 100
@@ -142,7 +136,7 @@ static int child_main(const char *path) {
 /* ---- parent ---- */
 
 static char g_path[4200];
-static char g_self[4096];
+static crash_loop_t g_loop;
 static long g_committed; /* highest committed generation seen so far */
 
 /* Checks the reopened store against the model after generation c. */
@@ -223,39 +217,8 @@ static void verify(kstate_kv_t *s, long c) {
 }
 
 static void one_round(int round, unsigned delay_ms, int failpoints) {
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("fork");
-        exit(2);
-    }
-    if (pid == 0) {
-        if (failpoints) {
-            setenv("KSTATE_FAILPOINT_ODDS", "40", 1);
-        } else {
-            unsetenv("KSTATE_FAILPOINT_ODDS");
-        }
-        char *argv[] = {g_self, "--child", g_path, NULL};
-        execv(g_self, argv);
-        perror("execv");
-        _exit(5);
-    }
-    /* Let the child run for delay_ms unless it dies first (failpoints kill it themselves). */
-    int status = 0;
-    pid_t done = 0;
-    for (unsigned waited = 0; waited < delay_ms; waited++) {
-        done = waitpid(pid, &status, WNOHANG);
-        if (done == pid) {
-            break;
-        }
-        struct timespec ms = {0, 1000 * 1000};
-        nanosleep(&ms, NULL);
-    }
-    int self_killed = done == pid;
-    if (!self_killed) {
-        kill(pid, SIGKILL);
-        CHECK(waitpid(pid, &status, 0) == pid);
-    }
-    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    /* Armed crash points kill the child themselves. */
+    bool self_killed = crash_run_child(&g_loop, g_path, delay_ms, failpoints ? "40" : NULL);
 
     kstate_kv_t *s = NULL;
     CHECK_OK(kstate_kv_open(g_path, NULL, &s));
@@ -279,15 +242,12 @@ static void one_round(int round, unsigned delay_ms, int failpoints) {
     g_committed = c;
 }
 
-static int g_rounds;
-static unsigned g_seed;
-
 static void test_sigkill_during_writes_and_commits(void) {
     char dir[4096];
     make_scratch(dir, sizeof dir);
     snprintf(g_path, sizeof g_path, "%s/store", dir);
-    srand(g_seed);
-    for (int r = 0; r < g_rounds; r++) {
+    srand(g_loop.seed);
+    for (int r = 0; r < g_loop.rounds; r++) {
         unsigned delay = 150 + (unsigned)(rand() % 500);
         one_round(r, delay, r % 3 == 2);
     }
@@ -296,17 +256,11 @@ static void test_sigkill_during_writes_and_commits(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], "--child") == 0) {
-        return child_main(argv[2]);
+    const char *child = crash_child_path(argc, argv);
+    if (child != NULL) {
+        return child_main(child);
     }
-    if (realpath("/proc/self/exe", g_self) == NULL) {
-        snprintf(g_self, sizeof g_self, "%s", argv[0]);
-    }
-    const char *seed = getenv("KSTATE_CRASH_SEED");
-    g_seed = seed != NULL ? (unsigned)strtoul(seed, NULL, 10) : (unsigned)time(NULL);
-    const char *small = getenv("KSTATE_TEST_SMALL");
-    g_rounds = (small != NULL && small[0] == '1') ? 4 : 9;
-    fprintf(stderr, "  crash test: %d rounds, KSTATE_CRASH_SEED=%u\n", g_rounds, g_seed);
+    g_loop = crash_loop_setup(argv[0], 9, 4, "crash test");
     RUN(test_sigkill_during_writes_and_commits);
     return finish();
 }

@@ -13,11 +13,6 @@
  */
 #include "common.h"
 
-#include <signal.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-
 static char g_dir[4096];
 static int g_seq;
 
@@ -310,7 +305,8 @@ static void model_run(kstate_engine_t engine, uint64_t seed, uint64_t max_uncomm
         return;
     }
     int rounds = getenv("KSTATE_TEST_SMALL") != NULL ? 250 : 700;
-    int not_put = 0, out_of_order = 0, deletes_found = 0, commits = 0, rollbacks = 0;
+    int not_put = 0, out_of_order = 0, deletes_found = 0, deletes_dropped = 0, commits = 0,
+        rollbacks = 0;
     for (int i = 0; i < rounds; i++) {
         int key = (int)rnd(4);
         int64_t ts = i * 3 + rnd(90);
@@ -332,10 +328,15 @@ static void model_run(kstate_engine_t engine, uint64_t seed, uint64_t max_uncomm
             kstate_versioned_record_t r;
             bool found;
             ver_t want;
+            bool dropped = ts < cutoff(&m);
             bool want_found = model_delete(&m, key, ts, &want);
             CHECK_OK(kstate_versioned_delete(s, KEY(KEYS[key]), ts, &r, &found));
+            /* A dropped delete says so, as a put's KSTATE_VERSIONED_NOT_PUT; no other does. */
+            CHECK(found || r.valid_to == (dropped ? KSTATE_VERSIONED_NOT_PUT : 0));
+            r.valid_to = found ? r.valid_to : 0;
             check_record(&r, found, want_found, &want);
             deletes_found += want_found;
+            deletes_dropped += dropped;
         } else {
             /* An empty value now and then: a value, not a tombstone. */
             const char *v = rnd(15) == 0 ? "" : value;
@@ -376,7 +377,8 @@ static void model_run(kstate_engine_t engine, uint64_t seed, uint64_t max_uncomm
     check_all(s, KSTATE_READ_UNCOMMITTED, &m);
     check_all(s, KSTATE_READ_COMMITTED, &c);
     /* The run covers what it is meant to. */
-    CHECK(not_put > 0 && out_of_order > 0 && deletes_found > 0 && commits > 0 && rollbacks > 0);
+    CHECK(not_put > 0 && out_of_order > 0 && deletes_found > 0 && deletes_dropped > 0 &&
+          commits > 0 && rollbacks > 0);
     CHECK_OK(kstate_versioned_commit(s, NULL, 0, NULL, 0));
     if (engine == KSTATE_ENGINE_ROCKSDB) {
         /* Reopened: the last commit, stream time included. */
@@ -462,10 +464,10 @@ static void test_kafka_cases(void) {
         ver_t want = {"v2", 1010, 2000, true};
         check_record(&r, found, true, &want);
         CHECK_OK(kstate_versioned_delete(s, KEY("k"), 1500, &r, &found));
-        CHECK(!found && r.value.ptr == NULL);
+        CHECK(!found && r.value.ptr == NULL && r.valid_to == 0);
         expect(s, "k", 1600, NULL, 0, false, 0);
         CHECK_OK(kstate_versioned_delete(s, KEY("k"), 500, &r, &found)); /* too late */
-        CHECK(!found);
+        CHECK(!found && r.value.ptr == NULL && r.valid_to == KSTATE_VERSIONED_NOT_PUT);
         /* A tombstone as the newest version: get finds nothing, history stays readable. */
         CHECK(put(s, "k", NULL, 2100) == KSTATE_VERSIONED_VALID_TO_UNDEFINED);
         expect(s, "k", INT64_MAX, NULL, 0, false, 0);
@@ -893,7 +895,7 @@ static int child_main(const char *path) {
 }
 
 static char g_path[4200];
-static char g_self[4096];
+static crash_loop_t g_loop;
 static long g_committed;
 
 /* Checks the reopened store against the model after generation c. */
@@ -971,30 +973,9 @@ static void crash_verify(kstate_versioned_t *s, long c) {
 }
 
 static void one_round(int round, unsigned delay_ms) {
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("fork");
-        exit(2);
-    }
-    if (pid == 0) {
-        char *argv[] = {g_self, "--child", g_path, NULL};
-        execv(g_self, argv);
-        perror("execv");
-        _exit(5);
-    }
-    int status = 0;
-    pid_t done = 0;
-    for (unsigned waited = 0; waited < delay_ms && done != pid; waited++) {
-        struct timespec ms = {0, 1000 * 1000};
-        nanosleep(&ms, NULL);
-        done = waitpid(pid, &status, WNOHANG);
-    }
-    if (done != pid) {
-        kill(pid, SIGKILL);
-        CHECK(waitpid(pid, &status, 0) == pid);
-    }
-    /* The child never stops by itself: anything but SIGKILL is its failure. */
-    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    /* No crash points here: a child that dies before the parent kills it failed (the
+     * helper checks it died of SIGKILL). */
+    crash_run_child(&g_loop, g_path, delay_ms, NULL);
     kstate_versioned_options_t o = vopts(KSTATE_ENGINE_ROCKSDB, CRASH_RETENTION, CRASH_INTERVAL);
     kstate_versioned_t *s = NULL;
     CHECK_OK(kstate_versioned_open(g_path, &o, &s));
@@ -1016,15 +997,12 @@ static void one_round(int round, unsigned delay_ms) {
     g_committed = c;
 }
 
-static int g_rounds;
-static unsigned g_seed;
-
 static void test_sigkill_crash_loop(void) {
     char dir[4096];
     make_scratch(dir, sizeof dir);
     snprintf(g_path, sizeof g_path, "%s/store", dir);
-    srand(g_seed);
-    for (int r = 0; r < g_rounds; r++) {
+    srand(g_loop.seed);
+    for (int r = 0; r < g_loop.rounds; r++) {
         one_round(r, 60 + (unsigned)(rand() % 240));
     }
     CHECK(g_committed >= 40); /* the loop covered real commits, bulk ones included */
@@ -1032,17 +1010,11 @@ static void test_sigkill_crash_loop(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], "--child") == 0) {
-        return child_main(argv[2]);
+    const char *child = crash_child_path(argc, argv);
+    if (child != NULL) {
+        return child_main(child);
     }
-    if (realpath("/proc/self/exe", g_self) == NULL) {
-        snprintf(g_self, sizeof g_self, "%s", argv[0]);
-    }
-    const char *seed = getenv("KSTATE_CRASH_SEED");
-    g_seed = seed != NULL ? (unsigned)strtoul(seed, NULL, 10) : (unsigned)time(NULL);
-    const char *small = getenv("KSTATE_TEST_SMALL");
-    g_rounds = (small != NULL && small[0] == '1') ? 6 : 24;
-    fprintf(stderr, "  crash loop: %d rounds, KSTATE_CRASH_SEED=%u\n", g_rounds, g_seed);
+    g_loop = crash_loop_setup(argv[0], 24, 6, "crash loop");
     make_scratch(g_dir, sizeof g_dir);
     RUN(test_options);
     RUN(test_kafka_cases);

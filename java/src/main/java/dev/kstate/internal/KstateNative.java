@@ -149,6 +149,7 @@ public final class KstateNative {
 
     static native byte[] delete(long store, byte[] key);
 
+    /** @return the version as {@link #versionedGet}, null for none, an empty array for a dropped delete */
     static native byte[] versionedDelete(long store, byte[] key, long timestamp);
 
     static native void putAll(long store, byte[] packed);

@@ -77,11 +77,46 @@ public final class NativeVersionedStore extends AbstractNativeStore {
      *
      * @param key the key
      * @param timestamp the tombstone's timestamp
-     * @return the version valid at {@code timestamp} before the delete (with its validTo when it was not the
-     *     latest), or null (also when the delete was older than the history retention and dropped)
+     * @return what the delete did: the version valid at {@code timestamp} before it, or that it was dropped as
+     *     older than the history retention
      */
-    public VersionedRecord<byte[]> delete(byte[] key, long timestamp) {
-        return record(KstateNative.versionedDelete(handle(), key, timestamp));
+    public Deleted delete(byte[] key, long timestamp) {
+        byte[] encoded = KstateNative.versionedDelete(handle(), key, timestamp);
+        // an empty array is the native side's word for a dropped delete (a version has 16 bytes of times)
+        return encoded != null && encoded.length == 0 ? Deleted.DROPPED : new Deleted(record(encoded), false);
+    }
+
+    /**
+     * What {@link #delete} did. Kafka's delete answers null both for a dropped delete and for a key without a
+     * version at the time; the store says which, so that a caller counts {@code dropped-records} without
+     * guessing the stream time.
+     */
+    public static final class Deleted {
+        static final Deleted DROPPED = new Deleted(null, true);
+        private final VersionedRecord<byte[]> record;
+        private final boolean dropped;
+
+        Deleted(VersionedRecord<byte[]> record, boolean dropped) {
+            this.record = record;
+            this.dropped = dropped;
+        }
+
+        /**
+         * @return Kafka's return value: the version valid at the delete's timestamp before it (with its validTo
+         *     when it was not the latest), or null (none, or the delete was dropped)
+         */
+        public VersionedRecord<byte[]> record() {
+            return record;
+        }
+
+        /**
+         * @return true when the delete was older than the history retention allows and was dropped (nothing
+         *     written, stream time unchanged, counted in {@code kstate.dropped-records}), as a put returning
+         *     {@link VersionedKeyValueStore#PUT_RETURN_CODE_NOT_PUT}
+         */
+        public boolean dropped() {
+            return dropped;
+        }
     }
 
     /**

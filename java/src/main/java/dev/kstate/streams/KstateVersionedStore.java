@@ -163,16 +163,14 @@ public class KstateVersionedStore extends KstateStateStore<NativeVersionedStore>
         byte[] k = key(key);
         NativeVersionedStore s = open();
         written();
-        // the native delete answers null for a dropped delete and for a key with no version alike
-        long streamTime = s.streamTime(false);
-        boolean expired = streamTime >= Long.MIN_VALUE + historyRetentionMs && timestamp < streamTime - historyRetentionMs;
-        VersionedRecord<byte[]> old = s.delete(k, timestamp);
-        if (expired) {
+        NativeVersionedStore.Deleted deleted = s.delete(k, timestamp);
+        if (deleted.dropped()) {
+            // Kafka 4.0-4.4 leave the position as it was for an expired delete
             dropped("delete");
             return null;
         }
         updatePosition();
-        return valueAndTimestamp(old);
+        return valueAndTimestamp(deleted.record());
     }
 
     @Override

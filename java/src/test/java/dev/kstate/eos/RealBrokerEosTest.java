@@ -56,51 +56,11 @@ public class RealBrokerEosTest extends BrokerSuite {
         File logs = new File(base, "kill-logs");
         logs.mkdirs();
         int total = Integer.getInteger("kstate.eos.records", 40_000);
-        int chunk = total / (KILLS * 2 / 3);
-        List<Restore> restores = new ArrayList<>();
-        int[] modes = new int[3];
-        int killedBeforeRunning = 0;
-        int killedAtCommit = 0;
         try (Input in = input(appId, seed, 2_000)) {
-            for (int round = 0; round < KILLS; round++) {
-                if (in.produced < total) {
-                    in.produce((int) Math.min(chunk, total - in.produced));
-                }
-                boolean spill = round % 3 == 2;
-                App app = spill
-                    ? start("kill" + round, appId, state, logs, "variant=kstate", "instance=i1",
-                        "max.uncommitted=1024", "commit.ms=500")
-                    : start("kill" + round, appId, state, logs, "variant=kstate", "instance=i1");
-                int mode = round < 3 ? round : rnd.nextInt(3);
-                modes[mode]++;
-                try {
-                    if (mode == 0) { // during start-up and restore: mostly before RUNNING
-                        Thread.sleep(300 + rnd.nextInt(3000));
-                    } else if (mode == 1) { // while processing the chunk
-                        assertTrue("RUNNING in round " + round + ": " + app.errors + "\n" + app.tail(), app.awaitRunning(90_000));
-                        Thread.sleep(rnd.nextInt(1500));
-                    } else { // right as a producer transaction commits (then kstate commits its stores)
-                        assertTrue("RUNNING in round " + round, app.awaitRunning(90_000));
-                        long target = app.commitsBegun + 1 + rnd.nextInt(6);
-                        app.await(a -> a.commitsBegun >= target, 10_000);
-                        if (rnd.nextBoolean()) {
-                            Thread.sleep(rnd.nextInt(5));
-                        }
-                    }
-                    if (app.runningMs < 0) {
-                        killedBeforeRunning++;
-                    }
-                    if (app.commitsBegun > app.commitsDone) {
-                        killedAtCommit++;
-                    }
-                    assertTrue("child alive before the kill in round " + round + ": " + app.errors + "\n" + app.tail(),
-                        app.process.isAlive());
-                } finally {
-                    app.kill();
-                }
-                assertTrue("no errors in round " + round + ": " + app.errors, app.errors.isEmpty());
-                restores.addAll(app.restores);
-            }
+            // the first three rounds take each mode once, then at random
+            KillRounds k = killRounds(in, appId, state, logs, "kill", KILLS, total, rnd,
+                round -> round < 3 ? round : rnd.nextInt(3), "variant=kstate", "instance=i1");
+            List<Restore> restores = k.restores;
             // whatever is left, then a final run: no kill, interactive queries, clean close
             in.produce((int) Math.max(0, total - in.produced));
             System.out.println("kill loop seed " + seed + " (rerun with -Dkstate.eos.seed=" + seed + ")");
@@ -127,8 +87,8 @@ public class RealBrokerEosTest extends BrokerSuite {
             assertEquals("kstate verify ran on both stores of every task: " + verified, 2 * PARTITIONS, verified.size());
             System.out.printf("eos kill loop: %d kills (%d start-up, %d processing, %d at a commit; %d before RUNNING, "
                     + "%d inside a commit), %d records, %d keys, %d restores, at most %d/%d records replayed per "
-                    + "restore (counts/sums), %d input transactions retried, seed %d%n", KILLS, modes[0], modes[1], modes[2], killedBeforeRunning,
-                killedAtCommit, in.produced, in.values().size(), restores.size(), maxCounts, maxSums, in.retries, seed);
+                    + "restore (counts/sums), %d input transactions retried, seed %d%n", KILLS, k.modes[0], k.modes[1],
+                k.modes[2], k.killedBeforeRunning, k.killedAtCommit, in.produced, in.values().size(), restores.size(), maxCounts, maxSums, in.retries, seed);
         }
     }
 
@@ -151,34 +111,11 @@ public class RealBrokerEosTest extends BrokerSuite {
         logs.mkdirs();
         int kills = Math.max(20, KILLS);
         int total = Integer.getInteger("kstate.eos.versioned.records", 20_000);
-        int chunk = Math.max(1, total / (kills * 2 / 3));
-        List<Restore> restores = new ArrayList<>();
         broker.createTopics(java.util.Collections.singletonMap(appId + "." + EosApp.VPROBE_OUT, PARTITIONS));
         try (Input in = input(appId, seed, 300)) {
-            for (int round = 0; round < kills; round++) {
-                if (in.produced < total) {
-                    in.produce((int) Math.min(chunk, total - in.produced));
-                }
-                App app = round % 3 == 2
-                    ? start("v" + round, appId, state, logs, "variant=kstate", "instance=i1", "versioned=true",
-                        "max.uncommitted=1024", "commit.ms=500")
-                    : start("v" + round, appId, state, logs, "variant=kstate", "instance=i1", "versioned=true");
-                try {
-                    if (round % 2 == 0) {
-                        Thread.sleep(300 + rnd.nextInt(3000));
-                    } else {
-                        assertTrue("RUNNING in round " + round + ": " + app.errors + "\n" + app.tail(),
-                            app.awaitRunning(90_000));
-                        Thread.sleep(rnd.nextInt(1500));
-                    }
-                    assertTrue("child alive before the kill in round " + round + ": " + app.errors + "\n" + app.tail(),
-                        app.process.isAlive());
-                } finally {
-                    app.kill();
-                }
-                assertTrue("no errors in round " + round + ": " + app.errors, app.errors.isEmpty());
-                restores.addAll(app.restores);
-            }
+            // start-up and processing kills by turns
+            List<Restore> restores = killRounds(in, appId, state, logs, "v", kills, total, rnd, round -> round % 2,
+                "variant=kstate", "instance=i1", "versioned=true").restores;
             in.produce((int) Math.max(0, total - in.produced));
             System.out.println("versioned kill loop seed " + seed + " (rerun with -Dkstate.eos.seed=" + seed + ")");
             App last = start("vfinal", appId, state, logs, "variant=kstate", "instance=i1", "versioned=true");
@@ -217,6 +154,75 @@ public class RealBrokerEosTest extends BrokerSuite {
                     + "versioned store's (%d found a table version), %d restores, at most %d records replayed per restore, "
                     + "seed %d%n", kills, in.produced, outputs, found, restores.size(), maxReplayed, seed);
         }
+    }
+
+    /** What {@link #killRounds} did: kills per mode, where they landed, and the restores the children reported. */
+    static final class KillRounds {
+        /** Rounds per mode (0 start-up, 1 processing, 2 at a commit). */
+        final int[] modes = new int[3];
+        /** Kills that came before the application was RUNNING. */
+        int killedBeforeRunning;
+        /** Kills that came between a transaction commit's start and its end. */
+        int killedAtCommit;
+        /** The restores every round's child reported. */
+        final List<Restore> restores = new ArrayList<>();
+    }
+
+    /**
+     * The kill rounds of the kill-loop tests: before each round the next chunk of input (the total spread over
+     * two thirds of the rounds), then the application started on {@code state} with {@code args} (every third
+     * round also with a 1 KiB {@code kstate.max.uncommitted.bytes} and 500 ms commits, so commits spill), run as
+     * the round's mode says and SIGKILLed; the child must be alive up to the kill and log no error.
+     *
+     * @param modeOf the round's mode: 0 during start-up and restore (killed after 0.3 to 3.3 s, mostly before
+     *     RUNNING), 1 while processing (RUNNING, then up to 1.5 s), 2 right as a producer transaction commits
+     *     (kstate then commits its stores)
+     */
+    private static KillRounds killRounds(Input in, String appId, File state, File logs, String name, int kills,
+                                         int total, Random rnd, java.util.function.IntUnaryOperator modeOf,
+                                         String... args) throws Exception {
+        int chunk = Math.max(1, total / (kills * 2 / 3));
+        String[] spilling = Arrays.copyOf(args, args.length + 2);
+        spilling[args.length] = "max.uncommitted=1024";
+        spilling[args.length + 1] = "commit.ms=500";
+        KillRounds k = new KillRounds();
+        for (int round = 0; round < kills; round++) {
+            if (in.produced < total) {
+                in.produce((int) Math.min(chunk, total - in.produced));
+            }
+            App app = start(name + round, appId, state, logs, round % 3 == 2 ? spilling : args);
+            int mode = modeOf.applyAsInt(round);
+            k.modes[mode]++;
+            try {
+                if (mode == 0) {
+                    Thread.sleep(300 + rnd.nextInt(3000));
+                } else if (mode == 1) {
+                    assertTrue("RUNNING in round " + round + ": " + app.errors + "\n" + app.tail(),
+                        app.awaitRunning(90_000));
+                    Thread.sleep(rnd.nextInt(1500));
+                } else {
+                    assertTrue("RUNNING in round " + round, app.awaitRunning(90_000));
+                    long target = app.commitsBegun + 1 + rnd.nextInt(6);
+                    app.await(a -> a.commitsBegun >= target, 10_000);
+                    if (rnd.nextBoolean()) {
+                        Thread.sleep(rnd.nextInt(5));
+                    }
+                }
+                if (app.runningMs < 0) {
+                    k.killedBeforeRunning++;
+                }
+                if (app.commitsBegun > app.commitsDone) {
+                    k.killedAtCommit++;
+                }
+                assertTrue("child alive before the kill in round " + round + ": " + app.errors + "\n" + app.tail(),
+                    app.process.isAlive());
+            } finally {
+                app.kill();
+            }
+            assertTrue("no errors in round " + round + ": " + app.errors, app.errors.isEmpty());
+            k.restores.addAll(app.restores);
+        }
+        return k;
     }
 
     /**

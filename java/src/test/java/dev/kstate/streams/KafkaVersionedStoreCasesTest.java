@@ -200,12 +200,7 @@ public class KafkaVersionedStoreCasesTest {
 
         latest("k", "v", b);
         asOf("k", b, "v", b, LATEST);
-        asOfNull("k", b - 1);
-        asOfNull("k", b - 2);
-        asOf("k", b - 3, "v3", b - 3, b - 2);
-        asOfNull("k", b - 4);
-        asOf("k", b - 5, "v5", b - 5, b - 4);
-        asOfNull("k", b - 6);
+        expectOlderWithNulls(b);
     }
 
     @Test
@@ -221,6 +216,11 @@ public class KafkaVersionedStoreCasesTest {
 
         latestNull("k");
         asOfNull("k", b);
+        expectOlderWithNulls(b);
+    }
+
+    /** What the two older-null cases leave below their latest version at {@code b}. */
+    private void expectOlderWithNulls(long b) {
         asOfNull("k", b - 1);
         asOfNull("k", b - 2);
         asOf("k", b - 3, "v3", b - 3, b - 2);
@@ -233,25 +233,26 @@ public class KafkaVersionedStoreCasesTest {
     public void shouldPutRepeatTimestampAsLatest() {
         long b = BASE_TIMESTAMP;
         put("k", "to_be_replaced", b, LATEST);
-        put("k", "b", b, LATEST);
-        latest("k", "b", b);
-        asOf("k", b, "b", b, LATEST);
-        asOfNull("k", b - 1);
+        putLatestAlone("k", "b", b);
+        putLatestAlone("k", null, b);
+        putLatestAlone("k", null, b);
+        putLatestAlone("k", "b", b);
+    }
 
-        put("k", null, b, LATEST);
-        latestNull("k");
-        asOfNull("k", b);
-        asOfNull("k", b - 1);
-
-        put("k", null, b, LATEST);
-        latestNull("k");
-        asOfNull("k", b);
-        asOfNull("k", b - 1);
-
-        put("k", "b", b, LATEST);
-        latest("k", "b", b);
-        asOf("k", b, "b", b, LATEST);
-        asOfNull("k", b - 1);
+    /**
+     * A put at {@code t} that must become the latest version, and the only one: read back as the latest and as
+     * of {@code t} (nothing for a tombstone), nothing as of {@code t - 1}.
+     */
+    private void putLatestAlone(String key, String value, long t) {
+        put(key, value, t, LATEST);
+        if (value == null) {
+            latestNull(key);
+            asOfNull(key, t);
+        } else {
+            latest(key, value, t);
+            asOf(key, t, value, t, LATEST);
+        }
+        asOfNull(key, t - 1);
     }
 
     @Test
@@ -280,15 +281,23 @@ public class KafkaVersionedStoreCasesTest {
 
     /** The history three cases (puts, restore with nulls, restore with repeats) end with. */
     private void expectHistoryWithNulls() {
+        expectHistory("vp5", "vn5", "vn6");
+    }
+
+    /**
+     * Tombstones everywhere but three versions, valid over {@code [SI+5, SI+10)}, {@code [SI-5, SI-1)} and
+     * {@code [SI-6, SI-5)} with the values given, read as of times in, between and around them.
+     */
+    private void expectHistory(String plus5, String minus5, String minus6) {
         latestNull("k");
         asOfNull("k", SI + 30);
         asOfNull("k", SI + 15);
-        asOf("k", SI + 6, "vp5", SI + 5, SI + 10);
+        asOf("k", SI + 6, plus5, SI + 5, SI + 10);
         asOfNull("k", SI + 2);
         asOfNull("k", SI);
         asOfNull("k", SI - 1);
-        asOf("k", SI - 5, "vn5", SI - 5, SI - 1);
-        asOf("k", SI - 6, "vn6", SI - 6, SI - 5);
+        asOf("k", SI - 5, minus5, SI - 5, SI - 1);
+        asOf("k", SI - 6, minus6, SI - 6, SI - 5);
         asOfNull("k", SI - 8);
     }
 
@@ -493,16 +502,7 @@ public class KafkaVersionedStoreCasesTest {
         put("k", "", SI - 5, SI - 1);
         put("k", "", SI - 6, SI - 5);
 
-        latestNull("k");
-        asOfNull("k", SI + 30);
-        asOfNull("k", SI + 15);
-        asOf("k", SI + 6, "", SI + 5, SI + 10);
-        asOfNull("k", SI + 2);
-        asOfNull("k", SI);
-        asOfNull("k", SI - 1);
-        asOf("k", SI - 5, "", SI - 5, SI - 1);
-        asOf("k", SI - 6, "", SI - 6, SI - 5);
-        asOfNull("k", SI - 8);
+        expectHistory("", "", "");
     }
 
     @Test

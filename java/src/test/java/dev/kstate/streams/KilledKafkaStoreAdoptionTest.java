@@ -4,16 +4,13 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 
-import java.io.BufferedReader;
 import java.io.File;
-import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.TestInputTopic;
@@ -114,26 +111,7 @@ public class KilledKafkaStoreAdoptionTest {
     @Test
     public void aKilledKafkaStoreIsAdoptedUnderAtLeastOnceAsKafkaOpensIt() throws Exception {
         File stateDir = new File(dir, "state");
-        List<String> cmd = TestSupport.childJvm("-Xmx256m");
-        cmd.add(KilledKafkaStoreAdoptionTest.class.getName());
-        cmd.add(stateDir.getAbsolutePath());
-        ProcessBuilder pb = new ProcessBuilder(cmd);
-        pb.redirectError(ProcessBuilder.Redirect.INHERIT);
-        Process child = pb.start();
-        long piped = 0;
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
-            String line;
-            long deadline = System.currentTimeMillis() + 120_000;
-            while (piped < KILL_AFTER && System.currentTimeMillis() < deadline && (line = r.readLine()) != null) {
-                if (line.startsWith("PIPED ")) {
-                    piped = Long.parseLong(line.substring(6).trim());
-                }
-            }
-            child.destroyForcibly(); // SIGKILL, mid-stream
-            assertTrue(child.waitFor(30, TimeUnit.SECONDS));
-        }
-        assertEquals("killed by SIGKILL", 137, child.exitValue());
-        assertTrue("the child ran: " + piped, piped >= KILL_AFTER);
+        TestSupport.killAfterPiped(KilledKafkaStoreAdoptionTest.class, KILL_AFTER, stateDir.getAbsolutePath());
         File kafkaDb = new File(stateDir, MigrationTest.APP + "/0_0/rocksdb/s");
         assertEquals("Kafka's store says it was left open", Long.valueOf(1L), status(kafkaDb));
 

@@ -172,6 +172,42 @@ public final class TestSupport {
         return cmd;
     }
 
+    /**
+     * Runs {@code mainClass} with {@code args} in a child JVM ({@link #childJvm}, 256 MB heap) that prints
+     * {@code PIPED <n>} lines as it goes, kills it with SIGKILL mid-stream once it reported {@code atLeast} (or
+     * after 120 s), and checks that it died of the SIGKILL having reported that many: the kill tests' child harness.
+     *
+     * @param mainClass the child's main class
+     * @param atLeast the count to wait for
+     * @param args the child's arguments
+     * @return the last count the child reported
+     * @throws Exception when the child cannot be started or waited for
+     */
+    public static long killAfterPiped(Class<?> mainClass, long atLeast, String... args) throws Exception {
+        List<String> cmd = childJvm("-Xmx256m");
+        cmd.add(mainClass.getName());
+        cmd.addAll(java.util.Arrays.asList(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.redirectError(ProcessBuilder.Redirect.INHERIT);
+        Process child = pb.start();
+        long piped = 0;
+        try (java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(
+                child.getInputStream(), java.nio.charset.StandardCharsets.UTF_8))) {
+            String line;
+            long deadline = System.currentTimeMillis() + 120_000;
+            while (piped < atLeast && System.currentTimeMillis() < deadline && (line = r.readLine()) != null) {
+                if (line.startsWith("PIPED ")) {
+                    piped = Long.parseLong(line.substring(6).trim());
+                }
+            }
+            child.destroyForcibly(); // SIGKILL, mid-stream
+            org.junit.Assert.assertTrue("the child died", child.waitFor(30, java.util.concurrent.TimeUnit.SECONDS));
+        }
+        org.junit.Assert.assertEquals("killed by SIGKILL", 137, child.exitValue());
+        org.junit.Assert.assertTrue("the child piped " + piped, piped >= atLeast);
+        return piped;
+    }
+
     /** Streams properties for a test application. */
     public static Properties props(String appId, File stateDir) {
         Properties p = new Properties();

@@ -5,9 +5,7 @@ import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
-import java.io.BufferedReader;
 import java.io.File;
-import java.io.InputStreamReader;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -201,26 +199,7 @@ public class VersionedRestartTest {
     @Test
     public void aKilledStoreRestartsAtItsLastCommitAndAnswersAsKafka() throws Exception {
         File stateDir = new File(dir, "killed");
-        List<String> cmd = TestSupport.childJvm("-Xmx256m");
-        cmd.add(VersionedRestartTest.class.getName());
-        cmd.add(stateDir.getAbsolutePath());
-        ProcessBuilder pb = new ProcessBuilder(cmd);
-        pb.redirectError(ProcessBuilder.Redirect.INHERIT);
-        Process child = pb.start();
-        long piped = 0;
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
-            String line;
-            long deadline = System.currentTimeMillis() + 120_000;
-            while (piped < 2_000 && System.currentTimeMillis() < deadline && (line = r.readLine()) != null) {
-                if (line.startsWith("PIPED ")) {
-                    piped = Long.parseLong(line.substring(6).trim());
-                }
-            }
-            child.destroyForcibly(); // SIGKILL, mid-stream
-            child.waitFor();
-        }
-        assertEquals("killed by SIGKILL", 137, child.exitValue());
-        assertTrue("the child piped " + piped, piped >= 2_000);
+        long piped = TestSupport.killAfterPiped(VersionedRestartTest.class, 2_000, stateDir.getAbsolutePath());
         try (TopologyTestDriver restarted = driver(kstate(), stateDir)) {
             Long committed = store(restarted).committedOffset(CHANGELOG);
             assertTrue("every reported record was committed: " + committed, committed >= writesBefore((int) piped) - 1);
