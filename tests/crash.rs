@@ -580,13 +580,23 @@ impl Seg {
     /// The committed contents in Kafka's order (rendered), with the committed stream time.
     fn dump(&self) -> (Vec<String>, i64) {
         match self {
-            Seg::W(s) => (
-                s.query(Isolation::ReadCommitted, &WindowQuery::All, false)
+            Seg::W(s) => {
+                // The memory engine (the reference) lists windows by start, RocksDB by key:
+                // the contents are compared, in one order.
+                let mut all: Vec<_> = s
+                    .query(Isolation::ReadCommitted, &WindowQuery::All, false)
                     .unwrap()
-                    .map(|e| format!("{:?}", e.unwrap()))
-                    .collect(),
-                s.stream_time(Isolation::ReadCommitted).unwrap(),
-            ),
+                    .map(|e| {
+                        let e = e.unwrap();
+                        ((e.key.clone(), e.window_start, e.seqnum), format!("{e:?}"))
+                    })
+                    .collect();
+                all.sort();
+                (
+                    all.into_iter().map(|(_, e)| e).collect(),
+                    s.stream_time(Isolation::ReadCommitted).unwrap(),
+                )
+            }
             Seg::S(s) => (
                 s.query(Isolation::ReadCommitted, &SessionQuery::All, false)
                     .unwrap()

@@ -145,14 +145,28 @@ impl MemoryEngine {
             let (epoch, newest_pin) = reclaim.writer_epochs();
             Writer::new(epoch, newest_pin, reclaim.take_spare())
         };
-        for op in ops {
+        let mut i = 0;
+        while let Some(op) = ops.get(i) {
             let trees = &mut live.trees;
+            i += 1;
             // SAFETY (all three): the write lock makes this thread the trees' only user;
             // no snapshot can be pinned meanwhile (pinning takes the read lock), so `w`
             // knows every pin; lazy snapshots of the old state were pinned above or are
             // never read again (the caller's word).
             match *op {
-                BatchOp::Put(f, k, v) => unsafe { trees[f.index()].insert(&mut w, k, v) },
+                BatchOp::Put(f, k, v) => {
+                    // The puts that follow into the same family with ascending keys (a
+                    // commit's sorted writes) go in as one run.
+                    let mut run = vec![(k, v)];
+                    while let Some(BatchOp::Put(g, k2, v2)) = ops.get(i) {
+                        if *g != f || run.last().is_some_and(|(last, _)| **k2 <= **last) {
+                            break;
+                        }
+                        run.push((*k2, *v2));
+                        i += 1;
+                    }
+                    unsafe { trees[f.index()].insert_run(&mut w, &run) }
+                }
                 BatchOp::Delete(f, k) => {
                     unsafe { trees[f.index()].remove(&mut w, k) };
                 }

@@ -518,25 +518,32 @@ impl Tree {
         }
     }
 
-    /// Sets `key` to `value`.
+    /// Sets each key of `run`, whose keys are strictly ascending, to its value, with one
+    /// descent per node the run reaches instead of one from the root per key: a commit's
+    /// sorted writes that land in a few leaves (a window store's puts at the current window
+    /// start, appended at the end of its time-first family) cost a leaf insert each plus a
+    /// few descents.
     ///
     /// # Safety
     /// The caller holds the tree exclusively (the engine's write lock), and `w` carries the
     /// pins of every snapshot alive.
-    pub(super) unsafe fn insert(&mut self, w: &mut Writer, key: &[u8], value: &[u8]) {
-        let Some(root) = self.root.as_mut() else {
-            let mut leaf = Packed::default();
-            leaf.insert(0, key, value);
-            self.root = Some(w.alloc(Body::Leaf(leaf)));
-            self.len = 1;
+    pub(super) unsafe fn insert_run(&mut self, w: &mut Writer, run: &[(&[u8], &[u8])]) {
+        debug_assert!(run.windows(2).all(|p| p[0].0 < p[1].0));
+        let Some(((first, value), rest)) = run.split_first() else {
             return;
         };
-        let mut added = false;
+        let Some(root) = self.root.as_mut() else {
+            let mut leaf = Packed::default();
+            leaf.insert(0, first, value);
+            self.root = Some(w.alloc(Body::Leaf(leaf)));
+            self.len = 1;
+            // SAFETY: guaranteed by the caller.
+            return unsafe { self.insert_run(w, rest) };
+        };
+        let mut added = 0;
         // SAFETY: the root is live and held exclusively (caller).
-        let grown = unsafe { insert_at(w, root, key, value, &mut added) };
-        if added {
-            self.len += 1;
-        }
+        let grown = unsafe { insert_at(w, root, run, &mut added) };
+        self.len += added;
         let Grown::Split(siblings) = grown else {
             return;
         };
@@ -571,7 +578,7 @@ impl Tree {
     /// Removes `key`; returns whether it was present. A missing key copies nothing.
     ///
     /// # Safety
-    /// As for [`Tree::insert`].
+    /// As for [`Tree::insert_run`].
     pub(super) unsafe fn remove(&mut self, w: &mut Writer, key: &[u8]) -> bool {
         // SAFETY: exclusive access (caller): the nodes are valid and unchanging meanwhile.
         if unsafe { self.view() }.get(key).is_none() {
@@ -592,7 +599,7 @@ impl Tree {
     /// single child by that child (the tree gets shallower), as often as that holds.
     ///
     /// # Safety
-    /// As for [`Tree::insert`].
+    /// As for [`Tree::insert_run`].
     unsafe fn settle_root(&mut self, w: &mut Writer, emptied: bool) {
         if emptied {
             if let Some(gone) = self.root.take() {
@@ -616,7 +623,7 @@ impl Tree {
     /// Removes every key in `[from, to)`; returns how many.
     ///
     /// # Safety
-    /// As for [`Tree::insert`].
+    /// As for [`Tree::insert_run`].
     pub(super) unsafe fn remove_range(&mut self, w: &mut Writer, from: &[u8], to: &[u8]) -> u64 {
         if from.is_empty() {
             // A range from the lowest key (the commit's expiry of a segmented store's old
@@ -646,7 +653,7 @@ impl Tree {
     /// not a descent per expired key, and nothing of the data left alive is visited.
     ///
     /// # Safety
-    /// As for [`Tree::insert`].
+    /// As for [`Tree::insert_run`].
     pub(super) unsafe fn remove_below(&mut self, w: &mut Writer, to: &[u8]) -> u64 {
         let Some(root) = self.root.as_mut() else {
             return 0;
@@ -691,26 +698,28 @@ unsafe fn free_subtree(p: NodePtr) {
     unsafe { free(p) };
 }
 
-/// Inserts below `*slot`; `added` is set when the key is new.
+/// Inserts `run` (keys strictly ascending) below `*slot`, each child reached once with the
+/// part of the run it holds; `added` counts the keys that were new.
 ///
 /// # Safety
 /// `*slot` is a live node held exclusively; see [`Writer::own`].
 unsafe fn insert_at(
     w: &mut Writer,
     slot: &mut NodePtr,
-    key: &[u8],
-    value: &[u8],
-    added: &mut bool,
+    run: &[(&[u8], &[u8])],
+    added: &mut u64,
 ) -> Grown {
     // SAFETY: guaranteed by the caller.
     let n = unsafe { w.own(slot) };
     match &mut n.body {
         Body::Leaf(p) => {
-            match p.search(key) {
-                Ok(i) => p.set_value(i, value),
-                Err(i) => {
-                    p.insert(i, key, value);
-                    *added = true;
+            for (key, value) in run {
+                match p.search(key) {
+                    Ok(i) => p.set_value(i, value),
+                    Err(i) => {
+                        p.insert(i, key, value);
+                        *added += 1;
+                    }
                 }
             }
             if !leaf_overfull(p) {
@@ -729,15 +738,31 @@ unsafe fn insert_at(
             )
         }
         Body::Inner(inner) => {
-            let c = inner.keys.count_le(key);
-            // SAFETY: the child is live and its parent (`n`) is owned by the writer.
-            let grown = unsafe { insert_at(w, &mut inner.children[c], key, value, added) };
-            let Grown::Split(siblings) = grown else {
-                return Grown::Same;
-            };
-            for (j, (separator, node)) in siblings.into_iter().enumerate() {
-                inner.keys.insert(c + j, &separator, &[]);
-                inner.children.insert(c + 1 + j, node);
+            // Each child's part of the run, then the children's new siblings, inserted from
+            // the right so that the indexes still to be used do not move.
+            let mut splits = Vec::new();
+            let mut rest = run;
+            while let Some(((first, _), _)) = rest.split_first() {
+                let c = inner.keys.count_le(first);
+                let end = if c < inner.keys.len() {
+                    let separator = inner.keys.key(c);
+                    rest.partition_point(|(k, _)| *k < separator)
+                } else {
+                    rest.len()
+                };
+                let (part, tail) = rest.split_at(end);
+                // SAFETY: the child is live and its parent (`n`) is owned by the writer.
+                let grown = unsafe { insert_at(w, &mut inner.children[c], part, added) };
+                if let Grown::Split(siblings) = grown {
+                    splits.push((c, siblings));
+                }
+                rest = tail;
+            }
+            for (c, siblings) in splits.into_iter().rev() {
+                for (j, (separator, node)) in siblings.into_iter().enumerate() {
+                    inner.keys.insert(c + j, &separator, &[]);
+                    inner.children.insert(c + 1 + j, node);
+                }
             }
             if inner_overfull(inner) {
                 split_inner(w, inner)
