@@ -338,9 +338,10 @@ impl SegmentedStore<WindowKind> {
     /// (`backwardFetch...`), in Kafka's order: on RocksDB segment by segment, within a
     /// segment by key bytes, then window start, then seqnum. A time-ordered store answers
     /// `Time`, `All` and (without a key index) `KeyRange` as Kafka's time-ordered store
-    /// does: by window start, then key, then seqnum (one range of its time index). On the
-    /// memory engine every query but `Key` is answered in that order, Kafka's in-memory
-    /// window store's (the data family is keyed time first, see [`super::segmented`]).
+    /// does: by window start, then key, then seqnum (one range of its time index). A store
+    /// on the memory engine without duplicates (and not key-indexed) answers every query
+    /// but `Key` in that order, Kafka's in-memory window store's: its data family is keyed
+    /// time first (see [`super::segmented`]).
     pub fn query(
         &self,
         isolation: Isolation,
