@@ -16,7 +16,10 @@ pub struct kstate_window_t {
     _opaque: [u8; 0],
 }
 
-/// An iterator over windows, in Kafka's order, fixed when it was created; a handle as the
+/// An iterator over windows, in Kafka's order, fixed when it was created: Kafka's RocksDB
+/// order (segment by segment, then key bytes, then window start), except that a window
+/// store without duplicates on the memory engine lists the windows of a key-range fetch,
+/// `fetch_all` and `all` by start, then key (Kafka's in-memory order); a handle as the
 /// header's overview describes. Closing its store closes it (`KSTATE_ERR_ITERATOR_CLOSED`);
 /// it must still be released with `kstate_window_iter_close`.
 pub struct kstate_window_iter_t {

@@ -2,7 +2,9 @@
  * The window and session store functions of include/kstate.h, written from the header
  * alone, on both engines: results are checked against a small model computed here
  * (Kafka's order: segment by segment, then key bytes, then window start / session end;
- * retention by stream time; duplicates; open key bounds), plus commit, rollback and
+ * a window store without duplicates on the memory engine lists windows by start, then key,
+ * as Kafka's in-memory window store; retention by stream time; duplicates; open key
+ * bounds), plus commit, rollback and
  * committed offsets across a reopen, and every misuse of the boundary (wrong-kind,
  * closed, NULL and forged handles, NULL out-parameters, NULL data with a length).
  */
@@ -47,8 +49,14 @@ static win_t g_win[MAX_WIN];
 static int g_nwin;
 static int64_t g_interval;
 
+/* The store's order: Kafka's in-memory one (start, then key) or its RocksDB one. */
+static bool g_by_start;
+
 static int win_order(const void *pa, const void *pb) {
     const win_t *a = pa, *b = pb;
+    if (g_by_start && a->start != b->start) {
+        return a->start < b->start ? -1 : 1;
+    }
     int64_t sa = a->start / g_interval, sb = b->start / g_interval;
     if (sa != sb) {
         return sa < sb ? -1 : 1;
@@ -169,6 +177,7 @@ static void window_model_run(kstate_engine_t engine, bool dups, uint64_t seed) {
         slot->ts = 1000 + i;
     }
     CHECK(dropped > 0);
+    g_by_start = engine == KSTATE_ENGINE_MEMORY && !dups;
     qsort(g_win, (size_t)g_nwin, sizeof g_win[0], win_order);
     int64_t ev = stream_time - retention + 1;
     int expired = 0;
