@@ -601,7 +601,6 @@ impl Seg {
             self.window() && !dups && self.rocksdb.is_none() && !matches!(q, Query::Key(..));
         let floor = if by_start { 0 } else { i64::MIN };
         let mut out = Vec::new();
-        let mut order = Vec::new();
         for ((_, kk), v) in view {
             // (record key, time bounds checked against, start, end)
             let (rk, start, end) = if self.window() {
@@ -650,20 +649,20 @@ impl Seg {
                 Query::All => lo_time >= ev.max(0),
             };
             if keep {
-                // The Kafka key without its start: record key and seqnum.
-                let rest = [rk, &kk[kk.len() - 4..]].concat();
-                order.push((start, rest, out.len()));
-                out.push((rk.to_vec(), v.clone(), start, end));
+                // With `by_start`, ordered by start, then the Kafka key without its start
+                // (record key and seqnum bytes).
+                let rest = if by_start {
+                    [rk, &kk[kk.len() - 4..]].concat()
+                } else {
+                    Vec::new()
+                };
+                out.push(((start, rest), (rk.to_vec(), v.clone(), start, end)));
             }
         }
         if by_start {
-            order.sort();
-            let mut slots: Vec<_> = out.into_iter().map(Some).collect();
-            out = order
-                .into_iter()
-                .filter_map(|(_, _, i)| slots[i].take())
-                .collect();
+            out.sort_by(|a, b| a.0.cmp(&b.0));
         }
+        let mut out: Vec<_> = out.into_iter().map(|(_, entry)| entry).collect();
         if reverse {
             out.reverse();
         }

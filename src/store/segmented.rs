@@ -447,7 +447,7 @@ impl Segmented {
     /// key-first keys, in the time index's order.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] on a store without a time-first family.
+    /// [`Error::InvalidArgument`] on a store without a time index.
     pub(crate) fn scan_by_time(
         &self,
         isolation: Isolation,
@@ -702,12 +702,7 @@ impl TimePlan {
     /// The plan of the times `[from, to]` (`from >= 0`; segments below `min_segment` are
     /// expired): every stored key of those times, and no other time.
     pub(crate) fn times(retention: &Retention, min_segment: i64, from: i64, to: i64) -> TimePlan {
-        let seg = |t: i64| segment_id(t, retention.segment_interval);
-        let at = |t: i64| {
-            let mut k = segment_prefix(seg(t)).to_vec();
-            k.extend_from_slice(&t.to_be_bytes());
-            k
-        };
+        let at = |t: i64| time_prefix(t, retention.segment_interval);
         let lower = at(from).max(segment_prefix(min_segment).to_vec());
         TimePlan {
             range: KeyRange {
@@ -723,6 +718,15 @@ impl TimePlan {
             time_to: to,
         }
     }
+}
+
+/// `[segment][BE time]`: the stored-key prefix of every time-first key of time `t`, and
+/// below them all.
+fn time_prefix(t: i64, segment_interval: i64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(layout::SEGMENT_PREFIX + 8 + 16);
+    k.extend_from_slice(&segment_prefix(segment_id(t, segment_interval)));
+    k.extend_from_slice(&t.to_be_bytes());
+    k
 }
 
 /// The time-first key (without segment) of a Kafka key of `schema`.
@@ -817,27 +821,25 @@ impl StartWalk {
     /// start's first key) and `seqnum`: where the range of that start begins (ascending)
     /// or ends (descending; past the start's last entry when `key` is `None`).
     fn at(&self, start: i64, key: Option<&[u8]>, seqnum: i32) -> Vec<u8> {
-        let mut k = Vec::with_capacity(layout::SEGMENT_PREFIX + 8 + 16);
-        k.extend_from_slice(&segment_prefix(segment_id(start, self.interval)));
         match key {
             Some(key) => {
-                k.extend_from_slice(&start.to_be_bytes());
+                let mut k = time_prefix(start, self.interval);
                 k.extend_from_slice(key);
                 k.extend_from_slice(&seqnum.to_be_bytes());
+                k
             }
             // The last key of `start` is below the next start's prefix (a prefix is never
             // itself a key: every key carries a seqnum after it).
             None if self.reverse => match start.checked_add(1) {
-                Some(next) => {
-                    k.truncate(0);
-                    k.extend_from_slice(&segment_prefix(segment_id(next, self.interval)));
-                    k.extend_from_slice(&next.to_be_bytes());
+                Some(next) => time_prefix(next, self.interval),
+                None => {
+                    let mut k = segment_prefix(segment_id(start, self.interval)).to_vec();
+                    k.extend_from_slice(&[0xFF; 9]);
+                    k
                 }
-                None => k.extend_from_slice(&[0xFF; 9]),
             },
-            None => k.extend_from_slice(&start.to_be_bytes()),
+            None => time_prefix(start, self.interval),
         }
-        k
     }
 
     /// Where the range of window start `start` begins in the walk's direction.
