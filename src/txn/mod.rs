@@ -568,8 +568,8 @@ impl TxnCore {
                 )));
             }
             Isolation::ReadUncommitted => {
-                let state = self.writer()?;
-                let buffer = &state.buffers[family.index()];
+                let mut state = self.writer()?;
+                let buffer = &mut state.buffers[family.index()];
                 if !buffer.is_empty() {
                     sources.push(Box::new(Buffered(OrdCursor::new(
                         buffer.snapshot(),
