@@ -433,16 +433,36 @@ enum Grown {
     Split(Vec<(Vec<u8>, NodePtr)>),
 }
 
-/// An overfull leaf cut in halves by bytes, and halves still overfull cut again, until
-/// no piece is (a piece of one entry never is).
+/// An overfull leaf cut into pieces none of which is overfull (a piece of one entry never
+/// is).
+///
+/// A leaf that took a long sorted run (a commit's puts at the current window start, say)
+/// is cut straight into pieces of three quarters of [`LEAF_MAX_ENTRIES`], so each entry is
+/// copied once rather than once per halving, and the leaves a run appends leave room for
+/// a few later inserts each. A leaf only a little over its bound, or over it by bytes, is
+/// halved by bytes as [`leaf_halves`] does.
 fn leaf_pieces(p: Packed, out: &mut Vec<Packed>) {
+    if p.len() <= 2 * LEAF_MAX_ENTRIES {
+        leaf_halves(p, out);
+        return;
+    }
+    let pieces = p.len().div_ceil(LEAF_MAX_ENTRIES * 3 / 4);
+    for j in 0..pieces {
+        let (from, to) = (j * p.len() / pieces, (j + 1) * p.len() / pieces);
+        leaf_halves(p.copy_range(from, to), out);
+    }
+}
+
+/// An overfull leaf cut in halves by bytes, and halves still overfull cut again, until
+/// no piece is.
+fn leaf_halves(p: Packed, out: &mut Vec<Packed>) {
     if !leaf_overfull(&p) {
         out.push(p);
         return;
     }
     let at = p.byte_midpoint();
-    leaf_pieces(p.copy_range(0, at), out);
-    leaf_pieces(p.copy_range(at, p.len()), out);
+    leaf_halves(p.copy_range(0, at), out);
+    leaf_halves(p.copy_range(at, p.len()), out);
 }
 
 /// An overfull inner node cut in halves, recursively, as [`leaf_pieces`]: the pieces and,
