@@ -115,6 +115,14 @@ pub fn time_first_window_key(kafka_key: &[u8]) -> Result<Vec<u8>> {
 
 /// The window key (`key ‖ start ‖ seqnum`) of a [`time_first_window_key`].
 pub fn window_key_of_time_first(time_first: &[u8]) -> Result<Vec<u8>> {
+    let mut k = Vec::with_capacity(time_first.len());
+    window_key_of_time_first_into(time_first, &mut k)?;
+    Ok(k)
+}
+
+/// [`window_key_of_time_first`] written into `out` (emptied first), so that a walk over
+/// many windows reuses one buffer.
+pub fn window_key_of_time_first_into(time_first: &[u8], out: &mut Vec<u8>) -> Result<()> {
     if time_first.len() < WINDOW_SUFFIX {
         return Err(Error::Corruption(
             "a time-ordered window key is shorter than 12 bytes".into(),
@@ -122,11 +130,11 @@ pub fn window_key_of_time_first(time_first: &[u8]) -> Result<Vec<u8>> {
     }
     let (start, rest) = time_first.split_at(8);
     let (key, seqnum) = rest.split_at(rest.len() - 4);
-    let mut k = Vec::with_capacity(time_first.len());
-    k.extend_from_slice(key);
-    k.extend_from_slice(start);
-    k.extend_from_slice(seqnum);
-    Ok(k)
+    out.clear();
+    out.extend_from_slice(key);
+    out.extend_from_slice(start);
+    out.extend_from_slice(seqnum);
+    Ok(())
 }
 
 /// Kafka's `TimeFirstSessionKeySchema` key (without its one-byte family prefix) of the

@@ -492,13 +492,16 @@ impl Segmented {
         self.walk(isolation, reverse, self.data, plan, range, |inner, plan| {
             Box::new(StartWalk {
                 inner,
-                key_from: plan.key_from,
-                key_to: plan.key_to,
-                from: plan.time_from,
-                to: plan.time_to,
-                interval,
-                reverse,
+                bounds: StartBounds {
+                    key_from: plan.key_from,
+                    key_to: plan.key_to,
+                    from: plan.time_from,
+                    to: plan.time_to,
+                    interval,
+                    reverse,
+                },
                 started: false,
+                key: Vec::new(),
             })
         })
     }
@@ -797,13 +800,33 @@ impl crate::txn::Source for TimeWalk {
 /// with `reverse`).
 struct StartWalk {
     inner: MergedIter,
+    bounds: StartBounds,
+    started: bool,
+    /// The Kafka key of the entry being lent (reused from entry to entry).
+    key: Vec<u8>,
+}
+
+/// The query of a [`StartWalk`]: its key and time bounds, and its direction.
+struct StartBounds {
     key_from: Option<Vec<u8>>,
     key_to: Option<Vec<u8>>,
     from: i64,
     to: i64,
     interval: i64,
     reverse: bool,
-    started: bool,
+}
+
+/// What a [`StartWalk`] does with a stored entry it read.
+enum StartStep {
+    /// Answer it; its time-first part (`start ‖ key ‖ seqnum`) begins at this byte of the
+    /// stored key.
+    Take(usize),
+    /// Pass it over and read the next one.
+    Skip,
+    /// Pass it over and read on from this stored key.
+    Seek(Vec<u8>),
+    /// The walk is over.
+    End,
 }
 
 /// `x` against the concatenation `a ‖ b`, bytewise, without building it.
@@ -816,7 +839,7 @@ fn cmp_concat(x: &[u8], a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     }
 }
 
-impl StartWalk {
+impl StartBounds {
     /// The stored key of window start `start` with the record key `key` (`None`: the
     /// start's first key) and `seqnum`: where the range of that start begins (ascending)
     /// or ends (descending; past the start's last entry when `key` is `None`).
@@ -851,79 +874,102 @@ impl StartWalk {
         }
     }
 
-    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    /// What the walk does with the entry stored under `stored`.
+    fn step(&self, stored: &[u8]) -> Result<StartStep> {
         use std::cmp::Ordering::{Greater, Less};
+        let (s, tf) = layout::split_stored(stored)?;
+        if tf.len() < 8 + 4 {
+            return Err(Error::Corruption(
+                "a time-first window key is shorter than 12 bytes".into(),
+            ));
+        }
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&tf[..8]);
+        let start = i64::from_be_bytes(t);
+        if start < 0 {
+            // Past (ascending) or before (descending) the other starts of segment `s`.
+            return Ok(if self.reverse {
+                let mut k = segment_prefix(s).to_vec();
+                k.push(0x80);
+                StartStep::Seek(k)
+            } else {
+                match s.checked_add(1) {
+                    Some(next) => StartStep::Seek(segment_prefix(next).to_vec()),
+                    None => StartStep::End,
+                }
+            });
+        }
+        if start < self.from || start > self.to {
+            return Ok(StartStep::End);
+        }
+        let rest = &tf[8..];
+        let below_from = |f: &Vec<u8>| cmp_concat(rest, f, &0i32.to_be_bytes()) == Less;
+        let above_to = |t: &Vec<u8>| cmp_concat(rest, t, &i32::MAX.to_be_bytes()) == Greater;
+        let (low, high) = (
+            self.key_from.as_ref().is_some_and(below_from),
+            self.key_to.as_ref().is_some_and(above_to),
+        );
+        let (before, after) = if self.reverse {
+            (high, low)
+        } else {
+            (low, high)
+        };
+        if before {
+            // Not yet at this start's range: seek to it.
+            return Ok(StartStep::Seek(self.entry_of(start)));
+        }
+        if after {
+            // Past this start's range: on to the next start's.
+            let next = if self.reverse {
+                start.checked_sub(1).filter(|n| *n >= self.from)
+            } else {
+                start.checked_add(1).filter(|n| *n <= self.to)
+            };
+            return Ok(match next {
+                Some(n) => StartStep::Seek(self.entry_of(n)),
+                None => StartStep::End,
+            });
+        }
+        let key = &tf[8..tf.len() - 4];
+        if self.key_from.as_deref().map_or(true, |f| key >= f)
+            && self.key_to.as_deref().map_or(true, |t| key <= t)
+        {
+            Ok(StartStep::Take(stored.len() - tf.len()))
+        } else {
+            // A key of the range's bytes that is not between the key bounds (a longer key
+            // sharing a bound's bytes): read on.
+            Ok(StartStep::Skip)
+        }
+    }
+}
+
+impl StartWalk {
+    /// Positions the walk at its first start, once; `false` if it answers nothing.
+    fn begin(&mut self) -> Result<bool> {
         if !self.started {
             self.started = true;
-            if self.from > self.to || self.from < 0 {
-                return Ok(None);
+            let b = &self.bounds;
+            if b.from > b.to || b.from < 0 {
+                return Ok(false);
             }
-            let first = self.entry_of(if self.reverse { self.to } else { self.from });
+            let first = b.entry_of(if b.reverse { b.to } else { b.from });
             self.inner.seek(&first)?;
         }
+        Ok(true)
+    }
+
+    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if !self.begin()? {
+            return Ok(None);
+        }
         while let Some((stored, v)) = self.inner.next_entry()? {
-            let (s, tf) = layout::split_stored(&stored)?;
-            if tf.len() < 8 + 4 {
-                return Err(Error::Corruption(
-                    "a time-first window key is shorter than 12 bytes".into(),
-                ));
-            }
-            let mut t = [0u8; 8];
-            t.copy_from_slice(&tf[..8]);
-            let start = i64::from_be_bytes(t);
-            if start < 0 {
-                // Past (ascending) or before (descending) the other starts of segment `s`.
-                let target = if self.reverse {
-                    let mut k = segment_prefix(s).to_vec();
-                    k.push(0x80);
-                    k
-                } else {
-                    match s.checked_add(1) {
-                        Some(next) => segment_prefix(next).to_vec(),
-                        None => return Ok(None),
-                    }
-                };
-                self.inner.seek(&target)?;
-                continue;
-            }
-            if start < self.from || start > self.to {
-                return Ok(None);
-            }
-            let rest = &tf[8..];
-            let below_from = |f: &Vec<u8>| cmp_concat(rest, f, &0i32.to_be_bytes()) == Less;
-            let above_to = |t: &Vec<u8>| cmp_concat(rest, t, &i32::MAX.to_be_bytes()) == Greater;
-            let (low, high) = (
-                self.key_from.as_ref().is_some_and(below_from),
-                self.key_to.as_ref().is_some_and(above_to),
-            );
-            let (before, after) = if self.reverse {
-                (high, low)
-            } else {
-                (low, high)
-            };
-            if before {
-                // Not yet at this start's range: seek to it.
-                self.inner.seek(&self.entry_of(start))?;
-                continue;
-            }
-            if after {
-                // Past this start's range: on to the next start's.
-                let next = if self.reverse {
-                    start.checked_sub(1).filter(|n| *n >= self.from)
-                } else {
-                    start.checked_add(1).filter(|n| *n <= self.to)
-                };
-                match next {
-                    Some(n) => self.inner.seek(&self.entry_of(n))?,
-                    None => return Ok(None),
+            match self.bounds.step(&stored)? {
+                StartStep::Take(at) => {
+                    return Ok(Some((layout::window_key_of_time_first(&stored[at..])?, v)))
                 }
-                continue;
-            }
-            let key = &tf[8..tf.len() - 4];
-            if self.key_from.as_deref().map_or(true, |f| key >= f)
-                && self.key_to.as_deref().map_or(true, |t| key <= t)
-            {
-                return Ok(Some((layout::window_key_of_time_first(tf)?, v)));
+                StartStep::Skip => {}
+                StartStep::Seek(target) => self.inner.seek(&target)?,
+                StartStep::End => return Ok(None),
             }
         }
         Ok(None)
@@ -933,6 +979,45 @@ impl StartWalk {
 impl crate::txn::Source for StartWalk {
     fn next_write(&mut self) -> Result<Option<crate::txn::KeyWrite>> {
         Ok(self.next_entry()?.map(|(k, v)| (k, Some(v))))
+    }
+
+    fn lend_next(
+        &mut self,
+        keep: Option<&KeyFilter>,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool> {
+        if keep.is_some() {
+            // No caller filters a start walk; the owned path applies a filter if one does.
+            return Ok(self.next_value(keep)?.map(|(k, v)| visit(&k, &v)).is_some());
+        }
+        if !self.begin()? {
+            return Ok(false);
+        }
+        // Entries are lent by the engine's cursor and passed on with their key rewritten
+        // into a buffer kept from entry to entry: a `fetchAll` for JNI or C allocates
+        // nothing per window.
+        loop {
+            let (bounds, key) = (&self.bounds, &mut self.key);
+            let mut step = Ok(StartStep::End);
+            let read = self.inner.lend_next(&mut |stored, v| {
+                step = bounds.step(stored).and_then(|s| {
+                    if let StartStep::Take(at) = s {
+                        layout::window_key_of_time_first_into(&stored[at..], key)?;
+                        visit(key, v);
+                    }
+                    Ok(s)
+                });
+            })?;
+            if !read {
+                return Ok(false);
+            }
+            match step? {
+                StartStep::Take(_) => return Ok(true),
+                StartStep::Skip => {}
+                StartStep::Seek(target) => self.inner.seek(&target)?,
+                StartStep::End => return Ok(false),
+            }
+        }
     }
 
     fn seek(&mut self, _target: &[u8]) -> Result<()> {

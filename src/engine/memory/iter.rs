@@ -75,15 +75,14 @@ impl MemoryIter {
     }
 }
 
-impl EngineIter for MemoryIter {
-    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.next_entry_where(&|_| crate::engine::Verdict::Take)
-    }
-
-    fn next_entry_where(&mut self, keep: &KeyFilter) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+impl MemoryIter {
+    /// The next entry `keep` takes, read in place in the pinned tree: the slices live as
+    /// long as the pin, which this cursor holds, and the borrow of `self` ends their use
+    /// before the cursor can move or drop it.
+    fn step(&mut self, keep: &KeyFilter) -> Option<(&[u8], &[u8])> {
         loop {
             if self.exhausted {
-                return Ok(None);
+                return None;
             }
             // SAFETY: the position was set by `position_at` over the tree `pinned` pins.
             let entry = unsafe {
@@ -95,7 +94,7 @@ impl EngineIter for MemoryIter {
             };
             let Some((key, value)) = entry else {
                 self.exhausted = true;
-                return Ok(None);
+                return None;
             };
             let past_end = match (&self.end, self.reverse) {
                 (Bound::Unbounded, _) => false,
@@ -106,14 +105,36 @@ impl EngineIter for MemoryIter {
             };
             if past_end {
                 self.exhausted = true;
-                return Ok(None);
+                return None;
             }
-            // The key is read in place in the pinned tree: a skipped entry is never copied.
-            // (The cursor reads nothing ahead, so a last take needs no special case.)
+            // A skipped entry is never copied. (The cursor reads nothing ahead, so a last
+            // take needs no special case.)
             if keep(key).taken() {
-                return Ok(Some((key.to_vec(), value.to_vec())));
+                return Some((key, value));
             }
         }
+    }
+}
+
+impl EngineIter for MemoryIter {
+    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.next_entry_where(&|_| crate::engine::Verdict::Take)
+    }
+
+    fn next_entry_where(&mut self, keep: &KeyFilter) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        Ok(self.step(keep).map(|(k, v)| (k.to_vec(), v.to_vec())))
+    }
+
+    fn lend_next(
+        &mut self,
+        keep: Option<&KeyFilter>,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool> {
+        let entry = match keep {
+            Some(keep) => self.step(keep),
+            None => self.step(&|_| crate::engine::Verdict::Take),
+        };
+        Ok(entry.map(|(k, v)| visit(k, v)).is_some())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
