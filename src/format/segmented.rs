@@ -105,12 +105,19 @@ pub fn parse_session_key(kafka_key: &[u8]) -> Result<(&[u8], i64, i64)> {
 /// window key `kafka_key`: `BE i64 window start ‖ key ‖ BE i32 seqnum`, the layout whose
 /// byte order is the order of Kafka's time-ordered window stores.
 pub fn time_first_window_key(kafka_key: &[u8]) -> Result<Vec<u8>> {
-    let (key, start, seqnum) = parse_window_key(kafka_key)?;
     let mut k = Vec::with_capacity(kafka_key.len());
-    k.extend_from_slice(&start.to_be_bytes());
-    k.extend_from_slice(key);
-    k.extend_from_slice(&seqnum.to_be_bytes());
+    append_time_first_window_key(kafka_key, &mut k)?;
     Ok(k)
+}
+
+/// [`time_first_window_key`] appended to `out` (after a segment prefix, say: a stored key
+/// is then built in one allocation).
+pub fn append_time_first_window_key(kafka_key: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let (key, start, seqnum) = parse_window_key(kafka_key)?;
+    out.extend_from_slice(&start.to_be_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&seqnum.to_be_bytes());
+    Ok(())
 }
 
 /// The window key (`key ‖ start ‖ seqnum`) of a [`time_first_window_key`].
@@ -140,12 +147,18 @@ pub fn window_key_of_time_first_into(time_first: &[u8], out: &mut Vec<u8>) -> Re
 /// Kafka's `TimeFirstSessionKeySchema` key (without its one-byte family prefix) of the
 /// session key `kafka_key`: `BE i64 end ‖ BE i64 start ‖ key`.
 pub fn time_first_session_key(kafka_key: &[u8]) -> Result<Vec<u8>> {
-    let (key, start, end) = parse_session_key(kafka_key)?;
     let mut k = Vec::with_capacity(kafka_key.len());
-    k.extend_from_slice(&end.to_be_bytes());
-    k.extend_from_slice(&start.to_be_bytes());
-    k.extend_from_slice(key);
+    append_time_first_session_key(kafka_key, &mut k)?;
     Ok(k)
+}
+
+/// [`time_first_session_key`] appended to `out`, as [`append_time_first_window_key`].
+pub fn append_time_first_session_key(kafka_key: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let (key, start, end) = parse_session_key(kafka_key)?;
+    out.extend_from_slice(&end.to_be_bytes());
+    out.extend_from_slice(&start.to_be_bytes());
+    out.extend_from_slice(key);
+    Ok(())
 }
 
 /// The session key (`key ‖ end ‖ start`) of a [`time_first_session_key`].

@@ -358,7 +358,7 @@ impl Segmented {
             match self.by_time {
                 None => c.buffer_all(self.data, std::iter::once((key.as_slice(), value))),
                 Some(by_time) => {
-                    let tf = layout::stored_key(segment, &time_first(self.schema, kafka_key)?);
+                    let tf = stored_time_first(segment, self.schema, kafka_key)?;
                     // One buffering step for both families: never one without the other.
                     c.buffer_each(&[
                         (by_time, tf.as_slice(), value.clone()),
@@ -376,10 +376,7 @@ impl Segmented {
     /// The data family's key of the Kafka key `kafka_key` in `segment`.
     fn stored_key(&self, segment: i64, kafka_key: &[u8]) -> Result<Vec<u8>> {
         if self.time_first {
-            Ok(layout::stored_key(
-                segment,
-                &time_first(self.schema, kafka_key)?,
-            ))
+            stored_time_first(segment, self.schema, kafka_key)
         } else {
             Ok(layout::stored_key(segment, kafka_key))
         }
@@ -733,11 +730,16 @@ fn time_prefix(t: i64, segment_interval: i64) -> Vec<u8> {
 }
 
 /// The time-first key (without segment) of a Kafka key of `schema`.
-fn time_first(schema: Schema, kafka_key: &[u8]) -> Result<Vec<u8>> {
+/// The stored key, in `segment`, of the time-first layout of `kafka_key`, built in one
+/// allocation (a put builds one or two of them).
+fn stored_time_first(segment: i64, schema: Schema, kafka_key: &[u8]) -> Result<Vec<u8>> {
+    let mut k = Vec::with_capacity(layout::SEGMENT_PREFIX + kafka_key.len());
+    k.extend_from_slice(&segment_prefix(segment));
     match schema {
-        Schema::Window => layout::time_first_window_key(kafka_key),
-        Schema::Session => layout::time_first_session_key(kafka_key),
+        Schema::Window => layout::append_time_first_window_key(kafka_key, &mut k)?,
+        Schema::Session => layout::append_time_first_session_key(kafka_key, &mut k)?,
     }
+    Ok(k)
 }
 
 /// A walk of the time index over one [`TimePlan`]: yields `(Kafka key-first key, value)`
