@@ -33,6 +33,10 @@ import org.openjdk.jmh.infra.Blackhole;
  *   <li>{@code sessionFind}: {@code findSessions(key, earliestSessionEndTime,
  *   latestSessionStartTime)} over 30 minutes (6 sessions) at a random key and time, every entry
  *   read;</li>
+ *   <li>{@code sessionFetch}: {@code fetchSession(key, start, end)} of one existing session;</li>
+ *   <li>{@code sessionFetchKey}: {@code fetch(key)}, the key's 24 sessions, every entry read;</li>
+ *   <li>{@code sessionRemovePut}: {@code remove} of one of the last hour's sessions, then its put
+ *   back (two writes; a commit every 1,000 writes);</li>
  *   <li>{@code sessionPutCommit}: a put of one of the last hour's sessions of a random key (the
  *   update of a session aggregate), every 1,000th put also commits.</li>
  * </ul>
@@ -108,6 +112,40 @@ public class SessionBench {
                 bh.consume(it.next());
             }
         }
+    }
+
+    /** {@code fetchSession(key, start, end)}: one session of a random key, found (a point read). */
+    @Benchmark
+    public byte[] sessionFetch() {
+        int i = picker.pick(n);
+        long start = start(i, picker.pick(SESSIONS));
+        return subject.store.fetchSession(keys[i], start, start + LENGTH);
+    }
+
+    /** {@code fetch(key)}: every session of a random key (24), every entry read. */
+    @Benchmark
+    public void sessionFetchKey(Blackhole bh) {
+        try (KeyValueIterator<Windowed<Bytes>, byte[]> it = subject.store.fetch(keys[picker.pick(n)])) {
+            while (it.hasNext()) {
+                bh.consume(it.next());
+            }
+        }
+    }
+
+    /**
+     * {@code remove} of one of the last hour's sessions of a random key, then its put back (so
+     * the store keeps its size): two writes; every 1,000th write commits.
+     */
+    @Benchmark
+    public void sessionRemovePut() {
+        int i = picker.pick(n);
+        int s = SESSIONS / 2 + picker.pick(SESSIONS / 2);
+        long start = start(i, s);
+        subject.store.remove(new Windowed<>(keys[i], new SessionWindow(start, start + LENGTH)));
+        if (++offset % 1000 == 0) {
+            subject.commit(offset);
+        }
+        put(i, s);
     }
 
     /** A put of one of the last hour's sessions of a random key; every 1,000th put also commits. */

@@ -37,7 +37,9 @@ import org.openjdk.jmh.infra.Blackhole;
  *   <li>{@code windowFetchHour}: {@code fetch(key, from, to)} over one hour (60 windows, every
  *   entry read) at a random key and time;</li>
  *   <li>{@code windowFetchAll}: {@code fetchAll(from, to)} over one minute (every key's window of
- *   that minute, every entry read).</li>
+ *   that minute, every entry read);</li>
+ *   <li>{@code windowBackwardFetchHour}, {@code windowBackwardFetchAll}: the same with
+ *   {@code backwardFetch} and {@code backwardFetchAll}.</li>
  * </ul>
  */
 @State(Scope.Benchmark)
@@ -119,6 +121,18 @@ public class WindowBench {
         }
     }
 
+    /** {@code backwardFetch(key, from, from + 59 min)}: 60 windows, every entry read. */
+    @Benchmark
+    public void windowBackwardFetchHour(Blackhole bh) {
+        long from = picker.pick(WINDOWS - HOUR + 1) * MINUTE;
+        try (WindowStoreIterator<ValueAndTimestamp<byte[]>> it =
+                 subject.store.backwardFetch(keys[picker.pick(n)], from, from + (HOUR - 1) * MINUTE)) {
+            while (it.hasNext()) {
+                bh.consume(it.next());
+            }
+        }
+    }
+
     /** {@code fetchAll(t, t)}: the window of minute {@code t} of every key, every entry read. */
     @Benchmark
     public void windowFetchAll(Blackhole bh) {
@@ -127,6 +141,18 @@ public class WindowBench {
             while (it.hasNext()) {
                 KeyValue<Windowed<Bytes>, ValueAndTimestamp<byte[]>> kv = it.next();
                 bh.consume(kv);
+            }
+        }
+    }
+
+    /** {@code backwardFetchAll(t, t)}: as {@link #windowFetchAll}, last key first. */
+    @Benchmark
+    public void windowBackwardFetchAll(Blackhole bh) {
+        long t = picker.pick(WINDOWS) * MINUTE;
+        try (KeyValueIterator<Windowed<Bytes>, ValueAndTimestamp<byte[]>> it =
+                 subject.store.backwardFetchAll(t, t)) {
+            while (it.hasNext()) {
+                bh.consume(it.next());
             }
         }
     }

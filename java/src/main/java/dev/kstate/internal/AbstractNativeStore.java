@@ -12,6 +12,7 @@ import java.util.function.LongConsumer;
 import java.util.function.LongFunction;
 import java.util.function.LongUnaryOperator;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Bytes;
 
 /**
  * What every open native store shares, whatever its kind ({@link NativeStore},
@@ -27,7 +28,7 @@ public abstract class AbstractNativeStore implements AutoCloseable, NativeProper
     private final String name;
     private final AtomicLong handle;
     private final Natives natives;
-    private final Set<NativeIterator> iterators = ConcurrentHashMap.newKeySet();
+    private final Set<NativeIterator<?>> iterators = ConcurrentHashMap.newKeySet();
 
     AbstractNativeStore(String name, long handle, Natives natives) {
         this.name = name;
@@ -113,8 +114,17 @@ public abstract class AbstractNativeStore implements AutoCloseable, NativeProper
     }
 
     /** Wraps a native iterator handle just opened on this store; the iterator closes with the store. */
-    NativeIterator register(long it) {
-        NativeIterator iterator = new NativeIterator(this, it);
+    NativeIterator<Bytes> register(long it) {
+        return register(it, NativeIterator.STORE_KEY);
+    }
+
+    /**
+     * As {@link #register(long)}, its keys read by {@code keys}.
+     *
+     * @param <K> the key type
+     */
+    <K> NativeIterator<K> register(long it, NativeIterator.KeyReader<K> keys) {
+        NativeIterator<K> iterator = new NativeIterator<>(this, it, keys);
         iterators.add(iterator);
         if (!isOpen()) {
             // lost a race with close(): the iterator must not outlive the store
@@ -123,7 +133,7 @@ public abstract class AbstractNativeStore implements AutoCloseable, NativeProper
         return iterator;
     }
 
-    void forget(NativeIterator iterator) {
+    void forget(NativeIterator<?> iterator) {
         iterators.remove(iterator);
     }
 
@@ -225,8 +235,8 @@ public abstract class AbstractNativeStore implements AutoCloseable, NativeProper
      * @return the number of iterators closed
      */
     public int closeIterators() {
-        List<NativeIterator> open = new ArrayList<>(iterators);
-        for (NativeIterator it : open) {
+        List<NativeIterator<?>> open = new ArrayList<>(iterators);
+        for (NativeIterator<?> it : open) {
             it.closeWithStore(natives.exhaustedWhenStoreCloses);
         }
         return open.size();

@@ -29,24 +29,53 @@ import org.apache.kafka.streams.state.internals.ManagedKeyValueIterator;
  * Streams 4.0 to 4.4) because Kafka's own wrappers cast IQv2 range results to it: for instance
  * {@code KeyValueToTimestampedKeyValueByteStoreAdapter}, which Kafka puts around a plain store
  * behind a timestamped store builder.
+ *
+ * @param <K> the key type: the store key ({@link #STORE_KEY}) or a kind's decoded key
  */
-public final class NativeIterator implements ManagedKeyValueIterator<Bytes, byte[]> {
+public final class NativeIterator<K> implements ManagedKeyValueIterator<K, byte[]> {
+    /**
+     * Reads an entry's key out of a batch, so that a kind's decoded key (a windowed key, a window
+     * start) is built from the batch itself, without an intermediate copy of the store key.
+     *
+     * @param <K> the key type
+     */
+    @FunctionalInterface
+    public interface KeyReader<K> {
+        /**
+         * Reads one key.
+         *
+         * @param batch the batch, positioned at the key's first byte; must be left just past it
+         * @param length the key's length in bytes
+         * @return the key
+         */
+        K read(ByteBuffer batch, int length);
+    }
+
+    /** The store key itself, as {@link Bytes}. */
+    public static final KeyReader<Bytes> STORE_KEY = (batch, length) -> {
+        byte[] key = new byte[length];
+        batch.get(key);
+        return Bytes.wrap(key);
+    };
+
     private static final int FIRST_BATCH = 16;
     private static final int MAX_BATCH = 1024;
     private static final int MAX_BATCH_BYTES = 1 << 20;
 
     private final AbstractNativeStore store;
+    private final KeyReader<K> keys;
     private final AtomicLong handle;
     private ByteBuffer batch;
     private int batchSize = FIRST_BATCH;
     private boolean exhausted;
-    private KeyValue<Bytes, byte[]> next;
+    private KeyValue<K, byte[]> next;
     private volatile Runnable closeCallback;
     /** Set before the handle is released when a store that exhausts its iterators closes this one. */
     private volatile boolean exhaustedWithStore;
 
-    NativeIterator(AbstractNativeStore store, long handle) {
+    NativeIterator(AbstractNativeStore store, long handle, KeyReader<K> keys) {
         this.store = store;
+        this.keys = keys;
         this.handle = new AtomicLong(handle);
     }
 
@@ -74,11 +103,10 @@ public final class NativeIterator implements ManagedKeyValueIterator<Bytes, byte
             }
             batch = ByteBuffer.wrap(packed);
         }
-        byte[] key = new byte[batch.getInt()];
-        batch.get(key);
+        K key = keys.read(batch, batch.getInt());
         byte[] value = new byte[batch.getInt()];
         batch.get(value);
-        next = KeyValue.pair(Bytes.wrap(key), value);
+        next = KeyValue.pair(key, value);
         return true;
     }
 
@@ -88,17 +116,17 @@ public final class NativeIterator implements ManagedKeyValueIterator<Bytes, byte
     }
 
     @Override
-    public KeyValue<Bytes, byte[]> next() {
+    public KeyValue<K, byte[]> next() {
         if (!fill()) {
             throw new NoSuchElementException();
         }
-        KeyValue<Bytes, byte[]> result = next;
+        KeyValue<K, byte[]> result = next;
         next = null;
         return result;
     }
 
     @Override
-    public Bytes peekNextKey() {
+    public K peekNextKey() {
         if (!fill()) {
             throw new NoSuchElementException();
         }

@@ -2,6 +2,7 @@ package dev.kstate.internal;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import org.apache.kafka.common.utils.Bytes;
 
 /**
  * An open native session store (Kafka's {@code RocksDBSessionStore} semantics: sessions keyed
@@ -118,7 +119,7 @@ public final class NativeSessionStore extends NativeSegmentedStore {
      * @param committed committed data only
      * @return the iterator; close it
      */
-    public NativeIterator query(int kind, byte[] keyFrom, byte[] keyTo, long earliestSessionEndTime,
+    public NativeIterator<Bytes> query(int kind, byte[] keyFrom, byte[] keyTo, long earliestSessionEndTime,
                                long latestSessionStartTime, boolean reverse, boolean committed) {
         return register(KstateNative.sessionQuery(handle(), kind, keyFrom, keyTo, earliestSessionEndTime,
             latestSessionStartTime, reverse, committed));

@@ -2,6 +2,7 @@ package dev.kstate.internal;
 
 import java.util.Map;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Bytes;
 
 /**
  * An open native kstate key-value store ({@link AbstractNativeStore} holds the handle, the
@@ -210,7 +211,7 @@ public final class NativeStore extends AbstractNativeStore {
      * @param committed committed data only
      * @return the iterator; close it
      */
-    public NativeIterator scan(byte[] from, byte[] to, boolean prefix, boolean reverse, boolean committed) {
+    public NativeIterator<Bytes> scan(byte[] from, byte[] to, boolean prefix, boolean reverse, boolean committed) {
         return register(KstateNative.scan(handle(), from, to, prefix, reverse, committed));
     }
 

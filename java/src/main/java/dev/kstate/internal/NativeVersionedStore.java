@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.state.VersionedKeyValueStore;
 import org.apache.kafka.streams.state.VersionedRecord;
@@ -159,7 +160,7 @@ public final class NativeVersionedStore extends AbstractNativeStore {
     public List<VersionedRecord<byte[]>> versions(byte[] key, long fromTime, long toTime, boolean ascending,
                                                   boolean committed) {
         List<VersionedRecord<byte[]>> out = new ArrayList<>();
-        try (NativeIterator it = register(KstateNative.versionedQuery(handle(), key, fromTime, toTime, ascending,
+        try (NativeIterator<Bytes> it = register(KstateNative.versionedQuery(handle(), key, fromTime, toTime, ascending,
             committed))) {
             while (it.hasNext()) {
                 KeyValue<org.apache.kafka.common.utils.Bytes, byte[]> next = it.next();

@@ -2,6 +2,7 @@ package dev.kstate.internal;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import org.apache.kafka.common.utils.Bytes;
 
 /**
  * An open native window store (Kafka's {@code RocksDBTimestampedWindowStore} /
@@ -105,10 +106,43 @@ public final class NativeWindowStore extends NativeSegmentedStore {
      * @param committed committed data only
      * @return the iterator; close it
      */
-    public NativeIterator query(int kind, byte[] keyFrom, byte[] keyTo, long timeFrom, long timeTo,
+    public NativeIterator<Bytes> query(int kind, byte[] keyFrom, byte[] keyTo, long timeFrom, long timeTo,
                                boolean reverse, boolean committed) {
-        return register(KstateNative.windowQuery(handle(), kind, keyFrom, keyTo, timeFrom, timeTo, reverse, committed));
+        return query(kind, keyFrom, keyTo, timeFrom, timeTo, reverse, committed, NativeIterator.STORE_KEY);
     }
+
+    /**
+     * As {@link #query(int, byte[], byte[], long, long, boolean, boolean)}, each Kafka window store
+     * key read by {@code keys} straight from the batch (a windowed key or a window start, without
+     * a copy of the store key).
+     *
+     * @param <K> the key type
+     * @param kind the query kind
+     * @param keyFrom the key or lowest key (null = open)
+     * @param keyTo highest key (null = open)
+     * @param timeFrom earliest window start (inclusive)
+     * @param timeTo latest window start (inclusive)
+     * @param reverse Kafka's backward variant
+     * @param committed committed data only
+     * @param keys reads one store key
+     * @return the iterator; close it
+     */
+    public <K> NativeIterator<K> query(int kind, byte[] keyFrom, byte[] keyTo, long timeFrom, long timeTo,
+                                       boolean reverse, boolean committed, NativeIterator.KeyReader<K> keys) {
+        return register(KstateNative.windowQuery(handle(), kind, keyFrom, keyTo, timeFrom, timeTo, reverse, committed),
+            keys);
+    }
+
+    /**
+     * Reads the window start of a Kafka window store key in a batch, passing over its record key
+     * and seqnum (what a {@code fetch(key, from, to)} iterator returns).
+     */
+    public static final NativeIterator.KeyReader<Long> WINDOW_START = (batch, length) -> {
+        batch.position(batch.position() + length - 12);
+        long start = batch.getLong();
+        batch.getInt();
+        return start;
+    };
 
     /** A decoded Kafka window store key. */
     public static final class Window {
@@ -134,16 +168,5 @@ public final class NativeWindowStore extends NativeSegmentedStore {
         int n = storeKey.length - 12;
         ByteBuffer b = ByteBuffer.wrap(storeKey);
         return new Window(Arrays.copyOf(storeKey, n), b.getLong(n), b.getInt(n + 8));
-    }
-
-    /**
-     * The window start of a Kafka window store key, read in place (what a
-     * {@code fetch(key, from, to)} iterator returns, without copying the record key out).
-     *
-     * @param storeKey a Kafka window store key ({@code key ‖ BE long start ‖ BE int seqnum})
-     * @return its window start
-     */
-    public static long windowStart(byte[] storeKey) {
-        return ByteBuffer.wrap(storeKey).getLong(storeKey.length - 12);
     }
 }

@@ -273,7 +273,7 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
         return open().get(key(key), committed);
     }
 
-    private NativeIterator scan(Bytes from, Bytes to, boolean reverse, boolean committed) {
+    private NativeIterator<Bytes> scan(Bytes from, Bytes to, boolean reverse, boolean committed) {
         return open().scan(bound(from), bound(to), false, reverse, committed);
     }
 
@@ -357,7 +357,7 @@ public class KstateKeyValueStore extends KstateStateStore<NativeStore> implement
         } else if (query instanceof TimestampedRangeQuery && timestampedValues()) {
             TimestampedRangeQuery<Bytes, byte[]> q = (TimestampedRangeQuery<Bytes, byte[]>) query;
             boolean reverse = q.resultOrder() == ResultOrder.DESCENDING;
-            NativeIterator raw = scan(q.lowerBound().orElse(null), q.upperBound().orElse(null), reverse, committed);
+            NativeIterator<Bytes> raw = scan(q.lowerBound().orElse(null), q.upperBound().orElse(null), reverse, committed);
             return (QueryResult<R>) QueryResult.forResult(new MappedIterator<>(raw, k -> k, KstateKeyValueStore::decode));
         } else {
             return QueryResult.forUnknownQueryType(query, this);

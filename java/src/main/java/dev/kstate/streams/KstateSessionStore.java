@@ -189,7 +189,7 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
     }
 
     /** Session keys -> aggregates, as Kafka's WrappedSessionStoreIterator. */
-    private static KeyValueIterator<Windowed<Bytes>, byte[]> sessions(NativeIterator raw) {
+    private static KeyValueIterator<Windowed<Bytes>, byte[]> sessions(NativeIterator<Bytes> raw) {
         return MappedIterator.keys(raw, k -> sessionKey(k.get()));
     }
 

@@ -6,6 +6,7 @@ import dev.kstate.internal.NativeWindowStore;
 import java.time.Instant;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.TimeWindow;
 import org.apache.kafka.streams.query.FailureReason;
@@ -18,6 +19,7 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.ReadOnlyWindowStore;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.WindowStoreIterator;
+import org.apache.kafka.streams.state.internals.ManagedKeyValueIterator;
 
 /**
  * A kstate window store speaking Kafka Streams 4.4's {@link WindowStore} and
@@ -33,6 +35,8 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  */
 public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowStore> implements WindowStore<Bytes, byte[]> {
     private final long windowSize;
+    /** Reads the store keys of this store's range queries as windowed keys of its window size. */
+    private final NativeIterator.KeyReader<Windowed<Bytes>> windowedKeys;
     private final boolean retainDuplicates;
     /** Kafka's time-ordered store (emit on window close), and its {@code hasIndex}. */
     private final boolean timeOrdered;
@@ -45,6 +49,7 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
         super(options, retentionPeriod, segmentInterval, timeOrdered);
         writer = new ReadOnlyView(IsolationLevel.READ_UNCOMMITTED);
         this.windowSize = windowSize;
+        this.windowedKeys = windowedKeyReader(windowSize);
         this.retainDuplicates = retainDuplicates;
         this.timeOrdered = timeOrdered;
         this.keyIndex = keyIndex;
@@ -145,36 +150,38 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
 
     private WindowStoreIterator<byte[]> fetchKey(Bytes key, long timeFrom, long timeTo, boolean reverse, boolean committed) {
         byte[] k = key(key);
-        return new StartTimeIterator(open().query(NativeWindowStore.QUERY_KEY, k, null, timeFrom, timeTo, reverse, committed));
+        return new StartTimeIterator(open().query(NativeWindowStore.QUERY_KEY, k, null, timeFrom, timeTo, reverse, committed,
+            NativeWindowStore.WINDOW_START));
     }
 
     private KeyValueIterator<Windowed<Bytes>, byte[]> fetchTimes(long timeFrom, long timeTo, boolean reverse,
                                                                boolean committed) {
-        return windowed(open().query(NativeWindowStore.QUERY_TIME, null, null, timeFrom, timeTo, reverse, committed));
+        return open().query(NativeWindowStore.QUERY_TIME, null, null, timeFrom, timeTo, reverse, committed, windowedKeys);
     }
 
     private KeyValueIterator<Windowed<Bytes>, byte[]> fetchRange(Bytes keyFrom, Bytes keyTo, long timeFrom, long timeTo,
                                                                boolean reverse, boolean committed) {
-        return windowed(open().query(NativeWindowStore.QUERY_KEY_RANGE, bound(keyFrom), bound(keyTo), timeFrom, timeTo,
-            reverse, committed));
-    }
-
-    /** Windowed keys (window of the store's size) -> raw values, as Kafka's WrappedKeyValueIterator. */
-    private KeyValueIterator<Windowed<Bytes>, byte[]> windowed(NativeIterator raw) {
-        return MappedIterator.keys(raw, k -> windowedKey(k.get(), windowSize));
+        return open().query(NativeWindowStore.QUERY_KEY_RANGE, bound(keyFrom), bound(keyTo), timeFrom, timeTo,
+            reverse, committed, windowedKeys);
     }
 
     /**
-     * Kafka's {@code WindowKeySchema#timeWindowForSize}: the window {@code [start, start + size)},
-     * its end clamped to {@code Long.MAX_VALUE} on overflow.
+     * Reads a Kafka window store key in a batch as its windowed key, as Kafka's
+     * {@code WindowKeySchema#fromStoreKey} with {@code timeWindowForSize}: the window
+     * {@code [start, start + size)}, its end clamped to {@code Long.MAX_VALUE} on overflow.
      */
-    static Windowed<Bytes> windowedKey(byte[] storeKey, long windowSize) {
-        NativeWindowStore.Window w = NativeWindowStore.window(storeKey);
-        long end = w.start + windowSize;
-        if (end < 0) {
-            end = Long.MAX_VALUE;
-        }
-        return new Windowed<>(Bytes.wrap(w.key), new TimeWindow(w.start, end));
+    private static NativeIterator.KeyReader<Windowed<Bytes>> windowedKeyReader(long windowSize) {
+        return (batch, length) -> {
+            byte[] key = new byte[length - 12];
+            batch.get(key);
+            long start = batch.getLong();
+            batch.getInt();
+            long end = start + windowSize;
+            if (end < 0) {
+                end = Long.MAX_VALUE;
+            }
+            return new Windowed<>(Bytes.wrap(key), new TimeWindow(start, end));
+        };
     }
 
     // ----- isolation ---------------------------------------------------------------------------
@@ -229,12 +236,12 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
 
         @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> all() {
-            return windowed(open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, false, committed));
+            return open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, false, committed, windowedKeys);
         }
 
         @Override
         public KeyValueIterator<Windowed<Bytes>, byte[]> backwardAll() {
-            return windowed(open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, true, committed));
+            return open().query(NativeWindowStore.QUERY_ALL, null, null, 0, Long.MAX_VALUE, true, committed, windowedKeys);
         }
 
         @Override
@@ -282,9 +289,36 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     }
 
     /** {@code fetch(key, from, to)}: window start -> raw value, as Kafka's WrappedWindowStoreIterator. */
-    private static final class StartTimeIterator extends MappedIterator<Long, byte[]> implements WindowStoreIterator<byte[]> {
-        StartTimeIterator(NativeIterator inner) {
-            super(inner, k -> NativeWindowStore.windowStart(k.get()), v -> v);
+    private static final class StartTimeIterator implements WindowStoreIterator<byte[]>, ManagedKeyValueIterator<Long, byte[]> {
+        private final NativeIterator<Long> inner;
+
+        StartTimeIterator(NativeIterator<Long> inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public void onClose(Runnable closeCallback) {
+            inner.onClose(closeCallback);
+        }
+
+        @Override
+        public boolean hasNext() {
+            return inner.hasNext();
+        }
+
+        @Override
+        public KeyValue<Long, byte[]> next() {
+            return inner.next();
+        }
+
+        @Override
+        public Long peekNextKey() {
+            return inner.peekNextKey();
+        }
+
+        @Override
+        public void close() {
+            inner.close();
         }
     }
 }

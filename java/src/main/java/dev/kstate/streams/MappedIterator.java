@@ -16,18 +16,18 @@ import org.apache.kafka.streams.state.internals.ManagedKeyValueIterator;
  * @param <V> the decoded value type
  */
 class MappedIterator<K, V> implements ManagedKeyValueIterator<K, V> {
-    private final NativeIterator inner;
+    private final NativeIterator<Bytes> inner;
     private final Function<Bytes, K> key;
     private final Function<byte[], V> value;
 
-    MappedIterator(NativeIterator inner, Function<Bytes, K> key, Function<byte[], V> value) {
+    MappedIterator(NativeIterator<Bytes> inner, Function<Bytes, K> key, Function<byte[], V> value) {
         this.inner = inner;
         this.key = key;
         this.value = value;
     }
 
     /** @return the raw values of {@code inner} with its keys decoded by {@code key} */
-    static <K> MappedIterator<K, byte[]> keys(NativeIterator inner, Function<Bytes, K> key) {
+    static <K> MappedIterator<K, byte[]> keys(NativeIterator<Bytes> inner, Function<Bytes, K> key) {
         return new MappedIterator<>(inner, key, Function.identity());
     }
 

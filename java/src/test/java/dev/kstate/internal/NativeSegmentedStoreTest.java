@@ -37,9 +37,9 @@ public class NativeSegmentedStoreTest {
     }
 
     /** "key@start#seq=value" for every entry, in iteration order; closes the iterator. */
-    private static List<String> windows(NativeIterator it) {
+    private static List<String> windows(NativeIterator<Bytes> it) {
         List<String> out = new ArrayList<>();
-        try (NativeIterator i = it) {
+        try (NativeIterator<Bytes> i = it) {
             while (i.hasNext()) {
                 KeyValue<Bytes, byte[]> kv = i.next();
                 NativeWindowStore.Window w = NativeWindowStore.window(kv.key.get());
@@ -50,9 +50,9 @@ public class NativeSegmentedStoreTest {
         return out;
     }
 
-    private static List<String> sessions(NativeIterator it) {
+    private static List<String> sessions(NativeIterator<Bytes> it) {
         List<String> out = new ArrayList<>();
-        try (NativeIterator i = it) {
+        try (NativeIterator<Bytes> i = it) {
             while (i.hasNext()) {
                 KeyValue<Bytes, byte[]> kv = i.next();
                 NativeSessionStore.Session s = NativeSessionStore.session(kv.key.get());
@@ -111,7 +111,7 @@ public class NativeSegmentedStoreTest {
         assertEquals(List.of("c@20000#0=c20"),
             windows(store.query(NativeWindowStore.QUERY_ALL, null, null, 0, 0, false, true)));
         // Iterators close with the store; the store closes once.
-        NativeIterator open = store.query(NativeWindowStore.QUERY_ALL, null, null, 0, 0, false, false);
+        NativeIterator<Bytes> open = store.query(NativeWindowStore.QUERY_ALL, null, null, 0, 0, false, false);
         assertEquals(1, store.openIterators());
         store.close();
         store.close();
