@@ -704,9 +704,8 @@ fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> O
 ///
 /// * Arena blocks of [`META_ARENA_BLOCK_BYTES`] instead of RocksDB's 1 MiB (the smaller of
 ///   1 MiB and an eighth of the memtable size): a memtable holding more than its 2 KiB
-///   inline block takes a whole arena block, so every store that committed since its last
-///   flush held 1 MiB for a few hundred bytes of records (200 stores under a shared budget:
-///   about 1 MiB of resident memory each, charged to the budget's cache as well).
+///   inline block takes a whole arena block, which a shared budget's write-buffer manager
+///   charges in full (to its flush trigger and its cache) for a few hundred bytes.
 /// * Level-0 compaction at every file instead of at 4: each flush of the data leaves a
 ///   tiny table file here, and up to 3 of them (plus the compacted one) stayed open per
 ///   store; merged at once, the family holds one file (briefly two).
