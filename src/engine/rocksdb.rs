@@ -706,12 +706,13 @@ fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> O
 ///   1 MiB and an eighth of the memtable size): a memtable holding more than its 2 KiB
 ///   inline block takes a whole arena block, which a shared budget's write-buffer manager
 ///   charges in full (to its flush trigger and its cache) for a few hundred bytes.
-/// * Level-0 compaction at every file instead of at 4: each flush of the data leaves a
-///   tiny table file here, and up to 3 of them (plus the compacted one) stayed open per
-///   store; merged at once, the family holds one file (briefly two).
+/// * Level-0 compaction at 2 files instead of 4: each flush of the data leaves a tiny
+///   table file here, moved down whole where RocksDB can, and they piled up until a
+///   compaction merged them (up to 7 per store in the test below, 3 with this). Not at
+///   every file: a store reopened after its close's flush would start with a compaction.
 fn small_family(o: &mut Options) {
     o.set_arena_block_size(META_ARENA_BLOCK_BYTES);
-    o.set_level_zero_file_num_compaction_trigger(1);
+    o.set_level_zero_file_num_compaction_trigger(2);
 }
 
 /// Arena block size of `kstate_meta`'s memtables (see [`small_family`]).
@@ -1486,20 +1487,9 @@ mod tests {
 
     /// Live table files of family `name`, once background compactions are done.
     fn settled_files(e: &RocksEngine, name: &str) -> usize {
-        for _ in 0..200 {
-            let busy =
-                e.db.property_int_value("rocksdb.num-running-compactions")
-                    .unwrap()
-                    .unwrap_or(0)
-                    + e.db
-                        .property_int_value("rocksdb.compaction-pending")
-                        .unwrap()
-                        .unwrap_or(0);
-            if busy == 0 {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        let mut wait = rocksdb::WaitForCompactOptions::default();
+        wait.set_timeout(10_000_000);
+        e.db.wait_for_compact(&wait).unwrap();
         let files = e.db.live_files().unwrap();
         files
             .iter()
@@ -1508,14 +1498,15 @@ mod tests {
     }
 
     #[test]
-    fn the_meta_family_keeps_one_table_file_whatever_the_flushes() {
+    fn the_meta_family_keeps_few_table_files_whatever_the_flushes() {
         let dir = tempfile::tempdir().unwrap();
         let e = RocksEngine::open(dir.path(), &[names::META], &RocksOptions::default()).unwrap();
         let (plain, meta) = (
             e.registry().require(names::PLAIN).unwrap(),
             e.registry().require(names::META).unwrap(),
         );
-        for round in 0..6u8 {
+        let mut most = 0;
+        for round in 0..12u8 {
             // As a commit: data, and the commit record rewritten in the meta family.
             e.write(
                 &[
@@ -1526,11 +1517,13 @@ mod tests {
             )
             .unwrap();
             e.flush().unwrap();
+            most = most.max(settled_files(&e, names::META));
         }
-        // Level-0 compaction at 4 files left 3 here (6 flushes: one compacted file and 2
-        // newer ones); at every file, one.
-        assert_eq!(settled_files(&e, names::META), 1);
-        assert_eq!(e.get(meta, b"committed").unwrap(), Some(vec![5]));
+        // RocksDB moves level-0 files down whole where it can (the same user key may end one
+        // file and start the next), so files pile up until a compaction merges them: with
+        // level-0 compaction at 4 files, up to 7 here (measured); at 2, 1 to 3.
+        assert!(most <= 3, "{most} table files");
+        assert_eq!(e.get(meta, b"committed").unwrap(), Some(vec![11]));
         // Small arena blocks for the meta family only (RocksDB persists each family's
         // options in its own section of the OPTIONS file).
         let options: String = std::fs::read_dir(dir.path())
