@@ -5,6 +5,7 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.nio.file.Files;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -12,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.utils.Utils;
@@ -50,6 +52,8 @@ final class RocksDbConfigSetterBridge {
     private static final String SETTER_CONFIG = KstateStoreOptions.ROCKSDB_CONFIG_SETTER;
     /** Setter classes already reported (the one WARN). */
     private static final Set<String> WARNED = ConcurrentHashMap.newKeySet();
+    /** Capacities of the caches setters handed out, by cache object (weakly: see {@link #capacityOf}). */
+    private static final Map<Cache, Long> CAPACITIES = Collections.synchronizedMap(new WeakHashMap<>());
     /** Kafka's RocksDBStore defaults, the baseline a setter starts from. */
     private static final long KAFKA_BLOCK_CACHE_BYTES = 50L << 20;
     private static final long KAFKA_BLOCK_SIZE = 4096L;
@@ -212,8 +216,10 @@ final class RocksDbConfigSetterBridge {
         if (!cacheChanged && !writeBufferManager) {
             return;
         }
-        // RocksJava has no getter for a cache's capacity: a probe database reports it
-        long capacity = probeBlockCacheCapacity(options);
+        // RocksJava has no getter for a cache's capacity: a probe database reports it, once per
+        // cache object the setter hands to kstate's table config
+        Cache known = table == ourTable && ourTable.cacheSet ? ourTable.cache : null;
+        long capacity = known == null ? probeBlockCacheCapacity(options) : capacityOf(known, options);
         if (capacity <= 0) {
             unsupported.add("tableFormatConfig.blockCache (its capacity could not be read)");
         } else if (writeBufferManager) {
@@ -224,6 +230,24 @@ final class RocksDbConfigSetterBridge {
         } else if (capacity != KAFKA_BLOCK_CACHE_BYTES) {
             implied.put(KstateStoreOptions.BLOCK_CACHE_BYTES_CONFIG, capacity);
         }
+    }
+
+    /**
+     * The capacity of {@code cache}, which {@code options} use: probed once per cache object
+     * (Kafka's bounded-memory setter hands the same static cache to every store), since the
+     * probe opens a database, about 6-10 ms per store open (800 stores: 5-8 s of opening them).
+     * A RocksJava cache's capacity cannot change.
+     */
+    private static long capacityOf(Cache cache, Options options) {
+        Long known = CAPACITIES.get(cache);
+        if (known != null) {
+            return known;
+        }
+        long capacity = probeBlockCacheCapacity(options);
+        if (capacity > 0) {
+            CAPACITIES.put(cache, capacity);
+        }
+        return capacity;
     }
 
     /** @return the block cache capacity a database opened with these options reports, or -1 */
@@ -301,10 +325,13 @@ final class RocksDbConfigSetterBridge {
     /** Kafka's table config as a setter receives it, noting whether the setter installed a block cache. */
     private static final class RecordingTableConfig extends BlockBasedTableConfig {
         private boolean cacheSet;
+        /** The cache last given to {@link #setBlockCache}. */
+        private Cache cache;
 
         @Override
         public BlockBasedTableConfig setBlockCache(Cache cache) {
             cacheSet = true;
+            this.cache = cache;
             return super.setBlockCache(cache);
         }
     }

@@ -274,6 +274,65 @@ public class LoggingAndConfigTest {
             && warn.contains("writeBufferManager's memtable limit") && warn.contains("cacheIndexAndFilterBlocks=true"));
     }
 
+    /** As {@link BoundedMemorySetter}, with a cache of its own: 12 MiB, 6 MiB of it for memtables. */
+    public static final class TwelveMiBSetter implements org.apache.kafka.streams.state.RocksDBConfigSetter {
+        private static final org.rocksdb.Cache CACHE = new org.rocksdb.LRUCache(12L << 20, -1, false, 0.1);
+        private static final org.rocksdb.WriteBufferManager WBM = new org.rocksdb.WriteBufferManager(6L << 20, CACHE);
+
+        @Override
+        public void setConfig(String storeName, org.rocksdb.Options options, Map<String, Object> configs) {
+            setShared(options, CACHE, WBM);
+        }
+
+        @Override
+        public void close(String storeName, org.rocksdb.Options options) {
+        }
+    }
+
+    /** As {@link TwelveMiBSetter}: 8 MiB, 4 MiB of it for memtables. */
+    public static final class EightMiBSetter implements org.apache.kafka.streams.state.RocksDBConfigSetter {
+        private static final org.rocksdb.Cache CACHE = new org.rocksdb.LRUCache(8L << 20, -1, false, 0.1);
+        private static final org.rocksdb.WriteBufferManager WBM = new org.rocksdb.WriteBufferManager(4L << 20, CACHE);
+
+        @Override
+        public void setConfig(String storeName, org.rocksdb.Options options, Map<String, Object> configs) {
+            setShared(options, CACHE, WBM);
+        }
+
+        @Override
+        public void close(String storeName, org.rocksdb.Options options) {
+        }
+    }
+
+    private static void setShared(org.rocksdb.Options options, org.rocksdb.Cache cache, org.rocksdb.WriteBufferManager wbm) {
+        org.rocksdb.BlockBasedTableConfig table = (org.rocksdb.BlockBasedTableConfig) options.tableFormatConfig();
+        table.setBlockCache(cache);
+        options.setWriteBufferManager(wbm);
+        options.setTableFormatConfig(table);
+    }
+
+    /**
+     * The capacity of a setter's cache is probed once per cache object (a probe opens a database):
+     * stores alternating between two setters' shared caches each get their own cache's capacity.
+     */
+    @Test
+    public void eachSharedCacheKeepsItsOwnCapacity() {
+        for (int round = 0; round < 2; round++) {
+            for (Class<?> setter : java.util.Arrays.asList(TwelveMiBSetter.class, EightMiBSetter.class)) {
+                Properties props = TestSupport.props("app", dir);
+                props.put("rocksdb.config.setter", setter);
+                Map<String, Object> configs = new TestSupport.CapturingContext(props, dir).appConfigs();
+                long capacity = setter == TwelveMiBSetter.class ? 12L << 20 : 8L << 20;
+                String store = "s" + round;
+                assertEquals(setter.getSimpleName() + " round " + round,
+                    new dev.kstate.internal.NativeStore.RocksTuning(0, 0, 0, true, false, capacity, capacity / 2)
+                        .withAdoptLeftOpen(true),
+                    KstateStores.builder(store).options()
+                        .resolvedRocksTuning(KstateStoreOptions.withRocksDbConfigSetter(store, configs)));
+            }
+        }
+    }
+
     /**
      * Kafka's rocksdb.config.setter runs against RocksJava Options: what kstate has an option for
      * (block cache, write buffer size and count, bloom filter, statistics) is applied, the rest
