@@ -729,7 +729,6 @@ fn time_prefix(t: i64, segment_interval: i64) -> Vec<u8> {
     k
 }
 
-/// The time-first key (without segment) of a Kafka key of `schema`.
 /// The stored key, in `segment`, of the time-first layout of `kafka_key`, built in one
 /// allocation (a put builds one or two of them).
 fn stored_time_first(segment: i64, schema: Schema, kafka_key: &[u8]) -> Result<Vec<u8>> {
