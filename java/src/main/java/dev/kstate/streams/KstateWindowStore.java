@@ -6,7 +6,6 @@ import dev.kstate.internal.NativeWindowStore;
 import java.time.Instant;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.TimeWindow;
 import org.apache.kafka.streams.query.FailureReason;
@@ -19,7 +18,6 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.ReadOnlyWindowStore;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.WindowStoreIterator;
-import org.apache.kafka.streams.state.internals.ManagedKeyValueIterator;
 
 /**
  * A kstate window store speaking Kafka Streams 4.4's {@link WindowStore} and
@@ -289,36 +287,10 @@ public class KstateWindowStore extends KstateSegmentedStateStore<NativeWindowSto
     }
 
     /** {@code fetch(key, from, to)}: window start -> raw value, as Kafka's WrappedWindowStoreIterator. */
-    private static final class StartTimeIterator implements WindowStoreIterator<byte[]>, ManagedKeyValueIterator<Long, byte[]> {
-        private final NativeIterator<Long> inner;
-
+    private static final class StartTimeIterator extends MappedIterator<Long, Long, byte[]>
+        implements WindowStoreIterator<byte[]> {
         StartTimeIterator(NativeIterator<Long> inner) {
-            this.inner = inner;
-        }
-
-        @Override
-        public void onClose(Runnable closeCallback) {
-            inner.onClose(closeCallback);
-        }
-
-        @Override
-        public boolean hasNext() {
-            return inner.hasNext();
-        }
-
-        @Override
-        public KeyValue<Long, byte[]> next() {
-            return inner.next();
-        }
-
-        @Override
-        public Long peekNextKey() {
-            return inner.peekNextKey();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
+            super(inner, start -> start, value -> value);
         }
     }
 }

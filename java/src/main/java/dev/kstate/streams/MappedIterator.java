@@ -12,22 +12,23 @@ import org.apache.kafka.streams.state.internals.ManagedKeyValueIterator;
  * {@link ManagedKeyValueIterator} like every range result kstate hands to Kafka (whose wrappers
  * cast to it).
  *
+ * @param <B> the key type the native iterator reads (the store key, or a key read from the batch)
  * @param <K> the decoded key type
  * @param <V> the decoded value type
  */
-class MappedIterator<K, V> implements ManagedKeyValueIterator<K, V> {
-    private final NativeIterator<Bytes> inner;
-    private final Function<Bytes, K> key;
+class MappedIterator<B, K, V> implements ManagedKeyValueIterator<K, V> {
+    private final NativeIterator<B> inner;
+    private final Function<B, K> key;
     private final Function<byte[], V> value;
 
-    MappedIterator(NativeIterator<Bytes> inner, Function<Bytes, K> key, Function<byte[], V> value) {
+    MappedIterator(NativeIterator<B> inner, Function<B, K> key, Function<byte[], V> value) {
         this.inner = inner;
         this.key = key;
         this.value = value;
     }
 
     /** @return the raw values of {@code inner} with its keys decoded by {@code key} */
-    static <K> MappedIterator<K, byte[]> keys(NativeIterator<Bytes> inner, Function<Bytes, K> key) {
+    static <K> MappedIterator<Bytes, K, byte[]> keys(NativeIterator<Bytes> inner, Function<Bytes, K> key) {
         return new MappedIterator<>(inner, key, Function.identity());
     }
 
@@ -43,7 +44,7 @@ class MappedIterator<K, V> implements ManagedKeyValueIterator<K, V> {
 
     @Override
     public KeyValue<K, V> next() {
-        KeyValue<Bytes, byte[]> kv = inner.next();
+        KeyValue<B, byte[]> kv = inner.next();
         return KeyValue.pair(key.apply(kv.key), value.apply(kv.value));
     }
 
