@@ -187,8 +187,12 @@ public final class EosApp {
             p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG,
                 org.apache.kafka.streams.state.BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers.class);
         }
-        if (variant.equals("kstate")) {
+        if (variant.equals("kstate") || variant.equals("kstate-memory")) {
             p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, KstateDslStoreSuppliers.class);
+        }
+        if (variant.equals("kstate-memory")) {
+            // Every DSL store on kstate's memory engine (the count's own supplier below too).
+            p.put(KstateStoreOptions.ENGINE_CONFIG, "memory");
         }
         if (a.containsKey("park.ms")) {
             p.put(KstateStoreOptions.STARTUP_PARK_MS_CONFIG, a.get("park.ms"));
@@ -215,6 +219,7 @@ public final class EosApp {
         } else {
             KeyValueBytesStoreSupplier counts = variant.equals("kstate")
                 ? KstateStores.persistentTimestampedKeyValueStore("counts")
+                : variant.equals("kstate-memory") ? KstateStores.inMemoryTimestampedKeyValueStore("counts")
                 : variant.equals("memory") ? Stores.inMemoryKeyValueStore("counts")
                 : Stores.persistentTimestampedKeyValueStore("counts");
             KGroupedStream<String, String> grouped = builder.stream(topic(t, INPUT), Consumed.with(Serdes.String(), Serdes.String()))

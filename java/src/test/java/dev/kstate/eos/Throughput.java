@@ -15,11 +15,12 @@ import java.util.List;
  * one stream thread, 4 partitions, over an input produced before it starts. For each variant
  * and cache setting the application runs on its own application id over the same input, and
  * the figure is records processed per second between RUNNING and the last input offset
- * committed: kstate, Kafka's RocksDB stores ({@code rocksdb}, and {@code rocksdb-txn} with
+ * committed: kstate ({@code kstate}: RocksDB engine; {@code kstate-memory}: every store on the
+ * memory engine), Kafka's RocksDB stores ({@code rocksdb}, and {@code rocksdb-txn} with
  * {@code enable.transactional.statestores}), Kafka's in-memory stores ({@code memory}).
  *
  * <p>{@code gradle -p java throughput -Precords=10000000 -Pkeys=10000000 -Pcache=off,on
- * -Pwindowed=true -Pvariants=kstate,rocksdb,rocksdb-txn,memory}
+ * -Pwindowed=true -Pvariants=kstate,rocksdb,rocksdb-txn,memory,kstate-memory}
  */
 public final class Throughput {
     private Throughput() {
