@@ -202,16 +202,9 @@ impl SharedBudget {
         // Upgraded and released under the lock: a member's `Drop` leaves under the same
         // lock, so no database outlives its engine here.
         if let Some(db) = idle.db.upgrade() {
-            let cfs: Vec<&rocksdb::ColumnFamily> = idle
-                .families
-                .iter()
-                .filter_map(|n| db.cf_handle(n))
-                .collect();
-            let mut fo = rocksdb::FlushOptions::default();
-            fo.set_wait(false);
             // A failed flush loses nothing (the data is in the memtables and, unless
             // written for a restore, in the log); the store's own writes report its state.
-            let _ = db.flush_cfs_opt(&cfs, &fo);
+            let _ = flush_families(&db, &idle.families, false);
         }
     }
 }
@@ -618,17 +611,7 @@ impl RocksEngine {
 
     /// Flushes the memtables of every family (atomically: see `set_atomic_flush`) and waits.
     fn flush_all(&self) -> Result<()> {
-        let cfs: Vec<&rocksdb::ColumnFamily> = self
-            .registry
-            .names()
-            .iter()
-            .filter_map(|n| self.db.cf_handle(n))
-            .collect();
-        let mut fo = rocksdb::FlushOptions::default();
-        fo.set_wait(true);
-        self.db
-            .flush_cfs_opt(&cfs, &fo)
-            .map_err(|e| map_err(&self.path, e))
+        flush_families(&self.db, self.registry.names(), true).map_err(|e| map_err(&self.path, e))
     }
 
     /// Tells the budget, if any, that this engine wrote (see [`SharedBudget::wrote`]).
@@ -697,6 +680,19 @@ fn column_family_options(opts: &RocksOptions, cache: &Cache, bounded: bool) -> O
     o.set_write_buffer_size(opts.write_buffer_bytes);
     o.set_max_write_buffer_number(opts.max_write_buffers);
     o
+}
+
+/// Flushes the memtables of the families `names` of `db` in one flush (atomic when the
+/// database sets `atomic_flush`), waiting for it to finish or only scheduling it.
+fn flush_families(
+    db: &DB,
+    names: &[String],
+    wait: bool,
+) -> std::result::Result<(), rocksdb::Error> {
+    let cfs: Vec<&rocksdb::ColumnFamily> = names.iter().filter_map(|n| db.cf_handle(n)).collect();
+    let mut fo = rocksdb::FlushOptions::default();
+    fo.set_wait(wait);
+    db.flush_cfs_opt(&cfs, &fo)
 }
 
 /// Options of `kstate_meta`, which holds a few small records (header, commit record,
