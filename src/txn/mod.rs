@@ -304,6 +304,28 @@ impl TxnCore {
         self.engine.as_ref()
     }
 
+    /// Returns once no other call holds the writer's lock (a restore's ingestion runs
+    /// under it).
+    pub(crate) fn wait_for_writer(&self) {
+        drop(self.state.lock_recover());
+    }
+
+    /// The transaction settings (a checkpoint recovers its copy with them).
+    pub(crate) fn config(&self) -> TxnConfig {
+        self.config
+    }
+
+    /// Writes a point-in-time copy of the engine into the new directory `dir`, after
+    /// writing restore batches already acknowledged (so the copy holds at least the commit
+    /// [`TxnCore::committed`] reports now). The writer's lock is not held while the engine
+    /// copies: writers and commits go on meanwhile, and the copy may hold a later commit, an
+    /// uncommitted spill area or a commit being rolled forward, which recovery of the copy
+    /// settles as after a crash.
+    pub(crate) fn checkpoint(&self, dir: &std::path::Path) -> Result<()> {
+        self.complete_restore()?;
+        self.engine.checkpoint(dir)
+    }
+
     /// The last completed commit, pinned: never waits for the writer's I/O (except to
     /// complete gathered restore batches, see [`TxnCore::restore`]).
     pub(crate) fn committed_view(&self) -> Result<Arc<CommittedView>> {
