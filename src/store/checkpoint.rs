@@ -15,8 +15,9 @@
 //! One point in time cannot be recovered from a copy: a large restore ingests a staged
 //! file that RocksDB's checkpoint does not copy (it did not make it), so a copy taken
 //! between the restore's recorded intent and its commit would complete the intent without
-//! its data, with offsets ahead of the data. Such a copy is discarded and taken again once
-//! the restore has finished (it runs under the writer's lock, which the retry waits for).
+//! its data, with offsets ahead of the data. An ingestion therefore waits while the engine
+//! copies (a restore pauses for the length of the copy; writers and commits never do), and
+//! a copy that still holds an intent is discarded and taken again, never kept.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -209,4 +210,62 @@ fn sync_dir(dir: &Path) -> Result<()> {
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| Error::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::BatchOp;
+    use crate::format::meta::PendingIngest;
+    use crate::{KvStore, StoreOptions};
+
+    /// A copy that caught a restore between its recorded intent and its commit would
+    /// complete the intent without the staged file: it is never kept.
+    #[test]
+    fn a_copy_holding_an_ingest_intent_is_retaken_or_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = KvStore::open(tmp.path().join("s"), &StoreOptions::default()).unwrap();
+        store.put(b"k", b"v", 1).unwrap();
+        let tp = TopicPartition::new("t", 0);
+        store.commit(&[(tp.clone(), Some(5))], None).unwrap();
+        // What a restore's intent looks like while its file is staged (the file itself is
+        // never in a checkpoint).
+        let intent = PendingIngest {
+            family: names::TIMESTAMPED.to_string(),
+            file: "kstate-restore-2.sst".to_string(),
+            state: CommittedState {
+                sequence: 2,
+                offsets: [(tp.clone(), 500)].into_iter().collect(),
+                metadata: None,
+                stream_time: None,
+            },
+        }
+        .encode()
+        .unwrap();
+        store
+            .with_core(|c| {
+                let m = c.engine().registry().require(names::META)?;
+                c.engine()
+                    .write(&[BatchOp::Put(m, meta::KEY_INGEST, &intent)], true)
+            })
+            .unwrap();
+        let dest = tmp.path().join("c");
+        let err = store.checkpoint(&dest).unwrap_err();
+        assert_eq!(err.code(), crate::ErrorCode::Storage, "{err}");
+        assert!(err.to_string().contains("restore"), "{err}");
+        assert!(!dest.exists());
+        assert!(!sibling(&dest, "kstate-checkpoint").unwrap().exists());
+        // Once the restore has finished (here: its intent is gone), the checkpoint works
+        // and holds the commit with its true offsets.
+        store
+            .with_core(|c| {
+                let m = c.engine().registry().require(names::META)?;
+                c.engine()
+                    .write(&[BatchOp::Delete(m, meta::KEY_INGEST)], true)
+            })
+            .unwrap();
+        let info = store.checkpoint(&dest).unwrap();
+        assert_eq!(info.offsets, vec![(tp, 5)]);
+        assert_eq!(info.sequence, 1);
+    }
 }

@@ -233,7 +233,7 @@ impl KvStore {
         })
     }
 
-    fn with_core<T>(&self, f: impl FnOnce(&TxnCore) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_core<T>(&self, f: impl FnOnce(&TxnCore) -> Result<T>) -> Result<T> {
         self.with_live(|l| f(&l.core))
     }
 

@@ -197,6 +197,10 @@ pub(crate) struct TxnCore {
     /// Set while `state.restore` holds gathered batches: readers that do not otherwise take
     /// the writer's lock check it to complete the restore first.
     restore_pending: AtomicBool,
+    /// Held by a restore's ingestion from its recorded intent to its commit, and by a
+    /// checkpoint while the engine copies: the copy does not hold the staged file, so it
+    /// must not catch an intent (see [`crate::store::checkpoint`]).
+    ingest_gate: Mutex<()>,
 }
 
 impl TxnCore {
@@ -284,6 +288,7 @@ impl TxnCore {
             }),
             view: RwLock::new(view),
             restore_pending: AtomicBool::new(false),
+            ingest_gate: Mutex::new(()),
         };
         Ok((core, report))
     }
@@ -320,9 +325,12 @@ impl TxnCore {
     /// [`TxnCore::committed`] reports now). The writer's lock is not held while the engine
     /// copies: writers and commits go on meanwhile, and the copy may hold a later commit, an
     /// uncommitted spill area or a commit being rolled forward, which recovery of the copy
-    /// settles as after a crash.
+    /// settles as after a crash. Only a restore's file ingestion waits for the copy (the
+    /// copy must not catch it half done).
     pub(crate) fn checkpoint(&self, dir: &std::path::Path) -> Result<()> {
         self.complete_restore()?;
+        // A restore waits (before its intent) while the engine copies; writers do not.
+        let _gate = self.ingest_gate.lock_recover();
         self.engine.checkpoint(dir)
     }
 
@@ -869,6 +877,7 @@ impl TxnCore {
         let file = format!("kstate-restore-{}.sst", next.sequence);
         self.engine.stage_file(family, &file, entries)?;
         crate::failpoint::hit("ingest-after-stage");
+        let _gate = self.ingest_gate.lock_recover();
         let intent = PendingIngest {
             family: self.engine.registry().name(family).to_string(),
             file: file.clone(),
