@@ -65,6 +65,9 @@ impl Rng {
 
 type Model = BTreeMap<u32, Vec<u8>>;
 
+/// Committed states by commit sequence, with their offset.
+type Models = Arc<Mutex<HashMap<u64, (Model, Option<i64>)>>>;
+
 /// Runs a writer thread (random writes, rollbacks, commits with increasing offsets, some
 /// transactions large enough to spill) against a model, takes checkpoints meanwhile and
 /// checks each one against the model of the commit it reports.
@@ -72,9 +75,10 @@ fn checkpoints_while_writing<S: Send + Sync + 'static>(kind: Kind<S>, seed: u64)
     let tmp = tempfile::tempdir().unwrap();
     let store = Arc::new((kind.open)(&tmp.path().join("store")));
     // Committed states by sequence (the empty store is sequence 0).
-    let models: Arc<Mutex<HashMap<u64, (Model, Option<i64>)>>> = Arc::new(Mutex::new(
-        HashMap::from([((kind.sequence)(&store), (Model::new(), None))]),
-    ));
+    let models: Models = Arc::new(Mutex::new(HashMap::from([(
+        (kind.sequence)(&store),
+        (Model::new(), None),
+    )])));
     let done = Arc::new(AtomicBool::new(false));
     // The writer goes on until this many checkpoints were taken while it wrote.
     let checkpoints = Arc::new(AtomicUsize::new(0));
@@ -409,7 +413,7 @@ fn checkpoints_taken_during_large_restores_match_their_offsets() {
             while b < 40 || (checkpoints.load(Ordering::SeqCst) < 10 && b < 2_000) {
                 b += 1;
                 let value = format!("{b:04}").repeat(512).into_bytes();
-                let keys: Vec<Vec<u8>> = (0..400u32).map(|k| key(k)).collect();
+                let keys: Vec<Vec<u8>> = (0..400u32).map(key).collect();
                 let entries: Vec<(&[u8], Option<&[u8]>)> = keys
                     .iter()
                     .map(|k| (k.as_slice(), Some(value.as_slice())))
