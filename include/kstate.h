@@ -1057,7 +1057,8 @@ void kstate_kv_batch_free(struct kstate_kv_batch_t *batch);
  * copy (table files hard-linked, so it costs little disk until the store compacts them
  * away) that opens as a store of the same kind and options, holding that commit (the last
  * one when the call started, or a later one) with its offsets and metadata, and nothing to
- * roll forward. Writers and commits on other threads go on meanwhile. The copy is built in
+ * roll forward. Writers and commits on other threads go on meanwhile (only a large
+ * restore's file ingestion waits for the copy). The copy is built in
  * a hidden sibling (`.<name>.kstate-checkpoint`) and renamed to `dir` only when complete,
  * so a killed checkpoint leaves nothing at `dir`. A RocksDB store only.
  *
