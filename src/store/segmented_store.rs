@@ -336,7 +336,7 @@ impl<K: SegmentKind> SegmentedStore<K> {
     /// [`Error::InvalidArgument`] when `dir` exists; [`Error::Unsupported`] for a memory
     /// store; [`Error::StoreClosed`]; storage and I/O errors. Nothing is left at `dir` on
     /// error.
-    pub fn checkpoint(&self, dir: impl AsRef<std::path::Path>) -> Result<crate::CheckpointInfo> {
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<crate::CheckpointInfo> {
         self.inner.checkpoint(dir.as_ref())
     }
 
