@@ -189,6 +189,12 @@
 #define KSTATE_ERR_COMMIT_IN_DOUBT 16
 
 /**
+ * The operation does not exist for this kind of store: a checkpoint of a memory store,
+ * which has no files to copy.
+ */
+#define KSTATE_ERR_UNSUPPORTED 17
+
+/**
  * `struct_size` of the first layout (up to `rocksdb_max_write_buffers`): 56 bytes.
  */
 #define KSTATE_KV_OPTIONS_SIZE_V1 56
@@ -1047,6 +1053,39 @@ struct kstate_error_t *kstate_kv_approximate_num_uncommitted_bytes(struct kstate
 void kstate_kv_batch_free(struct kstate_kv_batch_t *batch);
 
 /**
+ * Writes a checkpoint of the store's last commit to the new directory `dir`: a consistent
+ * copy (table files hard-linked, so it costs little disk until the store compacts them
+ * away) that opens as a store of the same kind and options, holding that commit (the last
+ * one when the call started, or a later one) with its offsets and metadata, and nothing to
+ * roll forward. Writers and commits on other threads go on meanwhile (only a large
+ * restore's file ingestion waits for the copy). The copy is built in
+ * a hidden sibling (`.<name>.kstate-checkpoint`) and renamed to `dir` only when complete,
+ * so a killed checkpoint leaves nothing at `dir`. A RocksDB store only.
+ *
+ * # Arguments
+ * * `store` - the store.
+ * * `dir` - NUL-terminated path of the directory to create (any bytes; it need not be UTF-8); its parent is created if missing.
+ * * `sequence_out` - receives the sequence number of the commit the checkpoint holds (0: the store had never committed).
+ * * `files_out` - receives the number of files in the checkpoint.
+ * * `bytes_out` - receives the sum of their sizes.
+ *
+ * # Errors
+ * * `KSTATE_ERR_INVALID_ARGUMENT` - `dir` NULL or empty, or it already exists.
+ * * `KSTATE_ERR_UNSUPPORTED` - a memory store (it has no files to copy).
+ * * `KSTATE_ERR_LOCKED` - another checkpoint to `dir`, or a store opened at `dir`, is in
+ *   progress.
+ * * `KSTATE_ERR_STORAGE`, `KSTATE_ERR_IO` - the copy failed (nothing is left at `dir`);
+ *   also `KSTATE_ERR_STORAGE` when every attempt caught a large restore ingesting a file:
+ *   retry after the restore.
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_kv_checkpoint(struct kstate_kv_t *store,
+                                            const char *dir,
+                                            uint64_t *sequence_out,
+                                            uint64_t *files_out,
+                                            uint64_t *bytes_out);
+
+/**
  * Closes a store: uncommitted writes are discarded, every iterator of the store is closed
  * (later calls on them fail with `KSTATE_ERR_ITERATOR_CLOSED`; still release them with
  * `kstate_kv_iter_close`), files are released, and the handle becomes invalid, also when
@@ -1758,6 +1797,17 @@ struct kstate_error_t *kstate_session_backward_find_sessions_range(struct kstate
                                                                    struct kstate_session_iter_t **iter_out);
 
 /**
+ * Writes a checkpoint of the session store's last commit to the new directory `dir`, as
+ * `kstate_kv_checkpoint` (same arguments, guarantees and errors).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_session_checkpoint(struct kstate_session_t *store,
+                                                 const char *dir,
+                                                 uint64_t *sequence_out,
+                                                 uint64_t *files_out,
+                                                 uint64_t *bytes_out);
+
+/**
  * Closes a session store, as `kstate_kv_close` (same errors and guarantees): uncommitted
  * writes are discarded, the handle invalid.
  * Its iterators are closed.
@@ -2057,6 +2107,17 @@ const char *kstate_version(void);
 KSTATE_MUST_USE
 struct kstate_error_t *kstate_versioned_approximate_num_uncommitted_bytes(struct kstate_versioned_t *store,
                                                                           uint64_t *bytes_out);
+
+/**
+ * Writes a checkpoint of the versioned store's last commit to the new directory `dir`, as
+ * `kstate_kv_checkpoint` (same arguments, guarantees and errors).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_versioned_checkpoint(struct kstate_versioned_t *store,
+                                                   const char *dir,
+                                                   uint64_t *sequence_out,
+                                                   uint64_t *files_out,
+                                                   uint64_t *bytes_out);
 
 /**
  * Closes a versioned store, as `kstate_kv_close` (same errors and guarantees): uncommitted
@@ -2395,6 +2456,17 @@ struct kstate_error_t *kstate_window_backward_fetch_range(struct kstate_window_t
                                                           int64_t time_from,
                                                           int64_t time_to,
                                                           struct kstate_window_iter_t **iter_out);
+
+/**
+ * Writes a checkpoint of the window store's last commit to the new directory `dir`, as
+ * `kstate_kv_checkpoint` (same arguments, guarantees and errors).
+ */
+KSTATE_MUST_USE
+struct kstate_error_t *kstate_window_checkpoint(struct kstate_window_t *store,
+                                                const char *dir,
+                                                uint64_t *sequence_out,
+                                                uint64_t *files_out,
+                                                uint64_t *bytes_out);
 
 /**
  * Closes a window store, as `kstate_kv_close` (same errors and guarantees): uncommitted

@@ -368,6 +368,8 @@ pub trait Transactional: handle::Handled {
     fn uncommitted_bytes(&self) -> Result<u64>;
     /// See [`KvStore::property`].
     fn property(&self, name: &str) -> Result<Option<u64>>;
+    /// See [`KvStore::checkpoint`].
+    fn checkpoint(&self, dir: &std::path::Path) -> Result<crate::CheckpointInfo>;
 }
 
 macro_rules! transactional {
@@ -397,6 +399,9 @@ macro_rules! transactional {
             }
             fn property(&self, name: &str) -> Result<Option<u64>> {
                 <$ty>::property(self, name)
+            }
+            fn checkpoint(&self, dir: &std::path::Path) -> Result<crate::CheckpointInfo> {
+                <$ty>::checkpoint(self, dir)
             }
         }
     };

@@ -55,11 +55,14 @@ pub enum ErrorCode {
     /// readers see the previous commit until then. If the process ends first, the next open
     /// finishes it or keeps the previous commit; `committed_offset` tells which.
     CommitInDoubt = 16,
+    /// The operation does not exist for this kind of store: a checkpoint of a memory
+    /// store, which has no files to copy.
+    Unsupported = 17,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order (for documentation and exhaustive tests).
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 17] = [
         ErrorCode::InvalidArgument,
         ErrorCode::StoreClosed,
         ErrorCode::NotAStore,
@@ -76,6 +79,7 @@ impl ErrorCode {
         ErrorCode::IteratorClosed,
         ErrorCode::InvalidValue,
         ErrorCode::CommitInDoubt,
+        ErrorCode::Unsupported,
     ];
 
     /// The stable number of this code.
@@ -113,6 +117,7 @@ impl ErrorCode {
             ErrorCode::IteratorClosed => c"ITERATOR_CLOSED",
             ErrorCode::InvalidValue => c"INVALID_VALUE",
             ErrorCode::CommitInDoubt => c"COMMIT_IN_DOUBT",
+            ErrorCode::Unsupported => c"UNSUPPORTED",
         }
     }
 }
@@ -199,6 +204,9 @@ pub enum Error {
     /// See [`ErrorCode::CommitInDoubt`].
     #[error("commit in doubt: {0}; the commit will complete, retry it (or make any other call) once the cause is fixed")]
     CommitInDoubt(String),
+    /// See [`ErrorCode::Unsupported`].
+    #[error("unsupported: {0}")]
+    Unsupported(String),
 }
 
 impl Error {
@@ -221,6 +229,7 @@ impl Error {
             Error::IteratorClosed => ErrorCode::IteratorClosed,
             Error::InvalidValue(_) => ErrorCode::InvalidValue,
             Error::CommitInDoubt(_) => ErrorCode::CommitInDoubt,
+            Error::Unsupported(_) => ErrorCode::Unsupported,
         }
     }
 
@@ -252,12 +261,12 @@ mod tests {
     #[test]
     fn codes_are_stable_and_unique() {
         let numbers: Vec<i32> = ErrorCode::ALL.iter().map(|c| c.as_i32()).collect();
-        assert_eq!(numbers, (1..=16).collect::<Vec<_>>());
+        assert_eq!(numbers, (1..=17).collect::<Vec<_>>());
         for c in ErrorCode::ALL {
             assert_eq!(ErrorCode::from_i32(c.as_i32()), Some(c));
         }
         assert_eq!(ErrorCode::from_i32(0), None);
-        assert_eq!(ErrorCode::from_i32(17), None);
+        assert_eq!(ErrorCode::from_i32(18), None);
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub use format::{
     MAX_VALUE_BYTES,
 };
 pub use store::{
-    KvIter, KvStore, SessionOptions, SessionStore, StoreOptions, VersionedDelete, VersionedOptions,
-    VersionedRecord, VersionedStore, WindowOptions, WindowStore,
+    CheckpointFile, CheckpointInfo, KvIter, KvStore, SessionOptions, SessionStore, StoreOptions,
+    VersionedDelete, VersionedOptions, VersionedRecord, VersionedStore, WindowOptions, WindowStore,
 };
 pub use txn::{Isolation, RecoveryReport};

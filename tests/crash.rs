@@ -807,6 +807,113 @@ fn session_store_sigkills_recover_a_whole_commit() {
 /// `renameat2(RENAME_EXCHANGE)`: the store always opens, in upgrade mode (old store) or
 /// regular mode (new store), and holds exactly the plain values plus the writes up to its
 /// committed offset; no side directory survives the open.
+/// The state `checkpoint-worker` leaves at `path`: its committed offset must match its data
+/// (`w-<i>` for every i up to offset - 100, nothing after).
+fn check_checkpoint_worker_state(path: &Path) -> Option<i64> {
+    let store = KvStore::open(path, &StoreOptions::default()).unwrap();
+    let tp = kstate::TopicPartition::new("checkpoint-changelog", 0);
+    let offset = store.committed_offset(&tp).unwrap();
+    let last = offset.map_or(-1, |o| o - 100);
+    for i in [0, last / 2, last, last + 1] {
+        let present = store.get(format!("w-{i}").as_bytes()).unwrap().is_some();
+        assert_eq!(
+            present,
+            i >= 0 && i <= last,
+            "w-{i} at offset {offset:?} in {path:?}"
+        );
+    }
+    store.close().unwrap();
+    offset
+}
+
+/// A checkpoint killed at any point leaves its source a store that opens with a whole
+/// commit and nothing at its destination, or a whole checkpoint there; the next checkpoint
+/// to the same destination clears what the killed one left beside it. Kills land exactly
+/// at the checkpoint's crash points (after the copy, before the rename) and at random moments.
+#[test]
+fn kills_during_a_checkpoint_leave_no_partial_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("store");
+    let mut rng = Rng::new(0x5EED ^ u64::from(std::process::id()));
+    let spawn = |dest: &Path, point: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate-test-worker"));
+        cmd.arg("checkpoint-worker")
+            .arg("--dir")
+            .arg(&source)
+            .arg("--dest")
+            .arg(dest)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        match point {
+            Some(p) => cmd
+                .env("KSTATE_FAILPOINT_ODDS", "1")
+                .env("KSTATE_FAILPOINT_ONLY", p),
+            None => cmd.env_remove("KSTATE_FAILPOINT_ODDS"),
+        };
+        cmd.spawn().expect("spawn checkpoint worker")
+    };
+    let mut last_offset = None;
+    let rounds = 12;
+    for round in 0..rounds {
+        let dest = dir.path().join(format!("round-{round}"));
+        let point = match round % 3 {
+            0 => Some("checkpoint-copied"),
+            1 => Some("checkpoint-before-rename"),
+            _ => None,
+        };
+        let mut child = spawn(&dest, point);
+        if point.is_none() {
+            std::thread::sleep(Duration::from_millis(50 + rng.below(400)));
+            kill_unless_ended(&mut child);
+        }
+        expect_sigkilled(&mut child, round);
+        // Every checkpoint directory is whole; the one in progress is absent.
+        let mut n = 0;
+        loop {
+            let taken = dir.path().join(format!("round-{round}-{n}"));
+            if !taken.exists() {
+                break;
+            }
+            check_checkpoint_worker_state(&taken);
+            n += 1;
+        }
+        if point.is_some() {
+            assert_eq!(n, 0, "round {round}: killed in the first checkpoint");
+            // The killed checkpoint's copy is left beside its destination, never at it.
+            let staging = dir
+                .path()
+                .join(format!(".round-{round}-0.kstate-checkpoint"));
+            assert!(staging.join("CURRENT").exists(), "round {round}");
+        }
+        let offset = check_checkpoint_worker_state(&source);
+        assert!(
+            offset >= last_offset,
+            "round {round}: {offset:?} < {last_offset:?}"
+        );
+        last_offset = offset;
+        // The destination the killed checkpoint was writing is free for the next one.
+        let killed = dir.path().join(format!("round-{round}-{n}"));
+        let store = KvStore::open(&source, &StoreOptions::default()).unwrap();
+        let info = store.checkpoint(&killed).unwrap();
+        store.close().unwrap();
+        assert_eq!(
+            check_checkpoint_worker_state(&killed),
+            info.offsets.first().map(|o| o.1)
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".kstate-checkpoint"))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "round {round}: staging left behind: {left:?}"
+        );
+    }
+    assert!(last_offset.is_some());
+}
+
 #[test]
 fn kills_during_an_upgrade_by_swap_leave_the_old_or_the_new_store() {
     let dir = tempfile::tempdir().unwrap();

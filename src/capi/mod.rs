@@ -96,6 +96,9 @@ pub const KSTATE_ERR_INVALID_VALUE: i32 = 15;
 /// transaction (writes, uncommitted reads and ranges, commit, restore, rollback, close)
 /// returns this code again and does nothing else.
 pub const KSTATE_ERR_COMMIT_IN_DOUBT: i32 = 16;
+/// The operation does not exist for this kind of store: a checkpoint of a memory store,
+/// which has no files to copy.
+pub const KSTATE_ERR_UNSUPPORTED: i32 = 17;
 
 /// Which data a read sees: `KSTATE_READ_UNCOMMITTED` or `KSTATE_READ_COMMITTED`.
 pub type kstate_isolation_t = u32;

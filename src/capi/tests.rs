@@ -45,6 +45,7 @@ fn constants_match_the_core() {
         (KSTATE_ERR_ITERATOR_CLOSED, ErrorCode::IteratorClosed),
         (KSTATE_ERR_INVALID_VALUE, ErrorCode::InvalidValue),
         (KSTATE_ERR_COMMIT_IN_DOUBT, ErrorCode::CommitInDoubt),
+        (KSTATE_ERR_UNSUPPORTED, ErrorCode::Unsupported),
     ];
     assert_eq!(pairs.len(), ErrorCode::ALL.len());
     for (c, core) in pairs {

@@ -113,6 +113,14 @@ impl Engine for FaultyEngine {
         self.inner.can_ingest()
     }
 
+    fn can_checkpoint(&self) -> bool {
+        self.inner.can_checkpoint()
+    }
+
+    fn checkpoint(&self, dir: &std::path::Path) -> Result<()> {
+        self.inner.checkpoint(dir)
+    }
+
     fn stage_file(
         &self,
         family: Family,

@@ -333,6 +333,21 @@ pub(crate) trait Engine: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether [`Engine::checkpoint`] can copy this engine.
+    fn can_checkpoint(&self) -> bool {
+        false
+    }
+
+    /// Writes a point-in-time copy of the whole engine into the new directory `dir` (table
+    /// files hard-linked where the file system allows), without stopping writers. Engines
+    /// without files (the memory engine) cannot.
+    fn checkpoint(&self, dir: &std::path::Path) -> Result<()> {
+        Err(Error::Unsupported(format!(
+            "cannot write a checkpoint to {}: only RocksDB stores have files to copy",
+            dir.display()
+        )))
+    }
+
     /// A cursor over `range` of `family` as of now, ascending or (with `reverse`) descending.
     fn iter(&self, family: Family, range: &KeyRange, reverse: bool) -> Result<Box<dyn EngineIter>>;
 

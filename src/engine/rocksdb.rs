@@ -941,6 +941,14 @@ impl Engine for RocksEngine {
         &self.registry
     }
 
+    fn can_checkpoint(&self) -> bool {
+        true
+    }
+
+    fn checkpoint(&self, dir: &Path) -> Result<()> {
+        RocksEngine::checkpoint(self, dir)
+    }
+
     fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let cf = self.cf(family)?;
         self.db

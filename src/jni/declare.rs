@@ -124,6 +124,14 @@ macro_rules! kind_natives {
                 fn uncommitted_bytes(h: jlong) -> jlong {
                     Ok(saturating(<$T as Transactional>::uncommitted_bytes(&*store::<$T>(h)?)?))
                 }
+                /// `byte[] *checkpoint(long store, String dir)`: writes a checkpoint of the last
+                /// commit to the new directory `dir` and returns what it holds
+                /// ([`pack_checkpoint`](super::natives::pack_checkpoint)).
+                java ($p, "checkpoint", "Checkpoint") fn checkpoint(h: jlong, dir: String) -> Option<Vec<u8>> {
+                    let dir = $crate::bridge::store_path(dir.as_bytes())?;
+                    let info = <$T as Transactional>::checkpoint(&*store::<$T>(h)?, &dir)?;
+                    Ok(Some($crate::jni::natives::pack_checkpoint(&info)))
+                }
                 /// `long *property(long store, String name)`: an integer RocksDB property or
                 /// statistics ticker by name, -1 when the store has none (memory engine, unknown
                 /// name, statistics off).

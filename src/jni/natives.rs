@@ -46,6 +46,32 @@ pub(crate) fn isolation(committed: bool) -> Isolation {
     }
 }
 
+/// What a checkpoint holds, for `KstateCheckpoint.decode` (Java), big-endian:
+/// `[i64 sequence][i32 files][i64 total bytes][i32 n]{[i32 len][UTF-8 topic][i32 partition]
+/// [i64 offset]}*[i32 metadata length, -1 for none][metadata]`.
+pub(crate) fn pack_checkpoint(info: &crate::CheckpointInfo) -> Vec<u8> {
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX).to_be_bytes();
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(&saturating(info.sequence).to_be_bytes());
+    out.extend_from_slice(&count(info.files.len()));
+    out.extend_from_slice(&saturating(info.total_bytes()).to_be_bytes());
+    out.extend_from_slice(&count(info.offsets.len()));
+    for (tp, offset) in &info.offsets {
+        out.extend_from_slice(&count(tp.topic.len()));
+        out.extend_from_slice(tp.topic.as_bytes());
+        out.extend_from_slice(&tp.partition.to_be_bytes());
+        out.extend_from_slice(&offset.to_be_bytes());
+    }
+    match &info.metadata {
+        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        Some(m) => {
+            out.extend_from_slice(&count(m.len()));
+            out.extend_from_slice(m);
+        }
+    }
+    out
+}
+
 pub(crate) fn saturating(n: u64) -> jlong {
     jlong::try_from(n).unwrap_or(jlong::MAX)
 }

@@ -233,7 +233,7 @@ impl KvStore {
         })
     }
 
-    fn with_core<T>(&self, f: impl FnOnce(&TxnCore) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_core<T>(&self, f: impl FnOnce(&TxnCore) -> Result<T>) -> Result<T> {
         self.with_live(|l| f(&l.core))
     }
 
@@ -634,6 +634,19 @@ impl KvStore {
     /// The metadata blob of the last commit that carried one.
     pub fn committed_metadata(&self) -> Result<Option<Vec<u8>>> {
         self.with_core(|c| Ok(c.committed()?.metadata))
+    }
+
+    /// Writes a checkpoint of the last commit to the new directory `dir` (hard links to
+    /// the table files, see [`crate::store::checkpoint`]) without blocking the writer, and
+    /// returns what it holds. `dir` opens as a store of the same kind and options, holding
+    /// that commit (the last one when this was called, or a later one) and its offsets.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `dir` exists; [`Error::Unsupported`] for a memory
+    /// store; [`Error::StoreClosed`]; storage and I/O errors. Nothing is left at `dir` on
+    /// error.
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<crate::CheckpointInfo> {
+        self.with_core(|c| super::checkpoint::take(c, dir.as_ref()))
     }
 
     /// Number of commits completed on this store over its life.

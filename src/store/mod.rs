@@ -5,6 +5,7 @@
 mod adopt_segmented;
 mod adopt_versioned;
 mod adoption;
+pub mod checkpoint;
 mod checkpoint_file;
 pub mod export;
 mod export_segmented;
@@ -27,6 +28,7 @@ mod window;
 
 pub use adopt_versioned::{export_versioned_to_kafka, VersionedExport};
 pub use adoption::{check_adoption, PlannedStore};
+pub use checkpoint::{CheckpointFile, CheckpointInfo};
 pub use export_segmented::{export_segmented_to_kafka, KafkaSegmentsExport};
 pub use iter::KvIter;
 pub use kv::KvStore;

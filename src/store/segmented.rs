@@ -609,6 +609,10 @@ impl Segmented {
         self.with_core(|c| Ok(c.committed()?.metadata))
     }
 
+    pub(crate) fn checkpoint(&self, dir: &std::path::Path) -> Result<crate::CheckpointInfo> {
+        self.with_core(|c| super::checkpoint::take(c, dir))
+    }
+
     pub(crate) fn commit_sequence(&self) -> Result<u64> {
         self.with_core(|c| Ok(c.committed()?.sequence))
     }

@@ -327,6 +327,19 @@ impl<K: SegmentKind> SegmentedStore<K> {
         self.inner.committed_metadata()
     }
 
+    /// Writes a checkpoint of the last commit to the new directory `dir` (hard links to
+    /// the table files, see [`crate::store::checkpoint`]) without blocking the writer, and
+    /// returns what it holds. `dir` opens as a store of the same kind and options, holding
+    /// that commit (the last one when this was called, or a later one) and its offsets.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `dir` exists; [`Error::Unsupported`] for a memory
+    /// store; [`Error::StoreClosed`]; storage and I/O errors. Nothing is left at `dir` on
+    /// error.
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<crate::CheckpointInfo> {
+        self.inner.checkpoint(dir.as_ref())
+    }
+
     /// Number of commits completed on this store over its life.
     pub fn commit_sequence(&self) -> Result<u64> {
         self.inner.commit_sequence()

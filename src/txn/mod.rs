@@ -197,6 +197,10 @@ pub(crate) struct TxnCore {
     /// Set while `state.restore` holds gathered batches: readers that do not otherwise take
     /// the writer's lock check it to complete the restore first.
     restore_pending: AtomicBool,
+    /// Held by a restore's ingestion from its recorded intent to its commit, and by a
+    /// checkpoint while the engine copies: the copy does not hold the staged file, so it
+    /// must not catch an intent (see [`crate::store::checkpoint`]).
+    ingest_gate: Mutex<()>,
 }
 
 impl TxnCore {
@@ -284,6 +288,7 @@ impl TxnCore {
             }),
             view: RwLock::new(view),
             restore_pending: AtomicBool::new(false),
+            ingest_gate: Mutex::new(()),
         };
         Ok((core, report))
     }
@@ -302,6 +307,31 @@ impl TxnCore {
     /// The engine underneath.
     pub(crate) fn engine(&self) -> &dyn Engine {
         self.engine.as_ref()
+    }
+
+    /// Returns once no other call holds the writer's lock (a restore's ingestion runs
+    /// under it).
+    pub(crate) fn wait_for_writer(&self) {
+        drop(self.state.lock_recover());
+    }
+
+    /// The transaction settings (a checkpoint recovers its copy with them).
+    pub(crate) fn config(&self) -> TxnConfig {
+        self.config
+    }
+
+    /// Writes a point-in-time copy of the engine into the new directory `dir`, after
+    /// writing restore batches already acknowledged (so the copy holds at least the commit
+    /// [`TxnCore::committed`] reports now). The writer's lock is not held while the engine
+    /// copies: writers and commits go on meanwhile, and the copy may hold a later commit, an
+    /// uncommitted spill area or a commit being rolled forward, which recovery of the copy
+    /// settles as after a crash. Only a restore's file ingestion waits for the copy (the
+    /// copy must not catch it half done).
+    pub(crate) fn checkpoint(&self, dir: &std::path::Path) -> Result<()> {
+        self.complete_restore()?;
+        // A restore waits (before its intent) while the engine copies; writers do not.
+        let _gate = self.ingest_gate.lock_recover();
+        self.engine.checkpoint(dir)
     }
 
     /// The last completed commit, pinned: never waits for the writer's I/O (except to
@@ -847,6 +877,7 @@ impl TxnCore {
         let file = format!("kstate-restore-{}.sst", next.sequence);
         self.engine.stage_file(family, &file, entries)?;
         crate::failpoint::hit("ingest-after-stage");
+        let _gate = self.ingest_gate.lock_recover();
         let intent = PendingIngest {
             family: self.engine.registry().name(family).to_string(),
             file: file.clone(),

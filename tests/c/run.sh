@@ -33,6 +33,9 @@ TESTS+=(test_swap)
 # Versioned key-value stores (kstate_versioned_*): model, misuse and a SIGKILL loop.
 TESTS+=(test_versioned)
 
+# Checkpoints of committed state (kstate_*_checkpoint).
+TESTS+=(test_checkpoint)
+
 note() { printf '== %s\n' "$*"; }
 pass() { PASSED=$((PASSED + 1)); printf 'PASS %s\n' "$*"; }
 fail() { FAILED=$((FAILED + 1)); printf 'FAIL %s\n' "$*"; }

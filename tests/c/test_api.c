@@ -97,10 +97,11 @@ static void test_version_and_errors(void) {
     CHECK(strcmp(kstate_error_code_name(KSTATE_ERR_STORE_CLOSED), "STORE_CLOSED") == 0);
     CHECK(strcmp(kstate_error_code_name(KSTATE_ERR_INVALID_VALUE), "INVALID_VALUE") == 0);
     CHECK(strcmp(kstate_error_code_name(KSTATE_ERR_COMMIT_IN_DOUBT), "COMMIT_IN_DOUBT") == 0);
-    for (int c = 1; c <= 16; c++) {
+    CHECK(strcmp(kstate_error_code_name(KSTATE_ERR_UNSUPPORTED), "UNSUPPORTED") == 0);
+    for (int c = 1; c <= 17; c++) {
         CHECK(strcmp(kstate_error_code_name(c), "UNKNOWN") != 0);
     }
-    CHECK(strcmp(kstate_error_code_name(17), "UNKNOWN") == 0);
+    CHECK(strcmp(kstate_error_code_name(18), "UNKNOWN") == 0);
     CHECK(strcmp(kstate_error_code_name(-1), "UNKNOWN") == 0);
     kstate_bytes_free(NULL);
     kstate_bytes_t none = {NULL, 0};

@@ -65,6 +65,17 @@ enum Cmd {
         #[arg(long, default_value_t = 200)]
         writes: u64,
     },
+    /// Take checkpoints `<dest>-0`, `<dest>-1`, ... of a key-value store while a second
+    /// thread writes and commits `w-<i>` = `<i>` at offset 100 + i, until killed.
+    #[command(name = "checkpoint-worker")]
+    Checkpoint {
+        /// Store directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Checkpoint directories: this path with `-<n>` appended.
+        #[arg(long)]
+        dest: String,
+    },
     /// Open a window or session store (adopting Kafka Streams' segmented store found there)
     /// and close it.
     #[command(name = "adopt-worker")]
@@ -107,6 +118,7 @@ fn main() -> ExitCode {
             other => Err(format!("unknown store kind {other}").into()),
         },
         Cmd::Swap { dir, writes } => swap_worker(&dir, writes),
+        Cmd::Checkpoint { dir, dest } => checkpoint_worker(&dir, &dest),
         Cmd::Adopt {
             dir,
             kind,
@@ -315,6 +327,30 @@ fn swap_worker(dir: &Path, writes: u64) -> CmdResult {
     result?;
     joined?;
     store.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn checkpoint_worker(dir: &Path, dest: &str) -> CmdResult {
+    let store = KvStore::open(dir, &StoreOptions::default())?;
+    let writer = {
+        let store = store.clone();
+        std::thread::spawn(move || -> kstate::Result<()> {
+            let tp = TopicPartition::new("checkpoint-changelog", 0);
+            let mut i = store.committed_offset(&tp)?.map_or(0, |o| o - 100 + 1);
+            loop {
+                let value = kstate::format::value::encode(i.to_string().as_bytes(), i);
+                store.put_raw(format!("w-{i}").as_bytes(), Some(&value))?;
+                store.commit(&[(tp.clone(), Some(100 + i))], None)?;
+                i += 1;
+            }
+        })
+    };
+    let mut n = 0;
+    while !writer.is_finished() {
+        store.checkpoint(format!("{dest}-{n}"))?;
+        n += 1;
+    }
+    writer.join().map_err(|_| "the writer thread panicked")??;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -51,6 +51,7 @@ public abstract class AbstractNativeStore implements AutoCloseable, NativeProper
         final LongConsumer rollback;
         final LongUnaryOperator uncommittedBytes;
         final Property property;
+        final Checkpoint checkpoint;
         /**
          * Whether iterators closed with the store read as exhausted afterwards (Kafka's segmented
          * window and session store iterators) rather than throw (its key-value iterators).
@@ -59,7 +60,8 @@ public abstract class AbstractNativeStore implements AutoCloseable, NativeProper
 
         Natives(LongConsumer close, Next next, LongConsumer closeIterator, Commit commit, Flush flush,
                 CommittedOffset committedOffset, LongFunction<byte[]> committedMetadata, LongConsumer rollback,
-                LongUnaryOperator uncommittedBytes, Property property, boolean exhaustedWhenStoreCloses) {
+                LongUnaryOperator uncommittedBytes, Property property, Checkpoint checkpoint,
+                boolean exhaustedWhenStoreCloses) {
             this.close = close;
             this.next = next;
             this.closeIterator = closeIterator;
@@ -70,6 +72,7 @@ public abstract class AbstractNativeStore implements AutoCloseable, NativeProper
             this.rollback = rollback;
             this.uncommittedBytes = uncommittedBytes;
             this.property = property;
+            this.checkpoint = checkpoint;
             this.exhaustedWhenStoreCloses = exhaustedWhenStoreCloses;
         }
 
@@ -97,6 +100,29 @@ public abstract class AbstractNativeStore implements AutoCloseable, NativeProper
         interface Property {
             long property(long store, String name);
         }
+
+        /** {@code checkpoint(store, dir)}: what the checkpoint holds, packed. */
+        interface Checkpoint {
+            byte[] checkpoint(long store, String dir);
+        }
+    }
+
+    /**
+     * Writes a checkpoint of the store's last commit to the new directory {@code dir}: a
+     * consistent copy (table files hard-linked) that opens as a store of the same kind and
+     * options with that commit's data, offsets and metadata. Writers and commits on other
+     * threads go on meanwhile. RocksDB stores only.
+     *
+     * @param dir the directory to create; it must not exist (its parent is created if missing)
+     * @return what the checkpoint holds
+     * @throws dev.kstate.streams.KstateProcessorStateException if {@code dir} exists
+     *     ({@code INVALID_ARGUMENT}), for a memory store ({@code UNSUPPORTED}), or when the copy
+     *     fails (nothing is left at {@code dir})
+     * @throws KstateInvalidStateStoreException if the store is closed
+     */
+    public dev.kstate.streams.KstateCheckpoint checkpoint(java.nio.file.Path dir) {
+        java.util.Objects.requireNonNull(dir, "dir");
+        return dev.kstate.streams.KstateCheckpoint.decode(dir, natives.checkpoint.checkpoint(handle(), dir.toString()));
     }
 
     /** @return true until closed */

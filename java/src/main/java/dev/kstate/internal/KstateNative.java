@@ -214,6 +214,15 @@ public final class KstateNative {
 
     static native void versionedFlush(long store, byte[] metadata);
 
+    /** Writes a checkpoint of the last commit to the new directory {@code dir}; see {@code KstateCheckpoint}. */
+    static native byte[] checkpoint(long store, String dir);
+
+    static native byte[] windowCheckpoint(long store, String dir);
+
+    static native byte[] sessionCheckpoint(long store, String dir);
+
+    static native byte[] versionedCheckpoint(long store, String dir);
+
     static native long committedOffset(long store, String topic, int partition);
 
     static native long windowCommittedOffset(long store, String topic, int partition);

@@ -14,11 +14,11 @@ public abstract class NativeSegmentedStore extends AbstractNativeStore {
     static final Natives WINDOW = new Natives(KstateNative::windowClose, KstateNative::windowNext,
         KstateNative::windowCloseIterator, KstateNative::windowCommit, KstateNative::windowFlush,
         KstateNative::windowCommittedOffset, KstateNative::windowCommittedMetadata, KstateNative::windowRollback,
-        KstateNative::windowApproximateNumUncommittedBytes, KstateNative::windowProperty, true);
+        KstateNative::windowApproximateNumUncommittedBytes, KstateNative::windowProperty, KstateNative::windowCheckpoint, true);
     static final Natives SESSION = new Natives(KstateNative::sessionClose, KstateNative::sessionNext,
         KstateNative::sessionCloseIterator, KstateNative::sessionCommit, KstateNative::sessionFlush,
         KstateNative::sessionCommittedOffset, KstateNative::sessionCommittedMetadata, KstateNative::sessionRollback,
-        KstateNative::sessionApproximateNumUncommittedBytes, KstateNative::sessionProperty, true);
+        KstateNative::sessionApproximateNumUncommittedBytes, KstateNative::sessionProperty, KstateNative::sessionCheckpoint, true);
 
     private final StreamTime streamTime;
 

@@ -12,7 +12,7 @@ public final class NativeStore extends AbstractNativeStore {
     private static final Natives NATIVES = new Natives(KstateNative::close, KstateNative::next,
         KstateNative::closeIterator, KstateNative::commit, KstateNative::flush, KstateNative::committedOffset,
         KstateNative::committedMetadata, KstateNative::rollback, KstateNative::approximateNumUncommittedBytes,
-        KstateNative::property, false);
+        KstateNative::property, KstateNative::checkpoint, false);
 
     private NativeStore(String name, long handle) {
         super(name, handle, NATIVES);

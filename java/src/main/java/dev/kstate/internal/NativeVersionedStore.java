@@ -27,7 +27,7 @@ public final class NativeVersionedStore extends AbstractNativeStore {
         KstateNative::versionedCloseIterator, KstateNative::versionedCommit, KstateNative::versionedFlush,
         KstateNative::versionedCommittedOffset, KstateNative::versionedCommittedMetadata,
         KstateNative::versionedRollback, KstateNative::versionedApproximateNumUncommittedBytes,
-        KstateNative::versionedProperty, false);
+        KstateNative::versionedProperty, KstateNative::versionedCheckpoint, false);
     /** The validTo a latest version crosses with ({@code src/jni/versioned.rs}). */
     private static final long NO_VALID_TO = Long.MIN_VALUE;
     private static final int MAX_VERSIONS_PER_BATCH = 1024;

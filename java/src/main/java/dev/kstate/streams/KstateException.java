@@ -40,6 +40,8 @@ public interface KstateException {
      * store retries it first, and committed readers see the previous commit meanwhile.
      */
     int COMMIT_IN_DOUBT = 16;
+    /** The operation does not exist for this kind of store (a checkpoint of a memory store). */
+    int UNSUPPORTED = 17;
 
     /** @return the stable native error code, one of the constants above */
     int errorCode();

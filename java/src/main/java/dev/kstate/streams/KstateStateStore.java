@@ -624,6 +624,24 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
         return position;
     }
 
+    /**
+     * Writes a checkpoint of this store's last commit to the new directory {@code dir}: a
+     * consistent copy (table files hard-linked) with that commit's data, changelog offsets and
+     * position, which opens as a kstate store of the same kind and options. Processing goes on
+     * meanwhile (only a restore's file ingestion waits for the copy). A backup of a running
+     * store; RocksDB engine only.
+     *
+     * @param dir the directory to create; it must not exist
+     * @return what the checkpoint holds
+     * @throws KstateProcessorStateException if {@code dir} exists ({@code INVALID_ARGUMENT}), for
+     *     the memory engine ({@code UNSUPPORTED}), or when the copy fails (nothing is left at
+     *     {@code dir})
+     * @throws KstateInvalidStateStoreException if the store is closed
+     */
+    public KstateCheckpoint checkpoint(java.nio.file.Path dir) {
+        return open().checkpoint(dir);
+    }
+
     /** @return the options this store was built with */
     public KstateStoreOptions options() {
         return options;

@@ -240,4 +240,31 @@ public final class KstateStores {
     public static KstateStoreOptions.Builder builder(String name) {
         return new KstateStoreOptions.Builder(name);
     }
+
+    /**
+     * Writes a checkpoint of a kstate store's last commit to the new directory {@code dir} (see
+     * {@link KstateStateStore#checkpoint(java.nio.file.Path)}), given the store as Kafka Streams
+     * hands it out: {@code context.getStateStore(name)} in a processor, or
+     * {@code TopologyTestDriver.getStateStore(name)}, whose layers (metering, caching, logging)
+     * wrap the kstate store.
+     *
+     * @param store a kstate store, or Kafka's layers around one
+     * @param dir the directory to create; it must not exist
+     * @return what the checkpoint holds
+     * @throws IllegalArgumentException if no kstate store is found under {@code store}
+     * @throws KstateProcessorStateException as {@link KstateStateStore#checkpoint(java.nio.file.Path)}
+     */
+    public static KstateCheckpoint checkpoint(org.apache.kafka.streams.processor.StateStore store,
+                                              java.nio.file.Path dir) {
+        org.apache.kafka.streams.processor.StateStore s = store;
+        while (!(s instanceof KstateStateStore)
+            && s instanceof org.apache.kafka.streams.state.internals.WrappedStateStore) {
+            s = ((org.apache.kafka.streams.state.internals.WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+        if (!(s instanceof KstateStateStore)) {
+            throw new IllegalArgumentException("store " + (store == null ? null : store.name())
+                + " is not a kstate store (found " + (s == null ? null : s.getClass().getName()) + ")");
+        }
+        return ((KstateStateStore<?>) s).checkpoint(dir);
+    }
 }
