@@ -56,6 +56,9 @@ public final class ManyStores {
             List<String> cmd = new ArrayList<>();
             cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
             cmd.add("-Xmx2g");
+            // A libkstate the run was pointed at (-PjvmArgs=-Djava.library.path=DIR) is the
+            // children's too, so that two builds of it can be compared.
+            cmd.add("-Djava.library.path=" + System.getProperty("java.library.path"));
             // The bounded variants' setter: a 256 MiB cache, 64 MiB of it for memtables.
             cmd.add("-Dkstate.test.bounded.cache.bytes=" + (256L << 20));
             cmd.add("-Dkstate.test.bounded.memtable.bytes=" + (64L << 20));
