@@ -299,6 +299,13 @@ pub(crate) trait Engine: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Makes everything written so far durable for a clean close, after the close's last
+    /// write: [`Engine::flush`], unless the engine can instead leave a log small enough to
+    /// replay at the next open for less than a flush costs (see the RocksDB engine).
+    fn persist_for_close(&self) -> Result<()> {
+        self.flush()
+    }
+
     /// Whether the engine can ingest sorted files ([`Engine::stage_file`],
     /// [`Engine::ingest_file`]); large restores use them.
     fn can_ingest(&self) -> bool {

@@ -32,8 +32,8 @@ import org.slf4j.LoggerFactory;
  * kill, the write-ahead log is replayed once, not twice, and no flush happens in between.
  *
  * <p>A parked store holds committed state only (its transaction is rolled back before it is
- * parked). It is closed for real (a clean close: status recorded, memtables flushed) when it is
- * not adopted before its deadline (by a daemon thread), when its owner goes away
+ * parked). It is closed for real (a clean close: status recorded, memtables flushed or a small
+ * log synced) when it is not adopted before its deadline (by a daemon thread), when its owner goes away
  * ({@link #closeOwnedBy}, e.g. the {@code KafkaStreams} instance closing), when anything else in
  * the process opens its directory ({@link #release}, called by every native open with a path),
  * and on JVM shutdown. Adoption requires the same open options and the same directory: a
