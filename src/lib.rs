@@ -23,6 +23,8 @@ pub mod format;
 #[doc(hidden)]
 pub mod fuzz_api;
 pub mod jni;
+#[cfg(feature = "remote")]
+pub mod remote;
 pub mod store;
 
 mod engine;

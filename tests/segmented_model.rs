@@ -174,11 +174,11 @@ impl Model {
                 let sg = seg(time);
                 let inside = sg >= s.segs.0
                     && sg <= s.segs.1
-                    && s.bin_from.as_ref().map_or(true, |f| &k >= f)
-                    && s.bin_to.as_ref().map_or(true, |t| &k <= t)
+                    && s.bin_from.as_ref().is_none_or(|f| &k >= f)
+                    && s.bin_to.as_ref().is_none_or(|t| &k <= t)
                     && time_ok
-                    && s.keys.0.as_ref().map_or(true, |f| &key >= f)
-                    && s.keys.1.as_ref().map_or(true, |t| &key <= t);
+                    && s.keys.0.as_ref().is_none_or(|f| &key >= f)
+                    && s.keys.1.as_ref().is_none_or(|t| &key <= t);
                 inside.then_some((sg, k, v))
             })
             .collect();
@@ -302,8 +302,8 @@ fn memory_window_answer(
             let (key, t, _) = parse_window(&k, (0, 0));
             let inside = t >= af
                 && t <= to
-                && key_from.as_ref().map_or(true, |f| &key >= f)
-                && key_to.as_ref().map_or(true, |t| &key <= t);
+                && key_from.as_ref().is_none_or(|f| &key >= f)
+                && key_to.as_ref().is_none_or(|t| &key <= t);
             // Key and seqnum bytes: the Kafka key without its window start.
             let n = k.len() - 12;
             let rest = [&k[..n], &k[n + 8..]].concat();

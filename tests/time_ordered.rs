@@ -94,8 +94,8 @@ fn model_windows(
         .filter(|((k, s, _), _)| {
             *s >= from
                 && *s <= to
-                && key_from.map_or(true, |f| k.as_slice() >= f)
-                && key_to.map_or(true, |t| k.as_slice() <= t)
+                && key_from.is_none_or(|f| k.as_slice() >= f)
+                && key_to.is_none_or(|t| k.as_slice() <= t)
         })
         .map(|((k, s, _), v)| (k.clone(), *s, v.clone()))
         .collect();

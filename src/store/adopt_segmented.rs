@@ -351,7 +351,7 @@ fn visit(
     // lies in its own segment, checked below), which decides which older segments are live.
     for segment in segments.iter().rev() {
         let id = segment_id(segment.start, interval);
-        let live = stream_time.map_or(true, |t| id >= retention.min_live_segment(t));
+        let live = stream_time.is_none_or(|t| id >= retention.min_live_segment(t));
         let ro = RocksEngine::open_read_only_foreign(&segment.dir, &RocksOptions::default())?;
         read_offsets(&ro, segment, adopt_left_open, &mut committed)?;
         let sources = data_sources(&ro, segment, format, target)?;

@@ -15,7 +15,7 @@ pub(crate) mod kafka;
 pub mod kafka_segments;
 pub(crate) mod kafka_versioned;
 mod kv;
-mod lock;
+pub(crate) mod lock;
 pub(crate) mod open;
 mod options;
 mod segmented;

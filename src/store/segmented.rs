@@ -771,8 +771,8 @@ impl TimeWalk {
             let p = &self.plan;
             if time >= p.time_from
                 && time <= p.time_to
-                && p.key_from.as_deref().map_or(true, |f| key >= f)
-                && p.key_to.as_deref().map_or(true, |t| key <= t)
+                && p.key_from.as_deref().is_none_or(|f| key >= f)
+                && p.key_to.as_deref().is_none_or(|t| key <= t)
             {
                 return Ok(Some((kafka_key, v)));
             }
@@ -936,8 +936,8 @@ impl StartBounds {
             });
         }
         let key = &tf[8..tf.len() - 4];
-        if self.key_from.as_deref().map_or(true, |f| key >= f)
-            && self.key_to.as_deref().map_or(true, |t| key <= t)
+        if self.key_from.as_deref().is_none_or(|f| key >= f)
+            && self.key_to.as_deref().is_none_or(|t| key <= t)
         {
             Ok(StartStep::Take(stored.len() - tf.len()))
         } else {
@@ -1183,8 +1183,8 @@ fn passes(p: &Plan, schema: Schema, kafka_key: &[u8]) -> Result<bool> {
         }
     };
     Ok(time_ok
-        && p.key_from.as_deref().map_or(true, |f| key >= f)
-        && p.key_to.as_deref().map_or(true, |t| key <= t))
+        && p.key_from.as_deref().is_none_or(|f| key >= f)
+        && p.key_to.as_deref().is_none_or(|t| key <= t))
 }
 
 /// The walk's [`KeyFilter`], a function of the key alone (whatever the walk read before):

@@ -930,7 +930,7 @@ impl Inner {
         let live_from = self.live_from(w.stream_time);
         let result = self.with_core(|c| {
             let mut deletes = Vec::new();
-            if w.swept_below.map_or(true, |s| s < live_from) {
+            if w.swept_below.is_none_or(|s| s < live_from) {
                 self.sweep(c, w.swept_below, live_from)?;
                 deletes.push(Deletion {
                     family: self.fams.by_time,

@@ -76,6 +76,23 @@ enum Cmd {
         #[arg(long)]
         dest: String,
     },
+    /// Publish checkpoints of a key-value store to the object store at `uri` while a
+    /// second thread writes and commits `w-<i>` = `<i>` at offset 100 + i; every third
+    /// round collect garbage (keep 2, no grace period) and restore the newest checkpoint
+    /// into `<work>/restore-<pid>-<n>`; until killed.
+    #[cfg(feature = "remote")]
+    #[command(name = "remote-worker")]
+    Remote {
+        /// Store directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// `file:///...` or `s3://...` target.
+        #[arg(long)]
+        uri: String,
+        /// Directory for the checkpoints and restores.
+        #[arg(long)]
+        work: PathBuf,
+    },
     /// Open a window or session store (adopting Kafka Streams' segmented store found there)
     /// and close it.
     #[command(name = "adopt-worker")]
@@ -119,6 +136,8 @@ fn main() -> ExitCode {
         },
         Cmd::Swap { dir, writes } => swap_worker(&dir, writes),
         Cmd::Checkpoint { dir, dest } => checkpoint_worker(&dir, &dest),
+        #[cfg(feature = "remote")]
+        Cmd::Remote { dir, uri, work } => remote_worker(&dir, &uri, &work),
         Cmd::Adopt {
             dir,
             kind,
@@ -351,6 +370,38 @@ fn checkpoint_worker(dir: &Path, dest: &str) -> CmdResult {
         n += 1;
     }
     writer.join().map_err(|_| "the writer thread panicked")??;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(feature = "remote")]
+fn remote_worker(dir: &Path, uri: &str, work: &Path) -> CmdResult {
+    use kstate::remote::{Remote, RemoteSettings, StoreScope};
+    let store = KvStore::open(dir, &StoreOptions::default())?;
+    let tp = TopicPartition::new("remote-changelog", 0);
+    let mut i = store.committed_offset(&tp)?.map_or(0, |o| o - 100 + 1);
+    let settings = RemoteSettings {
+        gc_grace: std::time::Duration::ZERO,
+        writer_id: "worker".into(),
+        ..RemoteSettings::default()
+    };
+    let remote = Remote::open(uri, &settings)?;
+    let scope = StoreScope::new("app", "0_0", "kv");
+    let pid = std::process::id();
+    for n in 0.. {
+        for _ in 0..20 {
+            store.put(format!("w-{i}").as_bytes(), i.to_string().as_bytes(), i)?;
+            store.commit(&[(tp.clone(), Some(100 + i))], None)?;
+            i += 1;
+        }
+        let ckpt = work.join(format!("ckpt-{pid}-{n}"));
+        let info = store.checkpoint(&ckpt)?;
+        remote.publish(&scope, &info)?;
+        std::fs::remove_dir_all(&ckpt)?;
+        if n % 3 == 2 {
+            remote.gc(&scope, 2)?;
+            remote.restore(&scope, None, &work.join(format!("restore-{pid}-{n}")))?;
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

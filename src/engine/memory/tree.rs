@@ -312,7 +312,7 @@ impl Writer {
     /// A writer creating nodes in `epoch` (above every pin), with `newest_pin` the newest
     /// pinned epoch, if any, and `spare` nodes nothing reaches.
     pub(super) fn new(epoch: u64, newest_pin: Option<u64>, spare: Vec<NodePtr>) -> Self {
-        debug_assert!(newest_pin.map_or(true, |p| p < epoch));
+        debug_assert!(newest_pin.is_none_or(|p| p < epoch));
         Writer {
             epoch,
             newest_pin,
