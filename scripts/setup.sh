@@ -5,7 +5,8 @@
 set -euo pipefail
 
 kstate_need_pkgs=()
-for pkg in clang libclang-dev valgrind gradle pkg-config; do
+# python3-venv: the moto S3 server of the object-store checkpoint tests (scripts/install-moto.sh).
+for pkg in clang libclang-dev valgrind gradle pkg-config python3-venv; do
   dpkg -s "$pkg" >/dev/null 2>&1 || kstate_need_pkgs+=("$pkg")
 done
 # Maven builds the separate user project of the distribution test (scripts/test-maven-user.sh).
