@@ -181,6 +181,25 @@ fn checkpoints_while_writing<S: Send + Sync + 'static>(kind: Kind<S>, seed: u64)
     assert_eq!((kind.offsets)(&reopened), vec![(tp(), 1_000)]);
 }
 
+/// The operations every store kind spells the same way (its own method of the same name),
+/// as a [`Kind`] to complete with struct update syntax.
+macro_rules! common_ops {
+    () => {
+        Kind {
+            open: |_| unreachable!("set by each kind"),
+            write: |_, _, _, _| unreachable!("set by each kind"),
+            read: |_, _| unreachable!("set by each kind"),
+            commit: |s, o| s.commit(&[(tp(), Some(o))], None).unwrap(),
+            rollback: |s| s.rollback().unwrap(),
+            sequence: |s| s.commit_sequence().unwrap(),
+            offsets: |s| s.committed_offsets().unwrap(),
+            checkpoint: |s, d| s.checkpoint(d),
+            recovery: |s| s.recovery().clone(),
+            close: |s| s.close().unwrap(),
+        }
+    };
+}
+
 fn kv_kind() -> Kind<KvStore> {
     Kind {
         open: |p| KvStore::open(p, &store_options()).unwrap(),
@@ -190,12 +209,7 @@ fn kv_kind() -> Kind<KvStore> {
         },
         read: |s, k| s.get(&key(k)).unwrap().map(|v| v.value),
         commit: |s, o| s.commit(&[(tp(), Some(o))], Some(b"position")).unwrap(),
-        rollback: |s| s.rollback().unwrap(),
-        sequence: |s| s.commit_sequence().unwrap(),
-        offsets: |s| s.committed_offsets().unwrap(),
-        checkpoint: |s, d| s.checkpoint(d),
-        recovery: |s| s.recovery().clone(),
-        close: |s| s.close().unwrap(),
+        ..common_ops!()
     }
 }
 
@@ -208,13 +222,7 @@ fn window_kind() -> Kind<WindowStore> {
         open: |p| WindowStore::open(p, &window_options()).unwrap(),
         write: |s, k, v, ts| s.put(&key(k), v, ts, 1_000).unwrap(),
         read: |s, k| s.fetch(&key(k), 1_000).unwrap().map(|v| v.value),
-        commit: |s, o| s.commit(&[(tp(), Some(o))], None).unwrap(),
-        rollback: |s| s.rollback().unwrap(),
-        sequence: |s| s.commit_sequence().unwrap(),
-        offsets: |s| s.committed_offsets().unwrap(),
-        checkpoint: |s, d| s.checkpoint(d),
-        recovery: |s| s.recovery().clone(),
-        close: |s| s.close().unwrap(),
+        ..common_ops!()
     }
 }
 
@@ -230,13 +238,7 @@ fn session_kind() -> Kind<SessionStore> {
             None => s.remove(&key(k), 100, 200).unwrap(),
         },
         read: |s, k| s.fetch_session(&key(k), 100, 200).unwrap(),
-        commit: |s, o| s.commit(&[(tp(), Some(o))], None).unwrap(),
-        rollback: |s| s.rollback().unwrap(),
-        sequence: |s| s.commit_sequence().unwrap(),
-        offsets: |s| s.committed_offsets().unwrap(),
-        checkpoint: |s, d| s.checkpoint(d),
-        recovery: |s| s.recovery().clone(),
-        close: |s| s.close().unwrap(),
+        ..common_ops!()
     }
 }
 
@@ -251,13 +253,7 @@ fn versioned_kind() -> Kind<VersionedStore> {
             s.put(&key(k), v, ts).unwrap();
         },
         read: |s, k| s.get(&key(k)).unwrap().map(|r| r.value),
-        commit: |s, o| s.commit(&[(tp(), Some(o))], None).unwrap(),
-        rollback: |s| s.rollback().unwrap(),
-        sequence: |s| s.commit_sequence().unwrap(),
-        offsets: |s| s.committed_offsets().unwrap(),
-        checkpoint: |s, d| s.checkpoint(d),
-        recovery: |s| s.recovery().clone(),
-        close: |s| s.close().unwrap(),
+        ..common_ops!()
     }
 }
 

@@ -1604,7 +1604,16 @@ mod tests {
         assert_eq!(e.get(meta, b"committed").unwrap(), Some(vec![11]));
         // Small arena blocks for the meta family only (RocksDB persists each family's
         // options in its own section of the OPTIONS file).
-        let options: String = std::fs::read_dir(dir.path())
+        let section = |cf: &str| family_options(dir.path(), cf);
+        let arena = format!("arena_block_size={META_ARENA_BLOCK_BYTES}\n");
+        assert!(section(names::META).contains(&arena));
+        assert!(!section(names::PLAIN).contains(&arena));
+    }
+
+    /// The section of family `cf` in the newest (longest) OPTIONS file RocksDB persisted in
+    /// `dir` (each family's options have a section of their own).
+    fn family_options(dir: &Path, cf: &str) -> String {
+        let options: String = std::fs::read_dir(dir)
             .unwrap()
             .map(|f| f.unwrap().path())
             .filter(|p| {
@@ -1616,15 +1625,10 @@ mod tests {
             .map(|p| std::fs::read_to_string(p).unwrap())
             .max_by_key(String::len)
             .unwrap();
-        let section = |cf: &str| -> String {
-            let start = options.find(&format!("[CFOptions \"{cf}\"]")).unwrap();
-            let rest = &options[start..];
-            let end = rest[1..].find("\n[").map_or(rest.len(), |i| i + 1);
-            rest[..end].to_owned()
-        };
-        let arena = format!("arena_block_size={META_ARENA_BLOCK_BYTES}\n");
-        assert!(section(names::META).contains(&arena));
-        assert!(!section(names::PLAIN).contains(&arena));
+        let start = options.find(&format!("[CFOptions \"{cf}\"]")).unwrap();
+        let rest = &options[start..];
+        let end = rest[1..].find("\n[").map_or(rest.len(), |i| i + 1);
+        rest[..end].to_owned()
     }
 
     #[test]
@@ -1986,22 +1990,9 @@ mod tests {
         let universal = settled_files(&e, names::PLAIN);
         assert!(universal <= 4, "{universal} table files");
         assert!(settled_files(&e, names::META) <= 2);
-        let options = std::fs::read_dir(&path)
-            .unwrap()
-            .map(|f| f.unwrap().path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("OPTIONS-")
-            })
-            .map(|p| std::fs::read_to_string(p).unwrap())
-            .max_by_key(String::len)
-            .unwrap();
         let style = |cf: &str| -> String {
-            let start = options.find(&format!("[CFOptions \"{cf}\"]")).unwrap();
-            let rest = &options[start..];
-            let line = rest
+            let section = family_options(&path, cf);
+            let line = section
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("compaction_style="));
             line.unwrap().to_owned()
