@@ -10,10 +10,17 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kstate::store::{SessionOptions, WindowOptions};
+
 use kstate::{
     CheckpointInfo, EngineKind, ErrorCode, KvStore, RecoveryReport, SessionStore, StoreOptions,
     TopicPartition, VersionedOptions, VersionedStore, WindowStore,
 };
+
+// The workload's generator is shared source, not library API: each user compiles its own copy.
+#[allow(dead_code)]
+#[path = "support/workload.rs"]
+mod workload;
+use workload::Rng;
 
 const KEYS: u32 = 64;
 const DAY: i64 = 86_400_000;
@@ -49,20 +56,6 @@ fn store_options() -> StoreOptions {
     }
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 type Model = BTreeMap<u32, Vec<u8>>;
 
 /// Committed states by commit sequence, with their offset.
@@ -88,7 +81,7 @@ fn checkpoints_while_writing<S: Send + Sync + 'static>(kind: Kind<S>, seed: u64)
         let (write, commit, rollback, sequence) =
             (kind.write, kind.commit, kind.rollback, kind.sequence);
         std::thread::spawn(move || {
-            let mut rng = Rng(seed | 1);
+            let mut rng = Rng::new(seed);
             let mut committed = Model::new();
             let mut ts = 1;
             let mut round = 0i64;
