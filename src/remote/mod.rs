@@ -18,7 +18,7 @@ mod manifest;
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -32,7 +32,8 @@ use sha2::{Digest, Sha256};
 
 pub use manifest::{Manifest, ManifestFile, MANIFEST_FORMAT};
 
-use crate::store::lock::{sibling, StoreLock};
+use crate::store::lock::{sibling, sync_dir, Staging, StoreLock};
+use crate::sync::MutexExt;
 use crate::{CheckpointInfo, Error, Result};
 
 /// Files at most this large go up in one request; larger ones in parts of this size.
@@ -446,7 +447,7 @@ impl Remote {
             meta.mtime_nsec() + meta.mtime() * 1_000_000_000,
         );
         if table {
-            if let Some(hash) = lock(&self.hashes).get(&cache_key) {
+            if let Some(hash) = self.hashes.lock_recover().get(&cache_key) {
                 return Ok(hash.clone());
             }
         }
@@ -462,7 +463,7 @@ impl Remote {
         }
         let hash = manifest::to_hex(&hasher.finalize());
         if table {
-            lock(&self.hashes).insert(cache_key, hash.clone());
+            self.hashes.lock_recover().insert(cache_key, hash.clone());
         }
         Ok(hash)
     }
@@ -577,7 +578,7 @@ impl Remote {
 
     fn throttle(&self, bytes: u64) {
         if let Some(bucket) = &self.bucket {
-            lock(bucket).take(bytes);
+            bucket.lock_recover().take(bytes);
         }
     }
 
@@ -698,8 +699,8 @@ impl Remote {
             )));
         }
         let staging = sibling(dest, "kstate-restore")?;
-        let cleanup = Cleanup(staging.clone());
-        clear_dir(&staging)?;
+        let mut guard = Staging::new(staging.clone());
+        guard.clear()?;
         std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
         let mut bytes = 0;
         for file in &manifest.files {
@@ -709,7 +710,7 @@ impl Remote {
         crate::failpoint::hit("remote-before-restore-rename");
         sync_dir(&staging)?;
         std::fs::rename(&staging, dest).map_err(|e| Error::io(dest, e))?;
-        std::mem::forget(cleanup);
+        guard.published();
         if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
             sync_dir(parent)?;
         }
@@ -876,30 +877,4 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Removes a partial restore unless it was renamed into place.
-struct Cleanup(PathBuf);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = clear_dir(&self.0);
-    }
-}
-
-fn clear_dir(dir: &Path) -> Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(dir, e)),
-        _ => Ok(()),
-    }
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
 }

@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::lock::{sibling, StoreLock};
+use super::lock::{sibling, sync_dir, Staging, StoreLock};
 use crate::engine::rocksdb::{RocksEngine, RocksOptions};
 use crate::engine::{names, Engine};
 use crate::format::meta::{self, CommittedState};
@@ -68,30 +68,6 @@ impl CheckpointInfo {
     }
 }
 
-/// Removes the staging directory unless the checkpoint was published.
-struct Staging<'a> {
-    dir: &'a Path,
-    keep: bool,
-}
-
-impl Staging<'_> {
-    fn clear(&self) -> Result<()> {
-        match std::fs::remove_dir_all(self.dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(self.dir, e)),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl Drop for Staging<'_> {
-    fn drop(&mut self) {
-        if !self.keep {
-            // Best effort: the next checkpoint to the same destination clears it too.
-            let _ = self.clear();
-        }
-    }
-}
-
 /// Writes a checkpoint of the store whose transaction layer is `core` to the new directory
 /// `dest` (see the module documentation).
 ///
@@ -123,10 +99,7 @@ pub(crate) fn take(core: &TxnCore, dest: &Path) -> Result<CheckpointInfo> {
         )));
     }
     let dir = sibling(dest, "kstate-checkpoint")?;
-    let mut staging = Staging {
-        dir: &dir,
-        keep: false,
-    };
+    let mut staging = Staging::new(dir.clone());
     // Left by a checkpoint that was killed.
     staging.clear()?;
     let mut attempt = 1;
@@ -154,7 +127,7 @@ pub(crate) fn take(core: &TxnCore, dest: &Path) -> Result<CheckpointInfo> {
     sync_dir(&dir)?;
     crate::failpoint::hit("checkpoint-before-rename");
     std::fs::rename(&dir, dest).map_err(|e| Error::io(dest, e))?;
-    staging.keep = true;
+    staging.published();
     if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
         sync_dir(parent)?;
     }
@@ -204,12 +177,6 @@ fn sync_files(dir: &Path) -> Result<Vec<CheckpointFile>> {
     }
     files.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(files)
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::kafka;
-use super::lock::{sibling, StoreLock};
+use super::lock::{sibling, sync_dir, StoreLock};
 use super::open::data_family_name;
 use super::{
     export_segmented_to_kafka, swap, KafkaSegmentsExport, KvStore, StoreOptions, VersionedExport,
@@ -430,12 +430,6 @@ fn remove_files(files: &[PathBuf]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
 }
 
 fn rename(from: &Path, to: &Path) -> Result<()> {

@@ -20,6 +20,58 @@ pub(crate) struct StoreLock {
     _file: File,
 }
 
+/// Makes the entries of `dir` (files created, renamed or removed in it) durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Removes `dir` and everything in it; a `dir` that is not there is fine.
+pub(crate) fn remove_dir_if_present(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(dir, e)),
+        _ => Ok(()),
+    }
+}
+
+/// A hidden directory a new directory is built in before a rename publishes it (a
+/// checkpoint, a restore): removed when dropped unless [`Staging::published`] was called,
+/// so a failed build leaves nothing behind.
+pub(crate) struct Staging {
+    dir: PathBuf,
+    published: bool,
+}
+
+impl Staging {
+    /// Guards `dir` (usually a [`sibling`] of the destination).
+    pub(crate) fn new(dir: PathBuf) -> Staging {
+        Staging {
+            dir,
+            published: false,
+        }
+    }
+
+    /// Removes what a killed or failed earlier build left there.
+    pub(crate) fn clear(&self) -> Result<()> {
+        remove_dir_if_present(&self.dir)
+    }
+
+    /// The directory was renamed into place: nothing to remove any more.
+    pub(crate) fn published(&mut self) {
+        self.published = true;
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.published {
+            // Best effort: the next build to the same destination clears it too.
+            let _ = self.clear();
+        }
+    }
+}
+
 /// A hidden file or directory next to the store: `<parent>/.<name>.<suffix>`.
 pub(crate) fn sibling(store: &Path, suffix: &str) -> Result<PathBuf> {
     let name = store.file_name().ok_or_else(|| {
