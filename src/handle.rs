@@ -65,11 +65,14 @@ pub enum Kind {
     VersionedStore = 7,
     /// The versions a multi-version query found ([`VersionedIterHandle`]).
     VersionedIter = 8,
+    /// A checkpoint target in an object store (`kstate::remote::Remote`, cargo feature
+    /// `remote`; without it no handle of this kind is ever issued).
+    Remote = 9,
 }
 
 impl Kind {
     /// Every kind, in number order.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::KvStore,
         Kind::KvIter,
         Kind::WindowStore,
@@ -78,6 +81,7 @@ impl Kind {
         Kind::SessionIter,
         Kind::VersionedStore,
         Kind::VersionedIter,
+        Kind::Remote,
     ];
 
     /// The kind with this number, if any.
@@ -101,15 +105,20 @@ impl Kind {
             Kind::SessionIter => "session iterator",
             Kind::VersionedStore => "versioned store",
             Kind::VersionedIter => "versioned iterator",
+            Kind::Remote => "checkpoint target",
         }
     }
 
     /// The error for a handle of this kind that was closed.
     fn closed(self) -> Error {
         match self {
-            Kind::KvStore | Kind::WindowStore | Kind::SessionStore | Kind::VersionedStore => {
-                Error::StoreClosed
-            }
+            // A closed checkpoint target is reported as a closed store: the object a
+            // caller holds is gone, the same condition for both surfaces.
+            Kind::KvStore
+            | Kind::WindowStore
+            | Kind::SessionStore
+            | Kind::VersionedStore
+            | Kind::Remote => Error::StoreClosed,
             Kind::KvIter | Kind::WindowIter | Kind::SessionIter | Kind::VersionedIter => {
                 Error::IteratorClosed
             }
@@ -147,6 +156,9 @@ pub enum Object {
     VersionedStore(Arc<VersionedStore>),
     /// See [`Kind::VersionedIter`].
     VersionedIter(Arc<VersionedIterHandle>),
+    /// See [`Kind::Remote`].
+    #[cfg(feature = "remote")]
+    Remote(Arc<crate::remote::Remote>),
 }
 
 /// A type whose values live in the handle table, as one [`Kind`].
@@ -184,6 +196,8 @@ handled!(SessionStore, SessionStore);
 handled!(SessionIterHandle, SessionIter);
 handled!(VersionedStore, VersionedStore);
 handled!(VersionedIterHandle, VersionedIter);
+#[cfg(feature = "remote")]
+handled!(crate::remote::Remote, Remote);
 
 /// Hashes handle numbers for the table's map. Every native call looks its handle up, and
 /// the map's default hasher (SipHash, keyed against collision attacks) was measurable in

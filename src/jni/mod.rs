@@ -8,7 +8,7 @@
 //! unwinds into the JVM) to typed Java exceptions carrying the stable [`crate::ErrorCode`];
 //! [`codec`] is the packed `byte[]` layout of the batch calls (one crossing per batch);
 //! [`natives`] (key-value stores), [`segmented`] (window, session) and [`versioned`] are the
-//! declarations.
+//! declarations, [`remote`] those of checkpoints in an object store (feature `remote`).
 //!
 //! Stores and iterators are `jlong` handles of the process's one handle table
 //! (`crate::handle`, the numbers C uses), tagged by kind: a closed, forged, zero or
@@ -20,6 +20,7 @@ mod convert;
 mod declare;
 mod guard;
 mod natives;
+mod remote;
 mod segmented;
 #[cfg(test)]
 mod tests;

@@ -277,4 +277,30 @@ public final class KstateNative {
      * @return entries copied, 0 when the store was not in upgrade mode
      */
     static native long upgradeBySwap(long store, dev.kstate.streams.UpgradeProgress progress);
+
+    // ----- checkpoints in an object store (src/jni/remote.rs; see NativeRemote) ---------------
+
+    /** @return whether this library was built with the cargo feature {@code remote} (the other remote natives) */
+    static native boolean remoteSupported();
+
+    /** A new checkpoint target; see {@link NativeRemote#open}. */
+    static native long remoteOpen(String uri, String[] optionNames, String[] optionValues, long maxBytesPerSec,
+                                  long gcGraceMs, String writerId);
+
+    /** Releases a checkpoint target. */
+    static native void remoteClose(long remote);
+
+    /** Checkpoints a store into {@code scratchDir}, publishes it unless its sequence is {@code lastSequence}, removes the copy. */
+    static native byte[] remotePublishStore(long remote, long store, String scratchDir, String app, String task,
+                                            String storeName, long lastSequence);
+
+    /** The manifests of a store, newest first. */
+    static native byte[] remoteList(long remote, String app, String task, String storeName);
+
+    /** Downloads checkpoint {@code key} into the new directory {@code destDir}. */
+    static native byte[] remoteRestore(long remote, String app, String task, String storeName, String key,
+                                       String destDir);
+
+    /** Deletes all but the newest {@code keep} checkpoints and the files nothing names. */
+    static native byte[] remoteGc(long remote, String app, String task, String storeName, int keep);
 }

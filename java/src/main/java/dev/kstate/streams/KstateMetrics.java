@@ -68,11 +68,13 @@ final class KstateMetrics implements AutoCloseable {
     private final StreamsMetrics metrics;
     private final Sensor sensor;
     private final List<MetricName> names;
+    private final Map<String, String> tags;
 
-    private KstateMetrics(StreamsMetrics metrics, Sensor sensor, List<MetricName> names) {
+    private KstateMetrics(StreamsMetrics metrics, Sensor sensor, List<MetricName> names, Map<String, String> tags) {
         this.metrics = metrics;
         this.sensor = sensor;
         this.names = names;
+        this.tags = tags;
     }
 
     /**
@@ -130,7 +132,46 @@ final class KstateMetrics implements AutoCloseable {
             add(sensor, names, new MetricName(c.getKey(), GROUP, KSTATE_COUNTER_DESCRIPTIONS.get(c.getKey()), tags),
                 new NativeValue(store, c.getValue()));
         }
-        return new KstateMetrics(metrics, sensor, Collections.unmodifiableList(names));
+        return new KstateMetrics(metrics, sensor, new java.util.concurrent.CopyOnWriteArrayList<>(names), tags);
+    }
+
+    /**
+     * Adds the metrics of a store's checkpoints in an object store to its sensor (same group
+     * and tags): the age of the newest checkpoint matching its committed state, what the
+     * publications uploaded and reused, their failures, and whether and how much the store
+     * restored from a checkpoint when it was opened.
+     *
+     * @param p the store's publisher
+     */
+    void addCheckpointMetrics(RemoteCheckpoints.Publisher p) {
+        addValue("checkpoint-age-ms", "ms since the newest checkpoint published of the store's committed state was "
+            + "taken; -1 before any", p::ageMs);
+        addValue("checkpoint-bytes-uploaded-total", "bytes of checkpoint files uploaded since the store was opened",
+            p.bytesUploaded::get);
+        addValue("checkpoint-files-uploaded-total", "checkpoint files uploaded since the store was opened",
+            p.filesUploaded::get);
+        addValue("checkpoint-files-reused-total", "checkpoint files the object store already held (not uploaded again) "
+            + "since the store was opened", p.filesReused::get);
+        addValue("checkpoint-failures-total", "failed checkpoint publications and garbage collections since the store "
+            + "was opened", p.failures::get);
+        addValue("checkpoint-restore-source", "1 when the store was restored from a checkpoint in the object store "
+            + "when it was opened, else 0", () -> p.restoreSource);
+        addValue("checkpoint-restored-bytes", "bytes downloaded from the object store when the store was opened",
+            () -> p.restoredBytes);
+    }
+
+    private void addValue(String name, String description, java.util.function.LongSupplier value) {
+        add(sensor, names, new MetricName(name, GROUP, description, tags), new MeasurableStat() {
+            @Override
+            public double measure(MetricConfig config, long now) {
+                return value.getAsLong();
+            }
+
+            @Override
+            public void record(MetricConfig config, double v, long timeMs) {
+                // a gauge: nothing to record
+            }
+        });
     }
 
     /**
@@ -165,7 +206,7 @@ final class KstateMetrics implements AutoCloseable {
 
     /** @return the names of the registered metrics */
     List<MetricName> names() {
-        return names;
+        return Collections.unmodifiableList(names);
     }
 
     /** Removes the sensor and its metrics. Idempotent. */

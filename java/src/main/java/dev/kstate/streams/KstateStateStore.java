@@ -81,6 +81,8 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
     volatile OffsetsHint.Writer hintWriter;
     /** False when Kafka commits this store only on forced commits: see {@link #approximateNumUncommittedBytes()}. */
     private volatile boolean reportsUncommittedBytes = true;
+    /** Publishes the store's checkpoints to an object store ({@code kstate.checkpoint.uri}); else null. */
+    private volatile RemoteCheckpoints.Publisher publisher;
 
     KstateStateStore(KstateStoreOptions options) {
         this.options = options;
@@ -202,6 +204,12 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
         }
         Map<String, Object> configs = context.appConfigs();
         KstateStoreOptions.validate(configs);
+        CheckpointSettings checkpoints = CheckpointSettings.of(configs);
+        if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
+            RemoteCheckpoints.checkSupported(checkpoints);
+        }
+        RemoteCheckpoints.Restored restored = null;
+        String remoteLabel = "kstate store " + name() + " (task " + context.taskId() + ")";
         reportsUncommittedBytes = !KafkaStoreCommits.onlyForced(configs);
         if (options.engine == KstateStoreOptions.Engine.ROCKSDB) {
             configs = KstateStoreOptions.withRocksDbConfigSetter(name(), configs);
@@ -224,6 +232,15 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
                 // before anything of the task is adopted: all of its Kafka stores, or none
                 TaskAdoption.check(context.stateDir(), adoptionPlan(), dir, name() + " (task " + context.taskId() + ")",
                     context.taskId(), KafkaStoreCommits.opensLeftOpen(configs));
+            }
+            if (checkpoints.enabled() && checkpoints.restore && fresh && ownDirectory && !where.adoptsKafka) {
+                // Before anything is opened: the store then opens the checkpoint as an existing
+                // store, reports its committed offset, and Kafka restores only the changelog after it.
+                restored = RemoteCheckpoints.restore(checkpoints, context, name(), dir, remoteLabel);
+                if (restored != null) {
+                    fresh = false;
+                    origin = "checkpoint " + restored.key + " restored from " + checkpoints.uri;
+                }
             }
         }
         NativeStore.RocksTuning tuning = options.resolvedRocksTuning(configs);
@@ -280,6 +297,14 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
             metrics = KstateMetrics.register(context.metrics(), String.valueOf(context.taskId()), name(), stateIdTag(),
                 options.engine == KstateStoreOptions.Engine.ROCKSDB, statistics, () -> store);
             registeredMetrics(context);
+        }
+        if (checkpoints.enabled() && ownDirectory && !StartupParking.isStartupPath(context)) {
+            publisher = RemoteCheckpoints.Publisher.start(checkpoints, context, name(), () -> store, restored,
+                remoteLabel);
+            KstateMetrics m = metrics;
+            if (publisher != null && m != null) {
+                m.addCheckpointMetrics(publisher);
+            }
         }
         LOG.info("kstate {} (task {}): {} {}{} in {} ms, {}; committed position {}", label(), context.taskId(), verb,
             origin, path == null ? "" : " at " + path, (System.nanoTime() - openStart) / 1_000_000, openedDetails(),
@@ -427,6 +452,7 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
             restoreCommittedRecords(s, records, entries,
                 Collections.singletonMap(new TopicPartition(any.topic(), any.partition()), last),
                 PositionCodec.encode(snapshot));
+            committedForCheckpoints();
             emptySinceCreation = false;
             if (restored != null) {
                 position = restored;
@@ -477,6 +503,20 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
         Position snapshot = position.copy();
         s.flush(PositionCodec.encode(snapshot));
         committedPosition = snapshot;
+        committedForCheckpoints();
+    }
+
+    /** Tells the checkpoint publisher, if any, that the store committed. */
+    private void committedForCheckpoints() {
+        RemoteCheckpoints.Publisher p = publisher;
+        if (p != null) {
+            p.committed();
+        }
+    }
+
+    /** @return the store's checkpoint publisher ({@code kstate.checkpoint.uri}), or null */
+    RemoteCheckpoints.Publisher checkpointPublisher() {
+        return publisher;
     }
 
     @Override
@@ -500,6 +540,7 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
         byte[] metadata = PositionCodec.encode(snapshot);
         s.commit(offsets, metadata);
         committedPosition = snapshot;
+        committedForCheckpoints();
         OffsetsHint.Writer w = hintWriter;
         if (w != null) {
             w.committed(offsets, metadata);
@@ -551,6 +592,13 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
      */
     @Override
     public void close() {
+        RemoteCheckpoints.Publisher p = publisher;
+        if (p != null) {
+            // Before the native close: the last commit is published (or the in-flight
+            // publication finishes) while the store is open; never after.
+            publisher = null;
+            p.close();
+        }
         KstateMetrics m = metrics;
         if (m != null) {
             metrics = null;

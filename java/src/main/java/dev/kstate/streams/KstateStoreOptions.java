@@ -38,6 +38,17 @@ import org.slf4j.LoggerFactory;
  * while the start-up path opens one</td><td>true</td></tr>
  * <tr><td>{@value #STARTUP_DEFER_OPEN_CONFIG}</td><td>answer the start-up path from the store's offsets hint and open
  * the store in the background instead of on {@code KafkaStreams#start()}</td><td>true</td></tr>
+ * <tr><td>{@value #CHECKPOINT_URI_CONFIG}</td><td>object store the RocksDB stores publish checkpoints to and restore
+ * from ({@code file:///path}, {@code s3://bucket/prefix})</td><td>unset: off</td></tr>
+ * <tr><td>{@value #CHECKPOINT_INTERVAL_MS_CONFIG}</td><td>ms between two publications of a store</td><td>300000</td></tr>
+ * <tr><td>{@value #CHECKPOINT_KEEP_CONFIG}</td><td>checkpoints kept per store</td><td>2</td></tr>
+ * <tr><td>{@value #CHECKPOINT_MAX_BYTES_PER_SEC_CONFIG}</td><td>upload bandwidth bound</td><td>unbounded</td></tr>
+ * <tr><td>{@value #CHECKPOINT_GC_GRACE_MS_CONFIG}</td><td>age under which garbage collection keeps any file</td>
+ * <td>3600000</td></tr>
+ * <tr><td>{@value #CHECKPOINT_RESTORE_CONFIG}</td><td>restore a store without local state from the newest usable
+ * checkpoint</td><td>true</td></tr>
+ * <tr><td>{@value #CHECKPOINT_S3_PREFIX}{@code <name>}</td><td>S3 option {@code <name>} of object_store</td>
+ * <td>the {@code AWS_*} environment</td></tr>
  * </table>
  */
 public final class KstateStoreOptions {
@@ -88,6 +99,30 @@ public final class KstateStoreOptions {
      * {@code KafkaStreams#start()} (with parking only).
      */
     public static final String STARTUP_DEFER_OPEN_CONFIG = "kstate.startup.defer.open";
+    /**
+     * Where RocksDB stores publish checkpoints of their committed state: {@code file:///path}
+     * (a shared file system) or {@code s3://bucket/prefix}; unset (the default) turns
+     * checkpoints in an object store off. A store without local state restores from the newest
+     * usable one before Kafka Streams' changelog restore (see {@link #CHECKPOINT_RESTORE_CONFIG}).
+     */
+    public static final String CHECKPOINT_URI_CONFIG = CheckpointSettings.URI_CONFIG;
+    /** Milliseconds between two background publications of a store (default 300000). */
+    public static final String CHECKPOINT_INTERVAL_MS_CONFIG = CheckpointSettings.INTERVAL_MS_CONFIG;
+    /** Checkpoints garbage collection keeps per store (default 2, at least 1). */
+    public static final String CHECKPOINT_KEEP_CONFIG = CheckpointSettings.KEEP_CONFIG;
+    /** Upload bandwidth bound of the process's target in bytes per second (default unbounded). */
+    public static final String CHECKPOINT_MAX_BYTES_PER_SEC_CONFIG = CheckpointSettings.MAX_BYTES_PER_SEC_CONFIG;
+    /** Garbage collection never deletes a file object younger than this many milliseconds (default 3600000). */
+    public static final String CHECKPOINT_GC_GRACE_MS_CONFIG = CheckpointSettings.GC_GRACE_MS_CONFIG;
+    /** Whether a store without local state restores from the newest usable checkpoint (default true). */
+    public static final String CHECKPOINT_RESTORE_CONFIG = CheckpointSettings.RESTORE_CONFIG;
+    /**
+     * Prefix of the S3 options passed to object_store: {@code kstate.checkpoint.s3.<name>} is
+     * the option {@code <name>} ({@code endpoint}, {@code region}, {@code access_key_id},
+     * {@code secret_access_key}, {@code allow_http}...), applied after the {@code AWS_*}
+     * environment.
+     */
+    public static final String CHECKPOINT_S3_PREFIX = CheckpointSettings.S3_PREFIX;
 
     /**
      * How values are laid out. A store opens with its own format or a later one (PLAIN &lt;
@@ -220,7 +255,9 @@ public final class KstateStoreOptions {
     static final List<String> KNOWN_KEYS = Collections.unmodifiableList(Arrays.asList(MAX_UNCOMMITTED_BYTES_CONFIG,
         SYNC_ON_COMMIT_CONFIG, BLOCK_CACHE_BYTES_CONFIG, WRITE_BUFFER_BYTES_CONFIG, WRITE_BUFFER_COUNT_CONFIG,
         BLOOM_FILTER_CONFIG, STATISTICS_CONFIG, BOUNDED_MEMORY_BYTES_CONFIG, BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG,
-        ENGINE_CONFIG, STARTUP_PARK_MS_CONFIG, STARTUP_OPEN_AHEAD_CONFIG, STARTUP_DEFER_OPEN_CONFIG));
+        ENGINE_CONFIG, STARTUP_PARK_MS_CONFIG, STARTUP_OPEN_AHEAD_CONFIG, STARTUP_DEFER_OPEN_CONFIG,
+        CHECKPOINT_URI_CONFIG, CHECKPOINT_INTERVAL_MS_CONFIG, CHECKPOINT_KEEP_CONFIG, CHECKPOINT_MAX_BYTES_PER_SEC_CONFIG,
+        CHECKPOINT_GC_GRACE_MS_CONFIG, CHECKPOINT_RESTORE_CONFIG));
     private static final Set<String> WARNED_KEYS = ConcurrentHashMap.newKeySet();
 
     /**
@@ -233,7 +270,8 @@ public final class KstateStoreOptions {
             return;
         }
         for (String key : configs.keySet()) {
-            if (key.startsWith("kstate.") && !KNOWN_KEYS.contains(key) && WARNED_KEYS.add(key)) {
+            if (key.startsWith("kstate.") && !KNOWN_KEYS.contains(key) && !key.startsWith(CHECKPOINT_S3_PREFIX)
+                && WARNED_KEYS.add(key)) {
                 LOG.warn("Unknown kstate config {} is ignored; kstate's keys are {}{}", key, KNOWN_KEYS,
                     key.equals("kstate.interactive.query.isolation.level")
                         ? " (the IQ isolation level now comes from Kafka Streams' default.interactive.query.isolation.level "
@@ -389,6 +427,7 @@ public final class KstateStoreOptions {
         resolvedStartupParkMs(configs);
         resolvedStartupOpenAhead(configs);
         resolvedStartupDeferOpen(configs);
+        CheckpointSettings.of(configs);
         warnAboutUnknownKeys(configs);
     }
 
