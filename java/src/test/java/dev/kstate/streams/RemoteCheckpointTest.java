@@ -94,7 +94,7 @@ public class RemoteCheckpointTest {
     }
 
     private static KstateStateStore<?> kstate(TopologyTestDriver driver) {
-        StateStore s = driver.getStateStore("s");
+        StateStore s = (StateStore) driver.getTimestampedKeyValueStore("s");
         while (!(s instanceof KstateStateStore) && s instanceof WrappedStateStore) {
             s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
         }
