@@ -298,6 +298,13 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
                 options.engine == KstateStoreOptions.Engine.ROCKSDB, statistics, () -> store);
             registeredMetrics(context);
         }
+        LOG.info("kstate {} (task {}): {} {}{} in {} ms, {}; committed position {}", label(), context.taskId(), verb,
+            origin, path == null ? "" : " at " + path, (System.nanoTime() - openStart) / 1_000_000, openedDetails(),
+            committedPosition);
+        KafkaStoreCommits.warnIfOnlyForced(context.applicationId(), configs, label());
+        context.register(root, new RestoreCallback());
+        // Last: an init that failed before leaves no publication scheduled. Not on Kafka's
+        // start-up path, whose stores only answer their offsets and close again.
         if (checkpoints.enabled() && ownDirectory && !StartupParking.isStartupPath(context)) {
             publisher = RemoteCheckpoints.Publisher.start(checkpoints, context, name(), () -> store, restored,
                 remoteLabel);
@@ -306,11 +313,6 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
                 m.addCheckpointMetrics(publisher);
             }
         }
-        LOG.info("kstate {} (task {}): {} {}{} in {} ms, {}; committed position {}", label(), context.taskId(), verb,
-            origin, path == null ? "" : " at " + path, (System.nanoTime() - openStart) / 1_000_000, openedDetails(),
-            committedPosition);
-        KafkaStoreCommits.warnIfOnlyForced(context.applicationId(), configs, label());
-        context.register(root, new RestoreCallback());
     }
 
     /** Called in {@link #init} when the store registers its metrics, for a kind's own sensors. */

@@ -215,6 +215,38 @@ public class RemoteCheckpointTest {
         assertTrue(CapturedLogs.count(Level.WARN, "publishing a checkpoint to " + uri()) >= 1);
     }
 
+    @Test
+    public void theBackgroundPublisherPublishesEachIntervalAndNeverAfterClose() throws Exception {
+        String app = "x-background";
+        extra.put(KstateStoreOptions.CHECKPOINT_INTERVAL_MS_CONFIG, "20");
+        try (TopologyTestDriver a = driver(app, "a")) {
+            TestInputTopic<String, String> in = a.createInputTopic("in", new StringSerializer(), new StringSerializer());
+            for (int round = 1; round <= 3; round++) {
+                long before = CapturedLogs.count(Level.INFO, "(interval)");
+                // the stream thread writes and commits while the publisher checkpoints
+                for (int i = 0; i < 20; i++) {
+                    in.pipeInput("k" + i, "v" + round, 10L * round + i);
+                }
+                long deadline = System.currentTimeMillis() + 10_000;
+                while (CapturedLogs.count(Level.INFO, "(interval)") == before) {
+                    assertTrue("a background publication within 10 s", System.currentTimeMillis() < deadline);
+                    Thread.sleep(10);
+                }
+            }
+            assertEquals(0.0, metric(a, "checkpoint-failures-total"));
+        }
+        long published = CapturedLogs.count(Level.INFO, "published checkpoint");
+        Thread.sleep(200);
+        assertEquals("nothing is published after the close", published,
+            CapturedLogs.count(Level.INFO, "published checkpoint"));
+        assertTrue(manifests(app).size() <= 2);
+        // the newest holds the last round
+        try (TopologyTestDriver b = driver(app, "b")) {
+            assertEquals("v3", value(b, "k19"));
+            assertEquals("v3", value(b, "k0"));
+        }
+    }
+
     /** B of {@code app} restores nothing: empty, no committed offset, and a log line containing {@code why}. */
     private void refused(String app, Level level, String why) {
         try (TopologyTestDriver b = driver(app, "b")) {
