@@ -83,10 +83,13 @@ import org.apache.kafka.streams.state.WindowStore;
  * inactivity gap {@code session.gap.ms}, on kstate's window and session stores in the kstate variant,
  * written to {@code wcounts-out} and {@code scounts-out}; the soak's topology), {@code versioned}
  * ({@code true} adds the versioned join of {@link #addVersioned}, on kstate's versioned store in the
- * kstate variant: a versioned table in a stream-table join).
+ * kstate variant: a versioned table in a stream-table join), {@code acceptable.lag}
+ * ({@code acceptable.recovery.lag}), {@code probing.ms} ({@code probing.rebalance.interval.ms}),
+ * and any {@code kstate.*} key, passed on as a configuration (e.g. {@code kstate.checkpoint.uri}).
  *
  * <p>It reports on standard output, one event a line: {@code STATE new old ms}, {@code RUNNING ms}
- * (ms since the JVM started), {@code RESTORE_START store topic partition start end},
+ * (ms since the JVM started), {@code ACTIVE n ms} (right after each RUNNING: the active tasks it
+ * runs), {@code RESTORE_START store topic partition start end},
  * {@code RESTORE_END store topic partition restored ms}, {@code COMMIT_BEGIN n} /
  * {@code COMMIT_DONE n} around each producer transaction commit, {@code STANDBY_START store topic
  * partition offset}, {@code STANDBY_BATCH store topic partition batchEnd size} and
@@ -206,6 +209,20 @@ public final class EosApp {
         if (a.containsKey("max.uncommitted")) {
             p.put(KstateStoreOptions.MAX_UNCOMMITTED_BYTES_CONFIG, a.get("max.uncommitted"));
         }
+        if (a.containsKey("probing.ms")) {
+            p.put(StreamsConfig.PROBING_REBALANCE_INTERVAL_MS_CONFIG, a.get("probing.ms"));
+        }
+        if (a.containsKey("acceptable.lag")) {
+            // how far behind a client may be and still be given a stateful task at once (Kafka's default, 10000,
+            // gives a client without state warm-up replicas first and moves the task after a probing rebalance)
+            p.put(StreamsConfig.ACCEPTABLE_RECOVERY_LAG_CONFIG, a.get("acceptable.lag"));
+        }
+        // every kstate.* argument is passed on as it is (kstate.checkpoint.uri, kstate.checkpoint.interval.ms...)
+        a.forEach((k, v) -> {
+            if (k.startsWith("kstate.")) {
+                p.put(k, v);
+            }
+        });
         if (a.containsKey("restore.wait.ms")) {
             // how long the state updater's restore consumer long-polls a caught-up changelog
             p.put(StreamsConfig.restoreConsumerPrefix(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG), a.get("restore.wait.ms"));
@@ -252,6 +269,9 @@ public final class EosApp {
                 }
                 lastRunning.set(sinceStart());
                 out("RUNNING " + sinceStart());
+                // the active tasks this instance runs now (a scale-out waits for its share)
+                int active = streams.metadataForLocalThreads().stream().mapToInt(m -> m.activeTasks().size()).sum();
+                out("ACTIVE " + active + " " + sinceStart());
             }
         });
         streams.setGlobalStateRestoreListener(new StateRestoreListener() {
