@@ -141,12 +141,19 @@ fn list_verify_restore_gc_and_a_damaged_object() {
     assert_eq!(code, 0, "{out}{err}");
     assert_holds(&older, &models[0], 100);
 
-    // Damage one byte of a table file object of the newest checkpoint (same size).
+    // Damage one byte of a table file object only the newest checkpoint names (same size).
     let manifest = remote.verify(&scope, &keys[1]).unwrap();
+    let older_objects: Vec<String> = remote
+        .verify(&scope, &keys[0])
+        .unwrap()
+        .files
+        .into_iter()
+        .map(|f| f.object)
+        .collect();
     let victim = manifest
         .files
         .iter()
-        .find(|f| f.name.ends_with(".sst"))
+        .find(|f| f.name.ends_with(".sst") && !older_objects.contains(&f.object))
         .unwrap();
     let object = root.join("app/0_3/counts").join(&victim.object);
     let mut bytes = std::fs::read(&object).unwrap();

@@ -599,6 +599,12 @@ fn gc_while_publishing(open: Open, tmp: &Path, grace: Duration) {
     });
     let mut zombie = Source::named(tmp, "zombie");
     zombie.write_and_commit(1);
+    // As in incremental_publish_and_restore: let RocksDB finish rewriting the bottom level
+    // so that the next checkpoint keeps this one's table files.
+    zombie.store.compact().unwrap();
+    zombie.write_and_commit(2);
+    drop(zombie.checkpoint());
+    settle(&tmp.join("zombie"));
     let c1 = zombie.checkpoint();
     let z_remote = open(settings("zombie", Duration::from_secs(3600)));
     let first = z_remote.publish(&scope, &c1).unwrap();
