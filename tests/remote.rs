@@ -4,7 +4,10 @@
 //! into a new directory that opens with the model state of the published commit, two
 //! concurrent publishers of one store (no manifest lost or overwritten, create-only
 //! fencing), garbage collection (keeps the newest N and all they name, honours the grace
-//! period), and a restore whose object is missing (clear error, nothing at the destination).
+//! period), a restore whose object is missing (clear error, nothing at the destination),
+//! two lineages of one task (a zombie beside the task's new owner: the order by changelog
+//! offsets, concurrent publishes and gcs), and a gc run while a publish is in flight (the
+//! lease protocol: no manifest ever names a missing object).
 //!
 //! The S3 half needs moto: `scripts/install-moto.sh` puts it in target/moto-venv (or set
 //! KSTATE_MOTO_VENV). Without it the S3 test fails, unless KSTATE_SKIP_S3=1.
