@@ -1043,6 +1043,40 @@ fn s3_target_publish_list_verify_restore_gc() {
         Remote::open("s3://kstate-test/some/prefix", &settings).unwrap()
     };
     all_scenarios(&open);
+    // The CLI on the same bucket, S3 settings by --s3: the lineage scenario left B's two
+    // latest checkpoints.
+    let s3 = [
+        format!("endpoint={endpoint}"),
+        "allow_http=true".into(),
+        "region=us-east-1".into(),
+        "access_key_id=test".into(),
+        "secret_access_key=test".into(),
+    ];
+    for sub in ["list", "verify"] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        cmd.args([
+            "checkpoint",
+            sub,
+            "s3://kstate-test/some/prefix",
+            "app-1",
+            "0_3",
+        ])
+        .arg("lineages");
+        for setting in &s3 {
+            cmd.args(["--s3", setting]);
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{sub}: {text}");
+        let expected = if sub == "list" {
+            "2 checkpoints, 2 readable"
+        } else {
+            "2 checkpoints checked, 0 problems"
+        };
+        assert!(text.contains(expected), "{sub}: {text}");
+        assert_eq!(text.matches("owner-b.json").count(), 2, "{sub}: {text}");
+    }
     drop(moto);
 }
 
