@@ -202,6 +202,25 @@ fn list_verify_restore_gc_and_a_damaged_object() {
         .map(|s| s.key)
         .collect();
     assert_eq!(listed, vec![keys[1].clone()]);
+    // A manifest changed after publication: list shows why, verify names it (exit 1).
+    let path = root.join("app/0_3/counts").join(&keys[1]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let damaged = text.replace("\"offset\":200", "\"offset\":900");
+    assert_ne!(damaged, text);
+    std::fs::write(&path, damaged).unwrap();
+    let (code, out, _) = cmd("list", &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("  status:     NOT READABLE: checksum mismatch"),
+        "{out}"
+    );
+    assert!(out.contains("1 checkpoints, 0 readable"), "{out}");
+    let (code, out, _) = cmd("verify", &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("PROBLEM: manifest {}: checksum mismatch", keys[1])),
+        "{out}"
+    );
     let (code, out, _) = cmd("gc", &["--keep", "0"]);
     assert_eq!(code, 2, "{out}");
 
