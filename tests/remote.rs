@@ -1155,3 +1155,75 @@ fn leases_order_publishers_and_collectors() {
     let check = remote.check(&scope, &third.manifest, true).unwrap();
     assert!(check.problems.is_empty(), "{:?}", check.problems);
 }
+
+/// The gap path of the lease, with 400 ms leases: a publish lists the files of an earlier
+/// checkpoint whose manifest is gone, then uploads a large new file slowly (bandwidth
+/// bound), so its marker goes unrefreshed past the lease. A gc of another writer running
+/// then finds no live publisher and deletes those orphaned files. The publish notices the
+/// gap, lists again, uploads them again and only then writes its manifest: the manifest is
+/// whole, the report counts them as uploaded, and the checkpoint restores to its model.
+#[test]
+fn a_publish_that_lost_its_lease_checks_its_files_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("target");
+    let open = file_target(&root);
+    let lease = Duration::from_millis(400);
+    let scope = scope("gap");
+    let mut source = Source::named(tmp.path(), "gap");
+    source.write_and_commit(1);
+    source.store.compact().unwrap();
+    source.write_and_commit(2);
+    drop(source.checkpoint());
+    settle(&tmp.path().join("gap"));
+    let c1 = source.checkpoint();
+    let first = open(settings("first", Duration::ZERO))
+        .publish(&scope, &c1)
+        .unwrap();
+    open(settings("first", Duration::ZERO))
+        .delete_object(&scope, &first.manifest)
+        .unwrap();
+    for k in 0..KEYS {
+        let value = format!("{k}-{}", "g".repeat(1500)).into_bytes();
+        source.store.put(&key(k), &value, 9).unwrap();
+        source.model.insert(k, value);
+    }
+    source.offset += 100;
+    source
+        .store
+        .commit(&[(tp(), Some(source.offset))], None)
+        .unwrap();
+    let c2 = source.checkpoint();
+    let kept: BTreeSet<String> = tables(&c2).intersection(&tables(&c1)).cloned().collect();
+    assert!(!kept.is_empty(), "{c1:?} {c2:?}");
+    let new_bytes: u64 = c2
+        .files
+        .iter()
+        .filter(|f| f.name.ends_with(".sst") && !kept.contains(&f.name))
+        .map(|f| f.bytes)
+        .sum();
+    let slow = open(RemoteSettings {
+        max_upload_bytes_per_sec: Some(new_bytes / 3),
+        ..settings("slow", Duration::ZERO)
+    })
+    .with_lease(lease);
+    let collector = open(settings("collector", Duration::ZERO)).with_lease(lease);
+    let (published, collected) = std::thread::scope(|s| {
+        let p = s.spawn(|| slow.publish(&scope, &c2).unwrap());
+        std::thread::sleep(Duration::from_millis(1000));
+        let g = collector.gc(&scope, 1).unwrap();
+        (p.join().unwrap(), g)
+    });
+    assert!(collected.publishers.is_empty(), "{collected:?}");
+    assert!(collected.files_deleted >= kept.len(), "{collected:?}");
+    assert!(published.reused.is_empty(), "{published:?}");
+    for name in &kept {
+        assert!(published.uploaded.contains(name), "{published:?}");
+    }
+    let sent: u64 = published_files(&c2).values().map(|b| b.len() as u64).sum();
+    assert_eq!(published.bytes_uploaded, sent, "{published:?}");
+    let check = collector.check(&scope, &published.manifest, true).unwrap();
+    assert!(check.problems.is_empty(), "{:?}", check.problems);
+    let dest = tmp.path().join("restored-gap");
+    collector.restore(&scope, None, &dest).unwrap();
+    assert_store_holds(&dest, &source.model, source.offset);
+}

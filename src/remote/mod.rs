@@ -274,13 +274,15 @@ struct Lease {
     /// Set when the marker went unrefreshed for half a lease: someone may have taken it
     /// for expired.
     gap: bool,
+    /// The lease's length ([`LEASE`] but in tests).
+    length: Duration,
 }
 
 impl Lease {
     /// Whether the marker is younger than half a lease: live to every reader whose clock
     /// is within half a lease of ours.
     fn fresh(&self) -> bool {
-        self.written.elapsed() < LEASE / 2
+        self.written.elapsed() < self.length / 2
     }
 
     fn refresh(&mut self, remote: &Remote) -> Result<()> {
@@ -305,10 +307,10 @@ impl Lease {
     /// Rewrites the marker when a quarter lease old; notes a gap past half a lease.
     fn keep_alive(&mut self, remote: &Remote) -> Result<()> {
         let age = self.written.elapsed();
-        if age >= LEASE / 2 {
+        if age >= self.length / 2 {
             self.gap = true;
         }
-        if age >= LEASE / 4 {
+        if age >= self.length / 4 {
             self.refresh(remote)?;
         }
         Ok(())
@@ -356,6 +358,8 @@ pub struct Remote {
     ops: RwLock<()>,
     /// Makes each lease marker key of this `Remote` unique.
     nonce: AtomicU64,
+    /// [`LEASE`], shorter in tests.
+    lease: Duration,
 }
 
 impl std::fmt::Debug for Remote {
@@ -454,7 +458,17 @@ impl Remote {
             hashes: Mutex::new(HashMap::new()),
             ops: RwLock::new(()),
             nonce: AtomicU64::new(0),
+            lease: LEASE,
         })
+    }
+
+    /// Sets the lease length (60 s otherwise) of this `Remote`'s markers and of the markers
+    /// it reads. Test support, so that the tests reach the expiry and gap paths in less
+    /// than a minute; every `Remote` of a target must use the same length.
+    #[doc(hidden)]
+    pub fn with_lease(mut self, lease: Duration) -> Remote {
+        self.lease = lease;
+        self
     }
 
     /// The URI given to [`Remote::open`].
@@ -497,10 +511,29 @@ impl Remote {
         lease: &mut Lease,
     ) -> Result<PublishReport> {
         let mut passes = 0;
+        // Files an earlier pass uploaded count as uploaded, not reused, in the report.
+        let mut uploaded_before = BTreeSet::new();
         let (report, files) = loop {
             passes += 1;
             self.await_no_gc(prefix, lease)?;
-            let pass = self.upload_missing(prefix, checkpoint, lease)?;
+            let mut pass = self.upload_missing(prefix, checkpoint, lease)?;
+            let report = &mut pass.0;
+            let (earlier, reused): (Vec<String>, Vec<String>) = report
+                .reused
+                .drain(..)
+                .partition(|name| uploaded_before.contains(name));
+            report.reused = reused;
+            for name in earlier {
+                let bytes = checkpoint
+                    .files
+                    .iter()
+                    .find(|f| f.name == name)
+                    .map_or(0, |f| f.bytes);
+                report.bytes_reused -= bytes;
+                report.bytes_uploaded += bytes;
+                report.uploaded.push(name);
+            }
+            uploaded_before.extend(report.uploaded.iter().cloned());
             // The files listed as present are only safe to name while this publisher's
             // lease was visible to every gc the whole time since the listing; after a gap
             // (a paused process, one request slower than half the lease) a gc may have
@@ -1151,6 +1184,7 @@ impl Remote {
             key,
             written: Instant::now(),
             gap: false,
+            length: self.lease,
         };
         lease.refresh(self)?;
         Ok(lease)
@@ -1158,7 +1192,7 @@ impl Remote {
 
     /// Writer ids of the live lease markers of `kind` of other writers.
     fn live_leases(&self, prefix: &str, kind: LeaseKind) -> Result<Vec<String>> {
-        let lease_ms = LEASE.as_millis() as i64;
+        let lease_ms = self.lease.as_millis() as i64;
         let now = now_ms();
         let mut writers: Vec<String> = self
             .list_leases(prefix)?
@@ -1202,7 +1236,7 @@ impl Remote {
     /// Deletes the markers of killed publishers and collectors (a live one is rewritten
     /// every quarter lease, so one older than two leases is dead).
     fn delete_expired_leases(&self, prefix: &str) -> Result<()> {
-        let dead_ms = 2 * LEASE.as_millis() as i64;
+        let dead_ms = 2 * self.lease.as_millis() as i64;
         let now = now_ms();
         for (writer, name, modified) in self.list_leases(prefix)? {
             if now - modified > dead_ms {
@@ -1222,13 +1256,13 @@ impl Remote {
                 return Ok(());
             }
             // A gc deletes nothing after half its lease and its marker expires after one.
-            if start.elapsed() > 2 * LEASE {
+            if start.elapsed() > 2 * self.lease {
                 return Err(Error::io(
                     format!("{}/{prefix}", self.uri.trim_end_matches('/')),
                     std::io::Error::other(format!(
                         "a garbage collection by {} kept its lease longer than {:?}",
                         collectors.join(", "),
-                        2 * LEASE
+                        2 * self.lease
                     )),
                 ));
             }
