@@ -37,9 +37,9 @@ cargo test --release --features failpoints --test crash --test failpoints --test
 # KSTATE_SKIP_REMOTE=1 skips this step (and its clippy run above).
 : > "$log_dir/cargo-test-remote.log"
 if [ "${KSTATE_SKIP_REMOTE:-0}" != 1 ]; then
-  step "cargo test --release --features remote --test remote (checkpoints in file:// and S3/moto targets)"
+  step "cargo test --release --features remote --test remote --test cli_checkpoint (checkpoints in file:// and S3/moto targets, the checkpoint CLI)"
   bash scripts/install-moto.sh || echo "moto could not be installed: the S3 checkpoint test will fail (KSTATE_SKIP_S3=1 skips it)"
-  cargo test --release --features remote --test remote 2>&1 | tee "$log_dir/cargo-test-remote.log"
+  cargo test --release --features remote --test remote --test cli_checkpoint --bin kstate 2>&1 | tee "$log_dir/cargo-test-remote.log"
 fi
 
 step "cargo test --release"

@@ -126,3 +126,21 @@ fn inspect_and_verify_name_every_column_family_of_a_kafka_store() {
         "{out}"
     );
 }
+
+/// A CLI built without the cargo feature `remote` says so for every checkpoint command and
+/// exits 2 (tests/cli_checkpoint.rs runs them in a CLI built with it).
+#[cfg(not(feature = "remote"))]
+#[test]
+fn checkpoint_commands_need_the_remote_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = format!("file://{}", dir.path().display());
+    for sub in [&["list"][..], &["verify"][..], &["gc", "--keep", "1"][..]] {
+        let mut args = vec!["checkpoint", sub[0], &uri, "app", "0_1", "s"];
+        args.extend(&sub[1..]);
+        let (code, out) = kstate(&args);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.contains("without the cargo feature `remote`"), "{out}");
+    }
+    // Nothing was created at the target.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

@@ -4,7 +4,10 @@
 //! into a new directory that opens with the model state of the published commit, two
 //! concurrent publishers of one store (no manifest lost or overwritten, create-only
 //! fencing), garbage collection (keeps the newest N and all they name, honours the grace
-//! period), and a restore whose object is missing (clear error, nothing at the destination).
+//! period), a restore whose object is missing (clear error, nothing at the destination),
+//! two lineages of one task (a zombie beside the task's new owner: the order by changelog
+//! offsets, concurrent publishes and gcs), and a gc run while a publish is in flight (the
+//! lease protocol: no manifest ever names a missing object).
 //!
 //! The S3 half needs moto: `scripts/install-moto.sh` puts it in target/moto-venv (or set
 //! KSTATE_MOTO_VENV). Without it the S3 test fails, unless KSTATE_SKIP_S3=1.
@@ -36,17 +39,32 @@ struct Source {
     store: KvStore,
     model: Model,
     offset: i64,
+    /// How far each commit moves the changelog offset (0: a fenced zombie's commits).
+    offset_step: i64,
     dir: PathBuf,
+    name: String,
     checkpoints: u32,
 }
 
 impl Source {
     fn new(dir: &Path) -> Source {
+        Source::named(dir, "source")
+    }
+
+    /// A new store `dir/<name>`; its checkpoints go to `dir/<name>-ckpt-<n>`.
+    fn named(dir: &Path, name: &str) -> Source {
+        Source::restored(dir, name, Model::new(), 0)
+    }
+
+    /// The store at `dir/<name>` (new, or restored holding `model` at `offset`).
+    fn restored(dir: &Path, name: &str, model: Model, offset: i64) -> Source {
         Source {
-            store: KvStore::open(dir.join("source"), &StoreOptions::default()).unwrap(),
-            model: Model::new(),
-            offset: 0,
+            store: KvStore::open(dir.join(name), &StoreOptions::default()).unwrap(),
+            model,
+            offset,
+            offset_step: 100,
             dir: dir.to_path_buf(),
+            name: name.to_string(),
             checkpoints: 0,
         }
     }
@@ -63,7 +81,7 @@ impl Source {
                 self.model.remove(&k);
             }
         }
-        self.offset += 100;
+        self.offset += self.offset_step;
         let position = format!("position-{round}").into_bytes();
         self.store
             .commit(&[(tp(), Some(self.offset))], Some(&position))
@@ -72,7 +90,9 @@ impl Source {
 
     fn checkpoint(&mut self) -> CheckpointInfo {
         self.checkpoints += 1;
-        let dir = self.dir.join(format!("ckpt-{}", self.checkpoints));
+        let dir = self
+            .dir
+            .join(format!("{}-ckpt-{}", self.name, self.checkpoints));
         self.store.checkpoint(dir).unwrap()
     }
 }
@@ -147,8 +167,17 @@ fn only_tables(names: &[String]) -> BTreeSet<String> {
         .collect()
 }
 
-/// Opens a `Remote` on the target with this writer id and grace period.
-type Open<'a> = &'a dyn Fn(&str, Duration) -> Remote;
+/// Opens a `Remote` on the target with these settings (the target's own options added).
+type Open<'a> = &'a dyn Fn(RemoteSettings) -> Remote;
+
+/// Settings with this writer id and grace period.
+fn settings(writer: &str, grace: Duration) -> RemoteSettings {
+    RemoteSettings {
+        writer_id: writer.into(),
+        gc_grace: grace,
+        ..RemoteSettings::default()
+    }
+}
 
 fn scope(store: &str) -> StoreScope {
     StoreScope::new("app-1", "0_3", store)
@@ -157,7 +186,7 @@ fn scope(store: &str) -> StoreScope {
 /// Two publishes with writes between: the second uploads exactly the new table files;
 /// both list (newest first), verify and restore to their model states.
 fn incremental_publish_and_restore(open: Open, tmp: &Path) {
-    let remote = open("writer-a", Duration::from_secs(3600));
+    let remote = open(settings("writer-a", Duration::from_secs(3600)));
     let scope = scope("incremental");
     let mut source = Source::new(tmp);
     source.write_and_commit(1);
@@ -259,10 +288,10 @@ fn concurrent_publishers(open: Open, tmp: &Path) {
         models.insert(c.sequence, (source.model.clone(), source.offset));
         checkpoints.push(c);
     }
-    let a = open("writer-a", Duration::from_secs(3600));
-    let b = open("writer-b", Duration::from_secs(3600));
-    let z1 = open("zombie", Duration::from_secs(3600));
-    let z2 = open("zombie", Duration::from_secs(3600));
+    let a = open(settings("writer-a", Duration::from_secs(3600)));
+    let b = open(settings("writer-b", Duration::from_secs(3600)));
+    let z1 = open(settings("zombie", Duration::from_secs(3600)));
+    let z2 = open(settings("zombie", Duration::from_secs(3600)));
     let (ra, rb, rz1, rz2) = std::thread::scope(|s| {
         let checkpoints = &checkpoints;
         let scope = &scope;
@@ -325,7 +354,7 @@ fn remote_keys(remote: &Remote, scope: &StoreScope) -> Vec<String> {
 fn gc_keeps_the_newest(open: Open, tmp: &Path) {
     let scope = scope("gc");
     let mut source = Source::new(tmp);
-    let patient = open("writer-a", Duration::from_secs(3600));
+    let patient = open(settings("writer-a", Duration::from_secs(3600)));
     let mut published = Vec::new();
     let mut models = BTreeMap::new();
     for round in 1..=5 {
@@ -347,7 +376,7 @@ fn gc_keeps_the_newest(open: Open, tmp: &Path) {
     assert_eq!(remote_keys(&patient, &scope), published[..3].to_vec());
 
     std::thread::sleep(Duration::from_millis(20));
-    let eager = open("writer-a", Duration::ZERO);
+    let eager = open(settings("writer-a", Duration::ZERO));
     let second = eager.gc(&scope, 2).unwrap();
     assert_eq!(second.manifests_deleted, vec![published[2].clone()]);
     assert!(second.files_deleted > 0, "{second:?}");
@@ -371,7 +400,7 @@ fn gc_keeps_the_newest(open: Open, tmp: &Path) {
 /// leaves nothing at the destination, not even its hidden staging directory.
 fn missing_object(open: Open, tmp: &Path) {
     let scope = scope("missing");
-    let remote = open("writer-a", Duration::from_secs(3600));
+    let remote = open(settings("writer-a", Duration::from_secs(3600)));
     let mut source = Source::new(tmp);
     source.write_and_commit(1);
     let c = source.checkpoint();
@@ -413,7 +442,7 @@ fn missing_object(open: Open, tmp: &Path) {
 /// A table file larger than one upload part (8 MiB) goes up in parts and comes back whole.
 fn large_file_in_parts(open: Open, tmp: &Path) {
     let scope = scope("large");
-    let remote = open("writer-a", Duration::from_secs(3600));
+    let remote = open(settings("writer-a", Duration::from_secs(3600)));
     let store = KvStore::open(tmp.join("source"), &StoreOptions::default()).unwrap();
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let mut model = BTreeMap::new();
@@ -446,9 +475,244 @@ fn large_file_in_parts(open: Open, tmp: &Path) {
     assert_eq!(copy.committed_offsets().unwrap(), vec![(tp(), 5)]);
 }
 
+/// Every manifest listed is whole (its objects exist with their size and SHA-256), the
+/// newest is `newest`, and a restore of the newest holds `model` at `offset`.
+fn assert_newest_and_whole(
+    remote: &Remote,
+    scope: &StoreScope,
+    newest: &str,
+    model: &Model,
+    offset: i64,
+    dest: &Path,
+) {
+    let list = remote.list(scope).unwrap();
+    for s in &list {
+        let check = remote.check(scope, &s.key, true).unwrap();
+        assert!(check.problems.is_empty(), "{:?}", check.problems);
+    }
+    assert_eq!(list[0].key, newest);
+    let restored = remote.restore(scope, None, dest).unwrap();
+    assert_eq!(restored.manifest_key, newest);
+    assert_store_holds(dest, model, offset);
+}
+
+/// Two lineages of one task. A publishes; B, the task's new owner, restores A's newest
+/// checkpoint and goes on committing and publishing; A goes on too, as a zombie: exactly-
+/// once fences its changelog writes, so its offsets stay at the fork point, while its
+/// commit sequence grows twice as fast as B's (sequence order would call A newest). Each
+/// step both publish at once, then both collect (keep 2) while A publishes once more,
+/// alternately without and with a grace period. After every step every listed manifest is
+/// whole, B's latest is the newest, and a restore of the newest holds B's model state; at
+/// the end a quiet gc leaves exactly B's two latest.
+fn zombie_and_new_owner(open: Open, tmp: &Path) {
+    let scope = scope("lineages");
+    let mut a = Source::named(tmp, "owner-a");
+    let a_remote = open(settings("owner-a", Duration::from_secs(3600)));
+    for round in 1..=3 {
+        a.write_and_commit(round);
+        a_remote.publish(&scope, &a.checkpoint()).unwrap();
+    }
+    let fork = a_remote
+        .restore(&scope, None, &tmp.join("owner-b"))
+        .unwrap();
+    assert_eq!(fork.manifest.offsets[0].offset, a.offset);
+    let mut b = Source::restored(tmp, "owner-b", a.model.clone(), a.offset);
+    a.offset_step = 0;
+    let b_remote = open(settings("owner-b", Duration::from_secs(3600)));
+    let mut b_published = Vec::new();
+    let mut gc_saw_publisher = 0;
+    for step in 0..6u32 {
+        let grace = if step % 2 == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(3600)
+        };
+        a.write_and_commit(1000 + 3 * step);
+        a.write_and_commit(1001 + 3 * step);
+        b.write_and_commit(2000 + step);
+        let (ca, cb) = (a.checkpoint(), b.checkpoint());
+        assert!(
+            ca.sequence > cb.sequence,
+            "the zombie's sequence runs ahead"
+        );
+        let rb = std::thread::scope(|s| {
+            let ta = s.spawn(|| a_remote.publish(&scope, &ca).unwrap());
+            let tb = s.spawn(|| b_remote.publish(&scope, &cb).unwrap());
+            ta.join().unwrap();
+            tb.join().unwrap()
+        });
+        b_published.push(rb.manifest.clone());
+        a.write_and_commit(1002 + 3 * step);
+        let ca2 = a.checkpoint();
+        let (ga, gb) = (
+            open(settings("owner-a-gc", grace)),
+            open(settings("owner-b-gc", grace)),
+        );
+        std::thread::scope(|s| {
+            let tp = s.spawn(|| a_remote.publish(&scope, &ca2).unwrap());
+            let t1 = s.spawn(|| ga.gc(&scope, 2).unwrap());
+            let t2 = s.spawn(|| gb.gc(&scope, 2).unwrap());
+            tp.join().unwrap();
+            for report in [t1.join().unwrap(), t2.join().unwrap()] {
+                gc_saw_publisher += usize::from(!report.publishers.is_empty());
+                // B's two latest are the newest two: never deleted.
+                for kept in b_published.iter().rev().take(2) {
+                    assert!(!report.manifests_deleted.contains(kept), "{report:?}");
+                }
+            }
+        });
+        assert_newest_and_whole(
+            &b_remote,
+            &scope,
+            &rb.manifest,
+            &b.model,
+            b.offset,
+            &tmp.join(format!("restored-step-{step}")),
+        );
+    }
+    eprintln!("zombie_and_new_owner: {gc_saw_publisher} of 12 gc runs saw a publisher");
+    let quiet = open(settings("owner-b-gc", Duration::ZERO));
+    let last = quiet.gc(&scope, 2).unwrap();
+    assert!(last.publishers.is_empty(), "{last:?}");
+    let keys = remote_keys(&quiet, &scope);
+    let expected: Vec<String> = b_published.iter().rev().take(2).cloned().collect();
+    assert_eq!(keys, expected);
+    assert_newest_and_whole(
+        &quiet,
+        &scope,
+        &expected[0],
+        &b.model,
+        b.offset,
+        &tmp.join("restored-end"),
+    );
+}
+
+/// The race of a gc against a publish in flight: the zombie's second publish reuses the
+/// table file of its first checkpoint, which no manifest the gc keeps names any more (the
+/// new owner's lineage is further along), and uploads a large new one slowly (bandwidth
+/// bound). A gc with grace period `grace` (0: only the lease protects the publish) runs in
+/// the middle of it. The gc sees the publisher's lease: it deletes manifests only, and the
+/// zombie's manifest, written after the gc, names only files that exist. Once nobody
+/// publishes, a gc deletes the zombie's manifest, then (no grace period) its files.
+fn gc_while_publishing(open: Open, tmp: &Path, grace: Duration) {
+    let scope = scope(if grace.is_zero() {
+        "race"
+    } else {
+        "race-grace"
+    });
+    let mut zombie = Source::named(tmp, "zombie");
+    zombie.write_and_commit(1);
+    // As in incremental_publish_and_restore: let RocksDB finish rewriting the bottom level
+    // so that the next checkpoint keeps this one's table files.
+    zombie.store.compact().unwrap();
+    zombie.write_and_commit(2);
+    drop(zombie.checkpoint());
+    settle(&tmp.join("zombie"));
+    let c1 = zombie.checkpoint();
+    let z_remote = open(settings("zombie", Duration::from_secs(3600)));
+    let first = z_remote.publish(&scope, &c1).unwrap();
+    let mut owner = Source::named(tmp, "owner");
+    owner.offset = 10_000;
+    let o_remote = open(settings("owner", grace));
+    let mut owner_keys = Vec::new();
+    for round in 1..=2 {
+        owner.write_and_commit(round);
+        owner_keys.push(
+            o_remote
+                .publish(&scope, &owner.checkpoint())
+                .unwrap()
+                .manifest,
+        );
+    }
+    // A large new table file beside round 1's.
+    for k in 0..KEYS {
+        let value = format!("{k}-{}", "z".repeat(1500)).into_bytes();
+        zombie.store.put(&key(k), &value, 7).unwrap();
+        zombie.model.insert(k, value);
+    }
+    zombie.offset += 100;
+    zombie
+        .store
+        .commit(&[(tp(), Some(zombie.offset))], None)
+        .unwrap();
+    let c2 = zombie.checkpoint();
+    let kept_tables: BTreeSet<String> = tables(&c2).intersection(&tables(&c1)).cloned().collect();
+    assert!(!kept_tables.is_empty(), "{c1:?} {c2:?}");
+    let new_bytes: u64 = c2
+        .files
+        .iter()
+        .filter(|f| f.name.ends_with(".sst") && !kept_tables.contains(&f.name))
+        .map(|f| f.bytes)
+        .sum();
+    // A full bucket (one second's worth) goes at once, the rest takes about 2 s.
+    let rate = new_bytes / 3;
+    let slow = open(RemoteSettings {
+        max_upload_bytes_per_sec: Some(rate),
+        ..settings("zombie", Duration::from_secs(3600))
+    });
+    let (published, published_at, collected, collected_at) = std::thread::scope(|s| {
+        let p = s.spawn(|| {
+            let r = slow.publish(&scope, &c2).unwrap();
+            (r, Instant::now())
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let g = o_remote.gc(&scope, 1).unwrap();
+        let at = Instant::now();
+        let (r, r_at) = p.join().unwrap();
+        (r, r_at, g, at)
+    });
+    assert!(
+        collected_at < published_at,
+        "the gc ran while the publish was in flight"
+    );
+    assert!(
+        kept_tables.iter().all(|t| published.reused.contains(t)),
+        "{published:?}"
+    );
+    assert_eq!(collected.publishers, vec!["zombie".to_string()]);
+    assert_eq!(collected.files_deleted, 0, "{collected:?}");
+    assert_eq!(
+        collected.manifests_deleted.iter().collect::<BTreeSet<_>>(),
+        [&first.manifest, &owner_keys[0]].into_iter().collect()
+    );
+    // The owner's latest is the newest; the zombie's new manifest is whole and restores.
+    assert_newest_and_whole(
+        &o_remote,
+        &scope,
+        &owner_keys[1],
+        &owner.model,
+        owner.offset,
+        &tmp.join("restored-owner"),
+    );
+    let dest = tmp.join("restored-zombie");
+    o_remote
+        .restore(&scope, Some(&published.manifest), &dest)
+        .unwrap();
+    assert_store_holds(&dest, &zombie.model, zombie.offset);
+
+    let quiet = o_remote.gc(&scope, 1).unwrap();
+    assert!(quiet.publishers.is_empty(), "{quiet:?}");
+    assert_eq!(quiet.manifests_deleted, vec![published.manifest.clone()]);
+    if grace.is_zero() {
+        assert!(quiet.files_deleted > 0, "{quiet:?}");
+    } else {
+        assert_eq!(quiet.files_deleted, 0, "{quiet:?}");
+        assert!(quiet.files_in_grace > 0, "{quiet:?}");
+    }
+    assert_eq!(remote_keys(&o_remote, &scope), vec![owner_keys[1].clone()]);
+    assert_newest_and_whole(
+        &o_remote,
+        &scope,
+        &owner_keys[1],
+        &owner.model,
+        owner.offset,
+        &tmp.join("restored-owner-end"),
+    );
+}
+
 fn all_scenarios(open: Open) {
     type Scenario = fn(Open, &Path);
-    let scenarios: [(&str, Scenario); 5] = [
+    let scenarios: [(&str, Scenario); 8] = [
         ("large_file_in_parts", large_file_in_parts),
         (
             "incremental_publish_and_restore",
@@ -457,6 +721,13 @@ fn all_scenarios(open: Open) {
         ("concurrent_publishers", concurrent_publishers),
         ("gc_keeps_the_newest", gc_keeps_the_newest),
         ("missing_object", missing_object),
+        ("zombie_and_new_owner", zombie_and_new_owner),
+        ("gc_while_publishing", |open, tmp| {
+            gc_while_publishing(open, tmp, Duration::ZERO)
+        }),
+        ("gc_while_publishing_with_grace", |open, tmp| {
+            gc_while_publishing(open, tmp, Duration::from_secs(3600))
+        }),
     ];
     for (name, scenario) in scenarios {
         eprintln!("scenario {name}");
@@ -465,15 +736,8 @@ fn all_scenarios(open: Open) {
     }
 }
 
-fn file_target(root: &Path) -> impl Fn(&str, Duration) -> Remote + '_ {
-    move |writer, grace| {
-        let settings = RemoteSettings {
-            writer_id: writer.into(),
-            gc_grace: grace,
-            ..RemoteSettings::default()
-        };
-        Remote::open(&format!("file://{}", root.display()), &settings).unwrap()
-    }
+fn file_target(root: &Path) -> impl Fn(RemoteSettings) -> Remote + '_ {
+    move |settings| Remote::open(&format!("file://{}", root.display()), &settings).unwrap()
 }
 
 #[test]
@@ -765,10 +1029,8 @@ fn s3_target_publish_list_verify_restore_gc() {
     };
     let moto = start_moto(&bin);
     let endpoint = format!("http://127.0.0.1:{}", moto.port);
-    let open = |writer: &str, grace: Duration| {
+    let open = |settings: RemoteSettings| {
         let settings = RemoteSettings {
-            writer_id: writer.into(),
-            gc_grace: grace,
             options: vec![
                 ("endpoint".into(), endpoint.clone()),
                 ("allow_http".into(), "true".into()),
@@ -776,10 +1038,192 @@ fn s3_target_publish_list_verify_restore_gc() {
                 ("access_key_id".into(), "test".into()),
                 ("secret_access_key".into(), "test".into()),
             ],
-            ..RemoteSettings::default()
+            ..settings
         };
         Remote::open("s3://kstate-test/some/prefix", &settings).unwrap()
     };
     all_scenarios(&open);
+    // The CLI on the same bucket, S3 settings by --s3: the lineage scenario left B's two
+    // latest checkpoints.
+    let s3 = [
+        format!("endpoint={endpoint}"),
+        "allow_http=true".into(),
+        "region=us-east-1".into(),
+        "access_key_id=test".into(),
+        "secret_access_key=test".into(),
+    ];
+    for sub in ["list", "verify"] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
+        cmd.args([
+            "checkpoint",
+            sub,
+            "s3://kstate-test/some/prefix",
+            "app-1",
+            "0_3",
+        ])
+        .arg("lineages");
+        for setting in &s3 {
+            cmd.args(["--s3", setting]);
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{sub}: {text}");
+        let expected = if sub == "list" {
+            "2 checkpoints, 2 readable"
+        } else {
+            "2 checkpoints checked, 0 problems"
+        };
+        assert!(text.contains(expected), "{sub}: {text}");
+        assert_eq!(text.matches("owner-b.json").count(), 2, "{sub}: {text}");
+    }
     drop(moto);
+}
+
+/// Writes a lease marker of the writer `other` by hand (`file://` layout), `age` old.
+fn fake_lease(root: &Path, store: &str, name: &str, age: Duration) -> PathBuf {
+    let dir = root.join("app-1/0_3").join(store).join("leases/other");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, b"{}").unwrap();
+    let file = std::fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(std::time::SystemTime::now() - age)
+        .unwrap();
+    path
+}
+
+/// The lease rules, with markers of another writer written by hand: a publish waits while
+/// a live gc marker is there and goes on when it is gone; an expired gc marker (older than
+/// the 60 s lease) does not hold it; a gc that finds a live publish marker deletes no file
+/// (grace period 0), and one that finds only a dead one (older than two leases) deletes it
+/// and collects the files.
+#[test]
+fn leases_order_publishers_and_collectors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("target");
+    let open = file_target(&root);
+    let scope = scope("leases");
+    let remote = open(settings("writer-a", Duration::ZERO));
+    let mut source = Source::new(tmp.path());
+    source.write_and_commit(1);
+    let c1 = source.checkpoint();
+    remote.publish(&scope, &c1).unwrap();
+
+    let gc_marker = fake_lease(&root, "leases", "gc-1", Duration::ZERO);
+    source.write_and_commit(2);
+    let c2 = source.checkpoint();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let second = std::thread::scope(|s| {
+        let t = s.spawn(|| {
+            let r = remote.publish(&scope, &c2).unwrap();
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            r
+        });
+        std::thread::sleep(Duration::from_millis(600));
+        assert!(
+            !done.load(std::sync::atomic::Ordering::SeqCst),
+            "the publish did not wait for the gc"
+        );
+        std::fs::remove_file(&gc_marker).unwrap();
+        t.join().unwrap()
+    });
+    assert!(second.manifest_created);
+
+    fake_lease(&root, "leases", "gc-2", Duration::from_secs(90));
+    source.write_and_commit(3);
+    let start = Instant::now();
+    let third = remote.publish(&scope, &source.checkpoint()).unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+
+    let live = fake_lease(&root, "leases", "publish-3", Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(20));
+    let held = remote.gc(&scope, 1).unwrap();
+    assert_eq!(held.publishers, vec!["other".to_string()]);
+    assert_eq!(held.files_deleted, 0, "{held:?}");
+    assert_eq!(held.manifests_deleted.len(), 2, "{held:?}");
+    std::fs::remove_file(&live).unwrap();
+    let dead = fake_lease(&root, "leases", "publish-4", Duration::from_secs(300));
+    let freed = remote.gc(&scope, 1).unwrap();
+    assert!(freed.publishers.is_empty(), "{freed:?}");
+    assert!(freed.files_deleted > 0, "{freed:?}");
+    assert!(!dead.exists(), "a dead marker is deleted");
+    assert_eq!(remote_keys(&remote, &scope), vec![third.manifest.clone()]);
+    let check = remote.check(&scope, &third.manifest, true).unwrap();
+    assert!(check.problems.is_empty(), "{:?}", check.problems);
+}
+
+/// The gap path of the lease, with 400 ms leases: a publish lists the files of an earlier
+/// checkpoint whose manifest is gone, then uploads a large new file slowly (bandwidth
+/// bound), so its marker goes unrefreshed past the lease. A gc of another writer running
+/// then finds no live publisher and deletes those orphaned files. The publish notices the
+/// gap, lists again, uploads them again and only then writes its manifest: the manifest is
+/// whole, the report counts them as uploaded, and the checkpoint restores to its model.
+#[test]
+fn a_publish_that_lost_its_lease_checks_its_files_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("target");
+    let open = file_target(&root);
+    let lease = Duration::from_millis(400);
+    let scope = scope("gap");
+    let mut source = Source::named(tmp.path(), "gap");
+    source.write_and_commit(1);
+    source.store.compact().unwrap();
+    source.write_and_commit(2);
+    drop(source.checkpoint());
+    settle(&tmp.path().join("gap"));
+    let c1 = source.checkpoint();
+    let first = open(settings("first", Duration::ZERO))
+        .publish(&scope, &c1)
+        .unwrap();
+    open(settings("first", Duration::ZERO))
+        .delete_object(&scope, &first.manifest)
+        .unwrap();
+    for k in 0..KEYS {
+        let value = format!("{k}-{}", "g".repeat(1500)).into_bytes();
+        source.store.put(&key(k), &value, 9).unwrap();
+        source.model.insert(k, value);
+    }
+    source.offset += 100;
+    source
+        .store
+        .commit(&[(tp(), Some(source.offset))], None)
+        .unwrap();
+    let c2 = source.checkpoint();
+    let kept: BTreeSet<String> = tables(&c2).intersection(&tables(&c1)).cloned().collect();
+    assert!(!kept.is_empty(), "{c1:?} {c2:?}");
+    let new_bytes: u64 = c2
+        .files
+        .iter()
+        .filter(|f| f.name.ends_with(".sst") && !kept.contains(&f.name))
+        .map(|f| f.bytes)
+        .sum();
+    let slow = open(RemoteSettings {
+        max_upload_bytes_per_sec: Some(new_bytes / 3),
+        ..settings("slow", Duration::ZERO)
+    })
+    .with_lease(lease);
+    let collector = open(settings("collector", Duration::ZERO)).with_lease(lease);
+    let (published, collected) = std::thread::scope(|s| {
+        let p = s.spawn(|| slow.publish(&scope, &c2).unwrap());
+        std::thread::sleep(Duration::from_millis(1000));
+        let g = collector.gc(&scope, 1).unwrap();
+        (p.join().unwrap(), g)
+    });
+    assert!(collected.publishers.is_empty(), "{collected:?}");
+    assert!(collected.files_deleted >= kept.len(), "{collected:?}");
+    assert!(published.reused.is_empty(), "{published:?}");
+    for name in &kept {
+        assert!(published.uploaded.contains(name), "{published:?}");
+    }
+    let sent: u64 = published_files(&c2).values().map(|b| b.len() as u64).sum();
+    assert_eq!(published.bytes_uploaded, sent, "{published:?}");
+    let check = collector.check(&scope, &published.manifest, true).unwrap();
+    assert!(check.problems.is_empty(), "{:?}", check.problems);
+    let dest = tmp.path().join("restored-gap");
+    collector.restore(&scope, None, &dest).unwrap();
+    assert_store_holds(&dest, &source.model, source.offset);
 }

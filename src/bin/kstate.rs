@@ -1,4 +1,5 @@
-//! `kstate`: inspect, verify and demonstrate kstate stores.
+//! `kstate`: inspect, verify, upgrade and export kstate stores, and manage their
+//! checkpoints in an object store.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -27,7 +28,8 @@ const EXIT_CODES: &str = "Exit codes:
   0  inspect printed its report; verify found nothing wrong; upgrade upgraded every store it
      converts and left every other one alone on purpose (each listed with the reason)
   1  verify found a problem, or upgrade could not read, check or upgrade a store (each one
-     named in the summary; the others were still upgraded)
+     named in the summary; the others were still upgraded); checkpoint verify found a
+     damaged or missing checkpoint, checkpoint restore a damaged one
   2  the command could not run: bad arguments, a path that is not a store, no store found,
      not enough disk space (nothing was changed)";
 
@@ -89,6 +91,10 @@ pub enum Cmd {
         #[arg(long)]
         checkpoint: bool,
     },
+    /// The checkpoints of a store in an object store (file:// or s3://): list, verify,
+    /// restore, gc. Needs a CLI built with the cargo feature `remote`.
+    #[command(subcommand)]
+    Checkpoint(checkpoint::CheckpointCmd),
     /// Write and commit word counts, kill a writer mid-transaction with SIGKILL, reopen and
     /// show what was recovered.
     Demo {
@@ -146,6 +152,7 @@ pub fn dispatch(command: Cmd) -> ExitCode {
             dry_run,
             checkpoint,
         } => export::cmd_export(&dir, dry_run, checkpoint),
+        Cmd::Checkpoint(command) => checkpoint::run(command),
         Cmd::Demo { dir } => cmd_demo(dir),
         Cmd::DemoWriter { dir } => demo_writer(&dir),
     };
@@ -163,6 +170,9 @@ mod upgrade;
 
 #[path = "kstate/export.rs"]
 mod export;
+
+#[path = "kstate/checkpoint.rs"]
+pub mod checkpoint;
 
 fn parse_format(s: &str) -> Result<ValueFormat, String> {
     ValueFormat::from_name(s)

@@ -11,6 +11,23 @@
 //! overwrite each other's history; garbage collection deletes manifests before files.
 //! docs/operations.md ("Checkpoints in an object store") has the rules and failure modes.
 //!
+//! **Order.** "Newest" (for [`Remote::list`], a restore of the newest, and the manifests a
+//! gc keeps) is decided by the changelog offsets first, not the commit sequence: after a
+//! task moves, the new owner restores sequence s and commits s+1, s+2, ... while a zombie
+//! on the old instance may go on committing s+1, s+2, ... of its own, stale lineage.
+//! Under exactly-once the zombie cannot commit changelog records past the point where the
+//! new owner took over (it is fenced), so offsets order the two lineages where sequences
+//! cannot. Within one lineage offsets and sequences grow together.
+//!
+//! **Publish against gc.** A publish may reuse any file object it finds, even one that no
+//! manifest the gc keeps names (a zombie's table file, a file of a manifest about to be
+//! dropped), and object stores have no conditional delete, so a gc working from a listing
+//! can delete an object between a publisher's listing and its manifest. Lease markers
+//! (see [`Lease`]) exclude that: each side writes its marker, then looks for the other
+//! side's; a publish waits while another writer's gc runs, and a gc that finds another
+//! writer publishing deletes no file. The grace period stays as a second guard (and for
+//! publishers without leases).
+//!
 //! The API is synchronous: the [`Remote`] owns a current-thread tokio runtime and blocks on
 //! it, so callers (the C and Java adapters later) never see async code.
 
@@ -19,7 +36,8 @@ mod manifest;
 use std::collections::{BTreeSet, HashMap};
 use std::io::{Read, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::{StreamExt, TryStreamExt};
@@ -38,6 +56,9 @@ use crate::{CheckpointInfo, Error, Result};
 
 /// Files at most this large go up in one request; larger ones in parts of this size.
 const PART_BYTES: usize = 8 << 20;
+
+/// How long a lease marker counts as live after its last write (see [`Lease`]).
+const LEASE: Duration = Duration::from_secs(60);
 
 /// Where the checkpoints of one store live: the Kafka Streams application id, the task id
 /// and the store name. Each part is one path segment of the object keys.
@@ -192,6 +213,108 @@ pub struct GcReport {
     pub files_deleted: usize,
     /// Unreferenced file objects kept because they are younger than the grace period.
     pub files_in_grace: usize,
+    /// Other writers publishing while this gc ran (their live lease markers): it then
+    /// deleted manifests only, no file, since a publish in flight may name any file it
+    /// found in the target. Empty when it could delete files.
+    pub publishers: Vec<String>,
+    /// The gc stopped deleting files after half its lease (60 s); the next one continues.
+    pub out_of_time: bool,
+}
+
+/// How far a restore is, as [`Remote::restore_with_progress`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestoreProgress {
+    /// Files completely downloaded and checked.
+    pub files_done: usize,
+    /// Files of the checkpoint.
+    pub files_total: usize,
+    /// Bytes downloaded so far.
+    pub bytes_done: u64,
+    /// Bytes of the checkpoint.
+    pub bytes_total: u64,
+}
+
+/// What [`Remote::check`] found about one manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckReport {
+    /// The manifest, when it could be read.
+    pub manifest: Option<Manifest>,
+    /// Every problem found, each naming the manifest and, for a file, its object and
+    /// name. Empty when the checkpoint is whole.
+    pub problems: Vec<String>,
+}
+
+/// Which operation holds a [`Lease`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LeaseKind {
+    Publish,
+    Gc,
+}
+
+impl LeaseKind {
+    fn name(self) -> &'static str {
+        match self {
+            LeaseKind::Publish => "publish",
+            LeaseKind::Gc => "gc",
+        }
+    }
+}
+
+/// A lease marker `<scope>/leases/<writer>/<kind>-<nonce>`: written before a publish
+/// lists the files it may reuse, or before a gc looks for publishers, rewritten every
+/// quarter [`LEASE`] while the operation runs, deleted at its end. Each side writes its
+/// own marker and then lists the other side's, so of a publish and a gc that overlap at
+/// least one sees the other (the store's list is consistent with its puts): the publish
+/// waits for the gc to end, or the gc deletes no file.
+struct Lease {
+    /// The marker's object key.
+    key: String,
+    /// When the marker was last written (taken before the request).
+    written: Instant,
+    /// Set when the marker went unrefreshed for half a lease: someone may have taken it
+    /// for expired.
+    gap: bool,
+    /// The lease's length ([`LEASE`] but in tests).
+    length: Duration,
+}
+
+impl Lease {
+    /// Whether the marker is younger than half a lease: live to every reader whose clock
+    /// is within half a lease of ours.
+    fn fresh(&self) -> bool {
+        self.written.elapsed() < self.length / 2
+    }
+
+    fn refresh(&mut self, remote: &Remote) -> Result<()> {
+        let written = Instant::now();
+        let body = format!(
+            "{{\"writer\":\"{}\",\"pid\":{}}}",
+            remote.settings.writer_id,
+            std::process::id()
+        );
+        remote
+            .runtime
+            .block_on(
+                remote
+                    .store
+                    .put(&ObjectPath::from(self.key.as_str()), PutPayload::from(body)),
+            )
+            .map_err(|e| remote.err(&self.key, e))?;
+        self.written = written;
+        Ok(())
+    }
+
+    /// Rewrites the marker when a quarter lease old; notes a gap past half a lease.
+    fn keep_alive(&mut self, remote: &Remote) -> Result<()> {
+        let age = self.written.elapsed();
+        if age >= self.length / 2 {
+            self.gap = true;
+        }
+        if age >= self.length / 4 {
+            self.refresh(remote)?;
+        }
+        Ok(())
+    }
 }
 
 /// A bytes/s token bucket: a burst of at most one second's worth.
@@ -230,6 +353,13 @@ pub struct Remote {
     settings: RemoteSettings,
     bucket: Option<Mutex<Bucket>>,
     hashes: Mutex<HashMap<HashKey, String>>,
+    /// Publishes share it, a gc takes it alone: this writer's own operations never
+    /// overlap (the leases only guard against other writers).
+    ops: RwLock<()>,
+    /// Makes each lease marker key of this `Remote` unique.
+    nonce: AtomicU64,
+    /// [`LEASE`], shorter in tests.
+    lease: Duration,
 }
 
 impl std::fmt::Debug for Remote {
@@ -326,7 +456,19 @@ impl Remote {
             }),
             settings: settings.clone(),
             hashes: Mutex::new(HashMap::new()),
+            ops: RwLock::new(()),
+            nonce: AtomicU64::new(0),
+            lease: LEASE,
         })
+    }
+
+    /// Sets the lease length (60 s otherwise) of this `Remote`'s markers and of the markers
+    /// it reads. Test support, so that the tests reach the expiry and gap paths in less
+    /// than a minute; every `Remote` of a target must use the same length.
+    #[doc(hidden)]
+    pub fn with_lease(mut self, lease: Duration) -> Remote {
+        self.lease = lease;
+        self
     }
 
     /// The URI given to [`Remote::open`].
@@ -352,6 +494,76 @@ impl Remote {
         checkpoint: &CheckpointInfo,
     ) -> Result<PublishReport> {
         let prefix = scope.prefix()?;
+        let _local = self.ops.read().unwrap_or_else(|e| e.into_inner());
+        let mut lease = self.lease_acquire(&prefix, LeaseKind::Publish)?;
+        let result = self.publish_leased(scope, &prefix, checkpoint, &mut lease);
+        // Best effort: a marker left behind only delays file deletion until it expires.
+        let _ = self.delete(&lease.key);
+        result
+    }
+
+    /// [`Remote::publish`] while holding the publish lease `lease`.
+    fn publish_leased(
+        &self,
+        scope: &StoreScope,
+        prefix: &str,
+        checkpoint: &CheckpointInfo,
+        lease: &mut Lease,
+    ) -> Result<PublishReport> {
+        let mut passes = 0;
+        // Files an earlier pass uploaded count as uploaded, not reused, in the report.
+        let mut uploaded_before = BTreeSet::new();
+        let (report, files) = loop {
+            passes += 1;
+            self.await_no_gc(prefix, lease)?;
+            let mut pass = self.upload_missing(prefix, checkpoint, lease)?;
+            let report = &mut pass.0;
+            let (earlier, reused): (Vec<String>, Vec<String>) = report
+                .reused
+                .drain(..)
+                .partition(|name| uploaded_before.contains(name));
+            report.reused = reused;
+            for name in earlier {
+                let bytes = checkpoint
+                    .files
+                    .iter()
+                    .find(|f| f.name == name)
+                    .map_or(0, |f| f.bytes);
+                report.bytes_reused -= bytes;
+                report.bytes_uploaded += bytes;
+                report.uploaded.push(name);
+            }
+            uploaded_before.extend(report.uploaded.iter().cloned());
+            // The files listed as present are only safe to name while this publisher's
+            // lease was visible to every gc the whole time since the listing; after a gap
+            // (a paused process, one request slower than half the lease) a gc may have
+            // deleted one of them, so check and upload again under a fresh lease.
+            if !lease.gap && lease.fresh() {
+                break pass;
+            }
+            if passes >= 3 {
+                return Err(Error::io(
+                    format!("{}/{prefix}", self.uri.trim_end_matches('/')),
+                    std::io::Error::other(
+                        "publish could not keep its lease: three passes each had a gap longer \
+                         than half the lease (process paused, or requests too slow)",
+                    ),
+                ));
+            }
+            lease.refresh(self)?;
+            lease.gap = false;
+        };
+        self.write_manifest(scope, prefix, checkpoint, report, files)
+    }
+
+    /// Uploads every file of `checkpoint` whose content the target does not hold,
+    /// refreshing `lease` between files.
+    fn upload_missing(
+        &self,
+        prefix: &str,
+        checkpoint: &CheckpointInfo,
+        lease: &mut Lease,
+    ) -> Result<(PublishReport, Vec<ManifestFile>)> {
         let files_prefix = format!("{prefix}/files");
         let present = self.list_sizes(&files_prefix)?;
         let mut report = PublishReport {
@@ -369,6 +581,7 @@ impl Remote {
                 // different every time.
                 continue;
             }
+            lease.keep_alive(self)?;
             let path = checkpoint.path.join(&file.name);
             let sha256 = self.content_hash(&file.name, &path)?;
             let object = format!("files/{sha256}");
@@ -376,7 +589,7 @@ impl Remote {
                 report.reused.push(file.name.clone());
                 report.bytes_reused += file.bytes;
             } else {
-                self.upload(&format!("{prefix}/{object}"), &path, file.bytes)?;
+                self.upload(&format!("{prefix}/{object}"), &path, file.bytes, lease)?;
                 report.uploaded.push(file.name.clone());
                 report.bytes_uploaded += file.bytes;
             }
@@ -387,6 +600,18 @@ impl Remote {
                 sha256,
             });
         }
+        Ok((report, files))
+    }
+
+    /// Writes the manifest of `checkpoint` naming `files`, create-only.
+    fn write_manifest(
+        &self,
+        scope: &StoreScope,
+        prefix: &str,
+        checkpoint: &CheckpointInfo,
+        mut report: PublishReport,
+        files: Vec<ManifestFile>,
+    ) -> Result<PublishReport> {
         let manifest = Manifest {
             format: MANIFEST_FORMAT,
             kstate_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -494,30 +719,22 @@ impl Remote {
     }
 
     /// Uploads the local file `path` (expected `size` bytes) to `key`, in parts when large,
-    /// within the bandwidth bound.
-    fn upload(&self, key: &str, path: &Path, size: u64) -> Result<()> {
+    /// within the bandwidth bound, keeping `lease` alive between parts.
+    fn upload(&self, key: &str, path: &Path, size: u64, lease: &mut Lease) -> Result<()> {
         let location = ObjectPath::from(key);
         let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let read_part = |file: &mut std::fs::File| -> Result<Vec<u8>> {
-            let mut part = Vec::with_capacity(PART_BYTES);
-            Read::take(&mut *file, PART_BYTES as u64)
-                .read_to_end(&mut part)
-                .map_err(|e| Error::io(path, e))?;
-            self.throttle(part.len() as u64);
-            Ok(part)
-        };
-        let changed = || {
+        let changed = |sent: u64| {
             Error::io(
                 path,
                 std::io::Error::other(format!(
-                    "changed size while uploading (expected {size} bytes)"
+                    "changed size while uploading ({sent} bytes, expected {size})"
                 )),
             )
         };
         if size <= PART_BYTES as u64 {
-            let data = read_part(&mut file)?;
+            let data = self.read_part(&mut file, path)?;
             if data.len() as u64 != size {
-                return Err(changed());
+                return Err(changed(data.len() as u64));
             }
             // Content-addressed: overwriting an object with the same name writes the same
             // bytes, so no condition is needed.
@@ -530,8 +747,25 @@ impl Remote {
             .runtime
             .block_on(self.store.put_multipart(&location))
             .map_err(|e| self.err(key, e))?;
-        let result = self.send_parts(upload.as_mut(), key, &mut file, &read_part, size);
-        match result {
+        let mut send_parts = || -> Result<()> {
+            let mut sent = 0u64;
+            loop {
+                lease.keep_alive(self)?;
+                let data = self.read_part(&mut file, path)?;
+                if data.is_empty() {
+                    break;
+                }
+                sent += data.len() as u64;
+                self.runtime
+                    .block_on(upload.put_part(PutPayload::from(data)))
+                    .map_err(|e| self.err(key, e))?;
+            }
+            if sent != size {
+                return Err(changed(sent));
+            }
+            Ok(())
+        };
+        match send_parts() {
             Ok(()) => self
                 .runtime
                 .block_on(upload.complete())
@@ -545,35 +779,14 @@ impl Remote {
         }
     }
 
-    /// Sends the parts of a multipart upload; the file must hold exactly `size` bytes.
-    fn send_parts(
-        &self,
-        upload: &mut dyn MultipartUpload,
-        key: &str,
-        file: &mut std::fs::File,
-        read_part: &dyn Fn(&mut std::fs::File) -> Result<Vec<u8>>,
-        size: u64,
-    ) -> Result<()> {
-        let mut sent = 0u64;
-        loop {
-            let data = read_part(file)?;
-            if data.is_empty() {
-                break;
-            }
-            sent += data.len() as u64;
-            self.runtime
-                .block_on(upload.put_part(PutPayload::from(data)))
-                .map_err(|e| self.err(key, e))?;
-        }
-        if sent != size {
-            return Err(Error::io(
-                key,
-                std::io::Error::other(format!(
-                    "the local file changed size while uploading ({sent} bytes, expected {size})"
-                )),
-            ));
-        }
-        Ok(())
+    /// The next part (at most [`PART_BYTES`]) of `file`, once the bandwidth bound allows.
+    fn read_part(&self, file: &mut std::fs::File, path: &Path) -> Result<Vec<u8>> {
+        let mut part = Vec::with_capacity(PART_BYTES);
+        Read::take(&mut *file, PART_BYTES as u64)
+            .read_to_end(&mut part)
+            .map_err(|e| Error::io(path, e))?;
+        self.throttle(part.len() as u64);
+        Ok(part)
     }
 
     fn throttle(&self, bytes: u64) {
@@ -582,9 +795,13 @@ impl Remote {
         }
     }
 
-    /// Every manifest of `scope`, newest first: by commit sequence, then publication time,
-    /// then key. Unreadable manifests are listed with the reason (and sort by their key's
-    /// sequence).
+    /// Every manifest of `scope`, newest first: by the sum of its changelog offsets, then
+    /// commit sequence, publication time and key. Unreadable manifests are listed first,
+    /// with the reason (their offsets are unknown; among themselves by their key's
+    /// sequence). Offsets come first because two lineages of one task (a zombie that
+    /// keeps committing on stale state and the new owner that restored one of its
+    /// checkpoints) reuse the same sequence numbers, while exactly-once stops the zombie's
+    /// offsets where the new owner started.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad scope; [`Error::Io`] when a request fails.
@@ -675,6 +892,21 @@ impl Remote {
         key: Option<&str>,
         dest: &Path,
     ) -> Result<RestoreReport> {
+        self.restore_with_progress(scope, key, dest, &mut |_| {})
+    }
+
+    /// [`Remote::restore`], calling `progress` after each piece of data received and after
+    /// each file (the last call has `files_done == files_total`).
+    ///
+    /// # Errors
+    /// As [`Remote::restore`].
+    pub fn restore_with_progress(
+        &self,
+        scope: &StoreScope,
+        key: Option<&str>,
+        dest: &Path,
+        progress: &mut dyn FnMut(RestoreProgress),
+    ) -> Result<RestoreReport> {
         let prefix = scope.prefix()?;
         let key = match key {
             Some(k) => k.to_string(),
@@ -702,10 +934,33 @@ impl Remote {
         let mut guard = Staging::new(staging.clone());
         guard.clear()?;
         std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
-        let mut bytes = 0;
+        let mut done = RestoreProgress {
+            files_done: 0,
+            files_total: manifest.files.len(),
+            bytes_done: 0,
+            bytes_total: manifest.files.iter().map(|f| f.size).sum(),
+        };
         for file in &manifest.files {
             check_file_name(&file.name)?;
-            bytes += self.download(&prefix, &key, file, &staging.join(&file.name))?;
+            let path = staging.join(&file.name);
+            let mut out = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+            let base = done.bytes_done;
+            let fetched = self.fetch(
+                &prefix,
+                &key,
+                file,
+                Some((&mut out, path.as_path())),
+                &mut |n| {
+                    done.bytes_done = base + n;
+                    progress(done);
+                },
+            )?;
+            if let Some(problem) = fetched {
+                return Err(Error::Corruption(problem));
+            }
+            out.sync_all().map_err(|e| Error::io(&path, e))?;
+            done.files_done += 1;
+            progress(done);
         }
         crate::failpoint::hit("remote-before-restore-rename");
         sync_dir(&staging)?;
@@ -717,27 +972,82 @@ impl Remote {
         Ok(RestoreReport {
             manifest_key: key,
             files: manifest.files.len(),
-            bytes,
+            bytes: done.bytes_done,
             manifest,
         })
     }
 
-    /// Streams one object to `path`, checking its size and hash; returns its size.
-    fn download(&self, prefix: &str, key: &str, file: &ManifestFile, path: &Path) -> Result<u64> {
+    /// Checks the manifest `key` of `scope` and the files it names, collecting every
+    /// problem: an unreadable manifest, a missing object, one of another size, and with
+    /// `contents` one whose SHA-256 differs (each object is downloaded and hashed, not
+    /// stored).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad scope; [`Error::Io`] when a request fails (a
+    /// missing manifest or object is a problem, not an error).
+    pub fn check(&self, scope: &StoreScope, key: &str, contents: bool) -> Result<CheckReport> {
+        let prefix = scope.prefix()?;
+        let mut report = CheckReport {
+            manifest: None,
+            problems: Vec::new(),
+        };
+        let manifest = match self.read_manifest(&prefix, key) {
+            Ok(m) => m,
+            Err(Error::Corruption(why)) => {
+                report.problems.push(why);
+                return Ok(report);
+            }
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                report
+                    .problems
+                    .push(format!("manifest {key}: no such object"));
+                return Ok(report);
+            }
+            Err(e) => return Err(e),
+        };
+        let present = self.list_sizes(&format!("{prefix}/files"))?;
+        for file in &manifest.files {
+            let name = file.object.trim_start_matches("files/");
+            match present.get(name) {
+                Some(size) if *size == file.size => {
+                    if contents {
+                        if let Some(problem) = self.fetch(&prefix, key, file, None, &mut |_| {})? {
+                            report.problems.push(problem);
+                        }
+                    }
+                }
+                Some(size) => report.problems.push(format!(
+                    "checkpoint {key}: object {} of {} has {size} bytes, the manifest says {}",
+                    file.object, file.name, file.size
+                )),
+                None => report.problems.push(format!(
+                    "checkpoint {key}: object {} ({}) is missing from {}",
+                    file.object, file.name, self.uri
+                )),
+            }
+        }
+        report.manifest = Some(manifest);
+        Ok(report)
+    }
+
+    /// Streams one object, into `out` when given, hashing it; `received` gets the bytes
+    /// so far. Returns the problem when it is missing or differs from the manifest.
+    fn fetch(
+        &self,
+        prefix: &str,
+        key: &str,
+        file: &ManifestFile,
+        mut out: Option<(&mut std::fs::File, &Path)>,
+        received: &mut dyn FnMut(u64),
+    ) -> Result<Option<String>> {
         let object_key = format!("{prefix}/{}", file.object);
         let location = ObjectPath::from(object_key.as_str());
-        let mut out = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
         let mut hasher = Sha256::new();
         let mut written = 0u64;
-        let result: std::result::Result<(), Error> = self.runtime.block_on(async {
+        let result: Result<bool> = self.runtime.block_on(async {
             let got = match self.store.get(&location).await {
                 Ok(got) => got,
-                Err(object_store::Error::NotFound { .. }) => {
-                    return Err(Error::Corruption(format!(
-                        "checkpoint {key}: object {} ({}) is missing from {}",
-                        file.object, file.name, self.uri
-                    )))
-                }
+                Err(object_store::Error::NotFound { .. }) => return Ok(false),
                 Err(e) => return Err(self.err(&object_key, e)),
             };
             let mut stream = got.into_stream();
@@ -745,21 +1055,29 @@ impl Remote {
                 let chunk = chunk.map_err(|e| self.err(&object_key, e))?;
                 hasher.update(&chunk);
                 written += chunk.len() as u64;
-                out.write_all(&chunk).map_err(|e| Error::io(path, e))?;
+                if let Some((out, path)) = out.as_mut() {
+                    let path: &Path = path;
+                    out.write_all(&chunk).map_err(|e| Error::io(path, e))?;
+                }
+                received(written);
             }
-            Ok(())
+            Ok(true)
         });
-        result?;
+        if !result? {
+            return Ok(Some(format!(
+                "checkpoint {key}: object {} ({}) is missing from {}",
+                file.object, file.name, self.uri
+            )));
+        }
         let sha256 = manifest::to_hex(&hasher.finalize());
         if written != file.size || sha256 != file.sha256 {
-            return Err(Error::Corruption(format!(
+            return Ok(Some(format!(
                 "checkpoint {key}: object {} ({}) has {written} bytes with SHA-256 {sha256}, \
                  the manifest says {} bytes, {}",
                 file.object, file.name, file.size, file.sha256
             )));
         }
-        out.sync_all().map_err(|e| Error::io(path, e))?;
-        Ok(written)
+        Ok(None)
     }
 
     /// Deletes the manifests of `scope` beyond the newest `keep_newest` readable ones (and
@@ -777,8 +1095,27 @@ impl Remote {
             ));
         }
         let prefix = scope.prefix()?;
+        let _local = self.ops.write().unwrap_or_else(|e| e.into_inner());
+        let lease = self.lease_acquire(&prefix, LeaseKind::Gc)?;
+        let result = self.gc_leased(scope, &prefix, keep_newest, &lease);
+        // Best effort: a marker left behind only holds publishers back until it expires.
+        let _ = self.delete(&lease.key);
+        result
+    }
+
+    /// [`Remote::gc`] while holding the gc lease `lease`.
+    fn gc_leased(
+        &self,
+        scope: &StoreScope,
+        prefix: &str,
+        keep_newest: usize,
+        lease: &Lease,
+    ) -> Result<GcReport> {
         let grace_ms = i64::try_from(self.settings.gc_grace.as_millis()).unwrap_or(i64::MAX);
         let cutoff = now_ms().saturating_sub(grace_ms);
+        // After our marker is written: a publisher that started before sees it and waits,
+        // one that is publishing now is in this list (see the module documentation).
+        let publishers = self.live_leases(prefix, LeaseKind::Publish)?;
         let manifest_times: HashMap<String, i64> = self
             .list_objects(&format!("{prefix}/manifests"))?
             .into_iter()
@@ -805,6 +1142,13 @@ impl Remote {
                 report.manifests_deleted.push(summary.key);
             }
         }
+        self.delete_expired_leases(prefix)?;
+        if !publishers.is_empty() {
+            // A live publisher may name any file it listed, even one no manifest names
+            // yet: deleting files waits for a gc that runs while nobody publishes.
+            report.publishers = publishers;
+            return Ok(report);
+        }
         for (name, _, modified) in self.list_objects(&format!("{prefix}/files"))? {
             let object = format!("files/{name}");
             if referenced.contains(&object) {
@@ -814,11 +1158,117 @@ impl Remote {
                 report.files_in_grace += 1;
                 continue;
             }
+            if !lease.fresh() {
+                // A publisher may already take our marker for expired.
+                report.out_of_time = true;
+                break;
+            }
             crate::failpoint::hit("remote-gc-file");
             self.delete(&format!("{prefix}/{object}"))?;
             report.files_deleted += 1;
         }
         Ok(report)
+    }
+
+    /// Writes a new lease marker of this writer (see [`Lease`]).
+    fn lease_acquire(&self, prefix: &str, kind: LeaseKind) -> Result<Lease> {
+        let n = self.nonce.fetch_add(1, Ordering::Relaxed);
+        let key = format!(
+            "{prefix}/leases/{}/{}-{:x}-{:x}-{n}",
+            self.settings.writer_id,
+            kind.name(),
+            std::process::id(),
+            now_ms()
+        );
+        let mut lease = Lease {
+            key,
+            written: Instant::now(),
+            gap: false,
+            length: self.lease,
+        };
+        lease.refresh(self)?;
+        Ok(lease)
+    }
+
+    /// Writer ids of the live lease markers of `kind` of other writers.
+    fn live_leases(&self, prefix: &str, kind: LeaseKind) -> Result<Vec<String>> {
+        let lease_ms = self.lease.as_millis() as i64;
+        let now = now_ms();
+        let mut writers: Vec<String> = self
+            .list_leases(prefix)?
+            .into_iter()
+            .filter(|(writer, name, modified)| {
+                *writer != self.settings.writer_id
+                    && name.starts_with(&format!("{}-", kind.name()))
+                    && now - modified < lease_ms
+            })
+            .map(|(writer, _, _)| writer)
+            .collect();
+        writers.sort();
+        writers.dedup();
+        Ok(writers)
+    }
+
+    /// (writer, marker name, last modified ms) of every lease marker of the store.
+    fn list_leases(&self, prefix: &str) -> Result<Vec<(String, String, i64)>> {
+        let leases = format!("{prefix}/leases");
+        let location = ObjectPath::from(leases.as_str());
+        let metas: Vec<object_store::ObjectMeta> = self
+            .runtime
+            .block_on(self.store.list(Some(&location)).try_collect())
+            .map_err(|e| self.err(&leases, e))?;
+        Ok(metas
+            .into_iter()
+            .filter_map(|m| {
+                let parts: Vec<String> = m.location.parts().map(|p| p.as_ref().into()).collect();
+                let [.., writer, name] = parts.as_slice() else {
+                    return None;
+                };
+                Some((
+                    writer.clone(),
+                    name.clone(),
+                    m.last_modified.timestamp_millis(),
+                ))
+            })
+            .collect())
+    }
+
+    /// Deletes the markers of killed publishers and collectors (a live one is rewritten
+    /// every quarter lease, so one older than two leases is dead).
+    fn delete_expired_leases(&self, prefix: &str) -> Result<()> {
+        let dead_ms = 2 * self.lease.as_millis() as i64;
+        let now = now_ms();
+        for (writer, name, modified) in self.list_leases(prefix)? {
+            if now - modified > dead_ms {
+                self.delete(&format!("{prefix}/leases/{writer}/{name}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until no other writer's gc holds a live lease on the store, keeping `lease`
+    /// (written before the first look) alive meanwhile.
+    fn await_no_gc(&self, prefix: &str, lease: &mut Lease) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            let collectors = self.live_leases(prefix, LeaseKind::Gc)?;
+            if collectors.is_empty() {
+                return Ok(());
+            }
+            // A gc deletes nothing after half its lease and its marker expires after one.
+            if start.elapsed() > 2 * self.lease {
+                return Err(Error::io(
+                    format!("{}/{prefix}", self.uri.trim_end_matches('/')),
+                    std::io::Error::other(format!(
+                        "a garbage collection by {} kept its lease longer than {:?}",
+                        collectors.join(", "),
+                        2 * self.lease
+                    )),
+                ));
+            }
+            lease.keep_alive(self)?;
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Deletes one object of `scope` (`key` relative to it, as manifests name objects).
@@ -840,10 +1290,17 @@ impl Remote {
     }
 }
 
-/// Newest-first order: sequence, publication time, key.
-fn order_key(s: &ManifestSummary) -> (u64, i64, String) {
+/// Newest-first order (see [`Remote::list`]): unreadable manifests first, then the sum of
+/// the changelog offsets, commit sequence, publication time, key.
+fn order_key(s: &ManifestSummary) -> (bool, i128, u64, i64, String) {
     match &s.manifest {
-        Ok(m) => (m.sequence, m.published_at_ms, s.key.clone()),
+        Ok(m) => (
+            false,
+            m.offsets.iter().map(|o| i128::from(o.offset)).sum(),
+            m.sequence,
+            m.published_at_ms,
+            s.key.clone(),
+        ),
         Err(_) => {
             let seq = s
                 .key
@@ -852,7 +1309,7 @@ fn order_key(s: &ManifestSummary) -> (u64, i64, String) {
                 .next()
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(0);
-            (seq, 0, s.key.clone())
+            (true, 0, seq, 0, s.key.clone())
         }
     }
 }
