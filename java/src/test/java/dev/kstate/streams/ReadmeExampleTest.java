@@ -26,7 +26,7 @@ import org.junit.Before;
 import org.junit.Test;
 
 /**
- * The README's two Java examples are this file's marked regions, byte for byte (after their
+ * The README's Java examples are this file's marked regions, byte for byte (after their
  * indentation), and run here: every DSL store becomes a kstate store, and the count chosen
  * by name is a kstate store with the counts the input implies.
  */
@@ -73,6 +73,22 @@ public class ReadmeExampleTest {
             StateStore totals = inner(driver.getAllStateStores().get("totals"));
             assertTrue(String.valueOf(totals), totals.getClass().getName().startsWith("dev.kstate."));
         }
+    }
+
+    /** The README's checkpoint settings are valid kstate configuration and read as it says. */
+    @Test
+    public void theReadmeCheckpointSettingsAreValid() {
+        Properties props = new Properties();
+        // README:begin
+        props.put("kstate.checkpoint.uri", "s3://my-bucket/kstate");   // or file:///shared/dir
+        props.put("kstate.checkpoint.s3.region", "eu-west-1");        // any object_store S3 option; AWS_* env applies too
+        // README:end
+        java.util.Map<String, Object> configs = new java.util.HashMap<>();
+        props.forEach((k, v) -> configs.put(String.valueOf(k), v));
+        KstateStoreOptions.validate(configs);
+        CheckpointSettings settings = CheckpointSettings.of(configs);
+        assertEquals("s3://my-bucket/kstate", settings.uri);
+        assertEquals(java.util.Collections.singletonMap("region", "eu-west-1"), settings.s3Options);
     }
 
     @Test
