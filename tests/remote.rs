@@ -88,6 +88,40 @@ impl Source {
             .unwrap();
     }
 
+    /// Rewrites every key with a 1.5 KB value made of `fill`, commits, and checkpoints: the
+    /// new checkpoint keeps some table files of `earlier` and adds a large new one. Returns
+    /// it, the table files it shares with `earlier`, and the bytes of its other table files
+    /// (what a publish uploads).
+    fn grow_past(
+        &mut self,
+        earlier: &CheckpointInfo,
+        fill: &str,
+        timestamp: i64,
+    ) -> (CheckpointInfo, BTreeSet<String>, u64) {
+        for k in 0..KEYS {
+            let value = format!("{k}-{}", fill.repeat(1500)).into_bytes();
+            self.store.put(&key(k), &value, timestamp).unwrap();
+            self.model.insert(k, value);
+        }
+        self.offset += 100;
+        self.store
+            .commit(&[(tp(), Some(self.offset))], None)
+            .unwrap();
+        let next = self.checkpoint();
+        let kept: BTreeSet<String> = tables(&next)
+            .intersection(&tables(earlier))
+            .cloned()
+            .collect();
+        assert!(!kept.is_empty(), "{earlier:?} {next:?}");
+        let new_bytes = next
+            .files
+            .iter()
+            .filter(|f| f.name.ends_with(".sst") && !kept.contains(&f.name))
+            .map(|f| f.bytes)
+            .sum();
+        (next, kept, new_bytes)
+    }
+
     fn checkpoint(&mut self) -> CheckpointInfo {
         self.checkpoints += 1;
         let dir = self
@@ -625,25 +659,7 @@ fn gc_while_publishing(open: Open, tmp: &Path, grace: Duration) {
         );
     }
     // A large new table file beside round 1's.
-    for k in 0..KEYS {
-        let value = format!("{k}-{}", "z".repeat(1500)).into_bytes();
-        zombie.store.put(&key(k), &value, 7).unwrap();
-        zombie.model.insert(k, value);
-    }
-    zombie.offset += 100;
-    zombie
-        .store
-        .commit(&[(tp(), Some(zombie.offset))], None)
-        .unwrap();
-    let c2 = zombie.checkpoint();
-    let kept_tables: BTreeSet<String> = tables(&c2).intersection(&tables(&c1)).cloned().collect();
-    assert!(!kept_tables.is_empty(), "{c1:?} {c2:?}");
-    let new_bytes: u64 = c2
-        .files
-        .iter()
-        .filter(|f| f.name.ends_with(".sst") && !kept_tables.contains(&f.name))
-        .map(|f| f.bytes)
-        .sum();
+    let (c2, kept_tables, new_bytes) = zombie.grow_past(&c1, "z", 7);
     // A full bucket (one second's worth) goes at once, the rest takes about 2 s.
     let rate = new_bytes / 3;
     let slow = open(RemoteSettings {
@@ -1182,25 +1198,7 @@ fn a_publish_that_lost_its_lease_checks_its_files_again() {
     open(settings("first", Duration::ZERO))
         .delete_object(&scope, &first.manifest)
         .unwrap();
-    for k in 0..KEYS {
-        let value = format!("{k}-{}", "g".repeat(1500)).into_bytes();
-        source.store.put(&key(k), &value, 9).unwrap();
-        source.model.insert(k, value);
-    }
-    source.offset += 100;
-    source
-        .store
-        .commit(&[(tp(), Some(source.offset))], None)
-        .unwrap();
-    let c2 = source.checkpoint();
-    let kept: BTreeSet<String> = tables(&c2).intersection(&tables(&c1)).cloned().collect();
-    assert!(!kept.is_empty(), "{c1:?} {c2:?}");
-    let new_bytes: u64 = c2
-        .files
-        .iter()
-        .filter(|f| f.name.ends_with(".sst") && !kept.contains(&f.name))
-        .map(|f| f.bytes)
-        .sum();
+    let (c2, kept, new_bytes) = source.grow_past(&c1, "g", 9);
     let slow = open(RemoteSettings {
         max_upload_bytes_per_sec: Some(new_bytes / 3),
         ..settings("slow", Duration::ZERO)
