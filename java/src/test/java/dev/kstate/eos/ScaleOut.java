@@ -136,10 +136,11 @@ public final class ScaleOut {
             b = EosRig.start(variant + "-b", broker, appId, new File(base, appId + "-b"), logs,
                 common.toArray(new String[0]));
             // the second instance runs its share of the tasks: RUNNING with active tasks, every restore ended
-            EosRig.check(b.await(x -> activeRunningMs(x) >= 0 && x.restores.stream().allMatch(r -> r.restored >= 0),
+            EosRig.check(b.await(x -> firstActive(x) != null && x.restores.stream().allMatch(r -> r.restored >= 0),
                 3_600_000), variant + " B never ran active tasks: " + b.tail());
-            res.runningMs = activeRunningMs(b);
-            res.activeTasks = activeTasks(b);
+            long[] active = firstActive(b);
+            res.runningMs = active[0];
+            res.activeTasks = (int) active[1];
             res.restored = b.restoredByStore().values().stream().mapToLong(Long::longValue).sum();
             for (RealBrokerCheckpointTest.FromCheckpoint f : RealBrokerCheckpointTest.fromCheckpoints(b)) {
                 res.downloaded += f.bytes;
@@ -163,29 +164,20 @@ public final class ScaleOut {
         return res;
     }
 
-    /** The ms (since its JVM started) of the first RUNNING with active tasks; -1 before. */
-    static long activeRunningMs(App app) {
+    /**
+     * The first {@code ACTIVE} line with active tasks: {ms since its JVM started, tasks}, or
+     * null before.
+     */
+    static long[] firstActive(App app) {
         synchronized (app.lines) {
             for (String line : app.lines) {
                 String[] f = line.split(" ");
                 if (f[0].equals("ACTIVE") && Integer.parseInt(f[1]) > 0) {
-                    return Long.parseLong(f[2]);
+                    return new long[] {Long.parseLong(f[2]), Integer.parseInt(f[1])};
                 }
             }
         }
-        return -1;
-    }
-
-    static int activeTasks(App app) {
-        synchronized (app.lines) {
-            for (String line : app.lines) {
-                String[] f = line.split(" ");
-                if (f[0].equals("ACTIVE") && Integer.parseInt(f[1]) > 0) {
-                    return Integer.parseInt(f[1]);
-                }
-            }
-        }
-        return 0;
+        return null;
     }
 
     /**
