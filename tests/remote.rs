@@ -430,6 +430,46 @@ fn gc_keeps_the_newest(open: Open, tmp: &Path) {
     );
 }
 
+/// A restore's progress, reported while several files download at once, only grows and
+/// ends at the checkpoint's totals, with one call per file completed.
+fn restore_progress(open: Open, tmp: &Path) {
+    let scope = scope("progress");
+    let remote = open(settings("writer-a", Duration::from_secs(3600)));
+    let mut source = Source::new(tmp);
+    for round in 1..=6 {
+        // one table file per round: a checkpoint of several files
+        source.write_and_commit(round);
+        drop(source.checkpoint());
+    }
+    let c = source.checkpoint();
+    let report = remote.publish(&scope, &c).unwrap();
+    let manifest = remote.verify(&scope, &report.manifest).unwrap();
+    assert!(manifest.files.len() > 4, "{:?}", manifest.files);
+    let dest = tmp.join("restored");
+    let mut seen = Vec::new();
+    let restored = remote
+        .restore_with_progress(&scope, None, &dest, &mut |p| seen.push(p))
+        .unwrap();
+    let total: u64 = manifest.files.iter().map(|f| f.size).sum();
+    let last = *seen.last().unwrap();
+    assert_eq!(last.files_done, manifest.files.len());
+    assert_eq!(last.files_total, manifest.files.len());
+    assert_eq!((last.bytes_done, last.bytes_total), (total, total));
+    assert_eq!(restored.bytes, total);
+    for pair in seen.windows(2) {
+        assert!(pair[1].bytes_done >= pair[0].bytes_done, "{pair:?}");
+        assert!(pair[1].files_done >= pair[0].files_done, "{pair:?}");
+    }
+    let file_steps = seen
+        .windows(2)
+        .filter(|w| w[1].files_done > w[0].files_done);
+    assert_eq!(
+        file_steps.count() + usize::from(seen[0].files_done == 1),
+        manifest.files.len()
+    );
+    assert_store_holds(&dest, &source.model, source.offset);
+}
+
 /// A manifest naming a missing object fails verify and restore clearly; the restore
 /// leaves nothing at the destination, not even its hidden staging directory.
 fn missing_object(open: Open, tmp: &Path) {
@@ -728,8 +768,9 @@ fn gc_while_publishing(open: Open, tmp: &Path, grace: Duration) {
 
 fn all_scenarios(open: Open) {
     type Scenario = fn(Open, &Path);
-    let scenarios: [(&str, Scenario); 8] = [
+    let scenarios: [(&str, Scenario); 9] = [
         ("large_file_in_parts", large_file_in_parts),
+        ("restore_progress", restore_progress),
         (
             "incremental_publish_and_restore",
             incremental_publish_and_restore,

@@ -119,7 +119,14 @@ impl Manifest {
                 version.format
             ));
         }
-        serde_json::from_str(envelope.body.get()).map_err(|e| format!("bad manifest body: {e}"))
+        let manifest: Manifest = serde_json::from_str(envelope.body.get())
+            .map_err(|e| format!("bad manifest body: {e}"))?;
+        // A restore writes every file to its own path, several at once.
+        let mut names = std::collections::HashSet::new();
+        if let Some(twice) = manifest.files.iter().find(|f| !names.insert(&f.name)) {
+            return Err(format!("the manifest names the file {} twice", twice.name));
+        }
+        Ok(manifest)
     }
 }
 
@@ -180,6 +187,14 @@ mod tests {
         assert_ne!(tampered, text);
         let err = Manifest::decode(tampered.as_bytes()).unwrap_err();
         assert!(err.contains("checksum mismatch"), "{err}");
+    }
+
+    #[test]
+    fn a_file_named_twice_is_refused() {
+        let mut m = sample();
+        m.files.push(m.files[0].clone());
+        let err = Manifest::decode(&m.encode().unwrap()).unwrap_err();
+        assert!(err.contains("names the file 000009.sst twice"), "{err}");
     }
 
     #[test]

@@ -36,7 +36,7 @@ mod manifest;
 use std::collections::{BTreeSet, HashMap};
 use std::io::{Read, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -45,7 +45,9 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::prefix::PrefixStore;
-use object_store::{MultipartUpload, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{
+    GetResultPayload, MultipartUpload, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+};
 use sha2::{Digest, Sha256};
 
 pub use manifest::{Manifest, ManifestFile, MANIFEST_FORMAT};
@@ -56,6 +58,21 @@ use crate::{CheckpointInfo, Error, Result};
 
 /// Files at most this large go up in one request; larger ones in parts of this size.
 const PART_BYTES: usize = 8 << 20;
+
+/// The piece size of reads of a `file://` target's objects and of local files.
+const READ_BYTES: usize = 1 << 20;
+
+/// Files a restore downloads at once, each on its own thread: requests in flight hide the
+/// object store's latency, and hashing, writing and syncing spread over the cores.
+const DOWNLOAD_THREADS: usize = 4;
+
+/// What a download thread reports to the restore's thread.
+enum Downloaded {
+    /// This many more bytes were received.
+    Bytes(u64),
+    /// One more file was received, checked and synced.
+    File,
+}
 
 /// How long a lease marker counts as live after its last write (see [`Lease`]).
 const LEASE: Duration = Duration::from_secs(60);
@@ -678,7 +695,7 @@ impl Remote {
         }
         let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 1 << 20];
+        let mut buf = vec![0u8; READ_BYTES];
         loop {
             let n = file.read(&mut buf).map_err(|e| Error::io(path, e))?;
             if n == 0 {
@@ -934,34 +951,22 @@ impl Remote {
         let mut guard = Staging::new(staging.clone());
         guard.clear()?;
         std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+        for file in &manifest.files {
+            check_file_name(&file.name)?;
+        }
         let mut done = RestoreProgress {
             files_done: 0,
             files_total: manifest.files.len(),
             bytes_done: 0,
             bytes_total: manifest.files.iter().map(|f| f.size).sum(),
         };
-        for file in &manifest.files {
-            check_file_name(&file.name)?;
-            let path = staging.join(&file.name);
-            let mut out = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
-            let base = done.bytes_done;
-            let fetched = self.fetch(
-                &prefix,
-                &key,
-                file,
-                Some((&mut out, path.as_path())),
-                &mut |n| {
-                    done.bytes_done = base + n;
-                    progress(done);
-                },
-            )?;
-            if let Some(problem) = fetched {
-                return Err(Error::Corruption(problem));
+        self.download_all(&prefix, &key, &manifest.files, &staging, &mut |event| {
+            match event {
+                Downloaded::Bytes(n) => done.bytes_done += n,
+                Downloaded::File => done.files_done += 1,
             }
-            out.sync_all().map_err(|e| Error::io(&path, e))?;
-            done.files_done += 1;
             progress(done);
-        }
+        })?;
         crate::failpoint::hit("remote-before-restore-rename");
         sync_dir(&staging)?;
         std::fs::rename(&staging, dest).map_err(|e| Error::io(dest, e))?;
@@ -975,6 +980,84 @@ impl Remote {
             bytes: done.bytes_done,
             manifest,
         })
+    }
+
+    /// Downloads `files` into `staging`, [`DOWNLOAD_THREADS`] at a time, each checked against
+    /// its size and SHA-256 and synced. `event` runs on the calling thread. The first failure
+    /// stops the others from starting new files and is returned once the running ones end.
+    fn download_all(
+        &self,
+        prefix: &str,
+        key: &str,
+        files: &[ManifestFile],
+        staging: &Path,
+        event: &mut dyn FnMut(Downloaded),
+    ) -> Result<()> {
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = std::sync::mpsc::channel::<Result<Downloaded>>();
+        std::thread::scope(|scope| {
+            for _ in 0..DOWNLOAD_THREADS.min(files.len()) {
+                let tx = tx.clone();
+                let (next, stop) = (&next, &stop);
+                scope.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let Some(file) = files.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                            break;
+                        };
+                        let result = self.download_one(prefix, key, file, staging, &mut |n| {
+                            // The receiver lives until every sender is gone.
+                            let _ = tx.send(Ok(Downloaded::Bytes(n)));
+                        });
+                        let failed = result.is_err();
+                        let _ = tx.send(result.map(|()| Downloaded::File));
+                        if failed {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            let mut first_error = None;
+            for got in rx {
+                match got {
+                    Ok(e) => event(e),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        })
+    }
+
+    /// Downloads one file of a checkpoint to `staging`, checks it and syncs it; `received`
+    /// gets each piece's length.
+    fn download_one(
+        &self,
+        prefix: &str,
+        key: &str,
+        file: &ManifestFile,
+        staging: &Path,
+        received: &mut dyn FnMut(u64),
+    ) -> Result<()> {
+        let path = staging.join(&file.name);
+        let mut out = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let mut before = 0;
+        let fetched = self.fetch(
+            prefix,
+            key,
+            file,
+            Some((&mut out, path.as_path())),
+            &mut |n| {
+                received(n - before);
+                before = n;
+            },
+        )?;
+        if let Some(problem) = fetched {
+            return Err(Error::Corruption(problem));
+        }
+        out.sync_all().map_err(|e| Error::io(&path, e))
     }
 
     /// Checks the manifest `key` of `scope` and the files it names, collecting every
@@ -1044,30 +1127,57 @@ impl Remote {
         let location = ObjectPath::from(object_key.as_str());
         let mut hasher = Sha256::new();
         let mut written = 0u64;
-        let result: Result<bool> = self.runtime.block_on(async {
-            let got = match self.store.get(&location).await {
-                Ok(got) => got,
-                Err(object_store::Error::NotFound { .. }) => return Ok(false),
-                Err(e) => return Err(self.err(&object_key, e)),
-            };
-            let mut stream = got.into_stream();
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| self.err(&object_key, e))?;
-                hasher.update(&chunk);
-                written += chunk.len() as u64;
-                if let Some((out, path)) = out.as_mut() {
-                    let path: &Path = path;
-                    out.write_all(&chunk).map_err(|e| Error::io(path, e))?;
-                }
-                received(written);
+        let mut take = |chunk: &[u8]| -> Result<()> {
+            hasher.update(chunk);
+            written += chunk.len() as u64;
+            if let Some((out, path)) = out.as_mut() {
+                let path: &Path = path;
+                out.write_all(chunk).map_err(|e| Error::io(path, e))?;
             }
-            Ok(true)
-        });
-        if !result? {
+            received(written);
+            Ok(())
+        };
+        let got = match self.runtime.block_on(self.store.get(&location)) {
+            Ok(got) => Some(got),
+            Err(object_store::Error::NotFound { .. }) => None,
+            Err(e) => return Err(self.err(&object_key, e)),
+        };
+        let Some(got) = got else {
             return Ok(Some(format!(
                 "checkpoint {key}: object {} ({}) is missing from {}",
                 file.object, file.name, self.uri
             )));
+        };
+        match got.payload {
+            // A file:// target hands over the open file: read it in large pieces here
+            // rather than through its stream of 8 KiB pieces, one blocking task each.
+            GetResultPayload::File(mut source, source_path) => {
+                use std::io::{Seek, SeekFrom};
+                let mut left = got.range.end.saturating_sub(got.range.start);
+                source
+                    .seek(SeekFrom::Start(got.range.start))
+                    .map_err(|e| Error::io(&source_path, e))?;
+                let mut buf = vec![0u8; READ_BYTES];
+                while left > 0 {
+                    let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+                    let n = source
+                        .read(&mut buf[..want])
+                        .map_err(|e| Error::io(&source_path, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    take(&buf[..n])?;
+                    left -= n as u64;
+                }
+            }
+            GetResultPayload::Stream(mut stream) => {
+                self.runtime.block_on(async {
+                    while let Some(chunk) = stream.next().await {
+                        take(&chunk.map_err(|e| self.err(&object_key, e))?)?;
+                    }
+                    Ok::<(), Error>(())
+                })?;
+            }
         }
         let sha256 = manifest::to_hex(&hasher.finalize());
         if written != file.size || sha256 != file.sha256 {

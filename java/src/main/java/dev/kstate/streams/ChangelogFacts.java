@@ -55,37 +55,38 @@ interface ChangelogFacts {
     Facts facts(TopicPartition changelog) throws Exception;
 
     /**
-     * The facts from an Admin client built from the application's configs
-     * ({@link StreamsConfig#getAdminConfigs}: bootstrap servers, security and
-     * {@code admin.}-prefixed keys), created for the call and closed after it.
+     * The facts from {@code client}, which stays open (the caller owns it).
      *
-     * @param appConfigs the application's configs
+     * @param client an Admin client of the application's cluster
      * @param timeout how long each request may take
      * @return the facts source
      */
-    static ChangelogFacts admin(Map<String, Object> appConfigs, Duration timeout) {
+    static ChangelogFacts admin(Admin client, Duration timeout) {
         return changelog -> {
-            Map<String, Object> admin = new HashMap<>(new StreamsConfig(appConfigs).getAdminConfigs(
-                "kstate-checkpoint-restore"));
             long ms = timeout.toMillis();
-            Admin client = Admin.create(admin);
-            try {
-                ListOffsetsResult end = client.listOffsets(Collections.singletonMap(changelog, OffsetSpec.latest()));
-                ListOffsetsResult start = client.listOffsets(Collections.singletonMap(changelog, OffsetSpec.earliest()));
-                ConfigResource topic = new ConfigResource(ConfigResource.Type.TOPIC, changelog.topic());
-                Map<ConfigResource, Config> configs = client.describeConfigs(Collections.singleton(topic)).all()
-                    .get(ms, TimeUnit.MILLISECONDS);
-                long endOffset = end.partitionResult(changelog).get(ms, TimeUnit.MILLISECONDS).offset();
-                long logStart = start.partitionResult(changelog).get(ms, TimeUnit.MILLISECONDS).offset();
-                Config config = configs.get(topic);
-                ConfigEntry entry = config == null ? null : config.get(TopicConfig.DELETE_RETENTION_MS_CONFIG);
-                long retention = entry == null || entry.value() == null ? DEFAULT_DELETE_RETENTION_MS
-                    : Long.parseLong(entry.value());
-                return new Facts(endOffset, logStart, retention);
-            } finally {
-                // bounded: a broker that does not answer must not hold the store's init
-                client.close(timeout);
-            }
+            ListOffsetsResult end = client.listOffsets(Collections.singletonMap(changelog, OffsetSpec.latest()));
+            ListOffsetsResult start = client.listOffsets(Collections.singletonMap(changelog, OffsetSpec.earliest()));
+            ConfigResource topic = new ConfigResource(ConfigResource.Type.TOPIC, changelog.topic());
+            Map<ConfigResource, Config> configs = client.describeConfigs(Collections.singleton(topic)).all()
+                .get(ms, TimeUnit.MILLISECONDS);
+            long endOffset = end.partitionResult(changelog).get(ms, TimeUnit.MILLISECONDS).offset();
+            long logStart = start.partitionResult(changelog).get(ms, TimeUnit.MILLISECONDS).offset();
+            Config config = configs.get(topic);
+            ConfigEntry entry = config == null ? null : config.get(TopicConfig.DELETE_RETENTION_MS_CONFIG);
+            long retention = entry == null || entry.value() == null ? DEFAULT_DELETE_RETENTION_MS
+                : Long.parseLong(entry.value());
+            return new Facts(endOffset, logStart, retention);
         };
+    }
+
+    /**
+     * The Admin client configs of an application ({@link StreamsConfig#getAdminConfigs}:
+     * bootstrap servers, security and {@code admin.}-prefixed keys).
+     *
+     * @param appConfigs the application's configs
+     * @return the configs of the restores' Admin client
+     */
+    static Map<String, Object> adminConfigs(Map<String, Object> appConfigs) {
+        return new HashMap<>(new StreamsConfig(appConfigs).getAdminConfigs("kstate-checkpoint-restore"));
     }
 }

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
+import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.streams.processor.StateStoreContext;
@@ -45,6 +46,12 @@ final class RemoteCheckpoints {
 
     /** The process's open targets, shared by every store with the same settings, by {@link CheckpointSettings#targetKey}. */
     private static final Map<String, Shared> TARGETS = new HashMap<>();
+    /**
+     * The restores' Admin clients, by their configs: created by the first restore of an
+     * application and closed when the process's last target closes, so that the restores of
+     * a rebalance do not each pay for a client's start and close.
+     */
+    private static final Map<Map<String, Object>, Admin> ADMINS = new HashMap<>();
     /** The one publisher thread of the process; created with the first store that publishes. */
     private static ScheduledThreadPoolExecutor scheduler;
 
@@ -95,7 +102,17 @@ final class RemoteCheckpoints {
         if (--shared.users == 0) {
             TARGETS.remove(settings.targetKey());
             remote.close();
+            if (TARGETS.isEmpty()) {
+                // no store of the process uses a target, so no restore runs
+                ADMINS.values().forEach(a -> a.close(Duration.ZERO));
+                ADMINS.clear();
+            }
         }
+    }
+
+    /** The shared Admin client for an application's configs; only while the caller holds a target. */
+    private static synchronized Admin admin(Map<String, Object> appConfigs) {
+        return ADMINS.computeIfAbsent(ChangelogFacts.adminConfigs(appConfigs), Admin::create);
     }
 
     private static synchronized ScheduledThreadPoolExecutor scheduler() {
@@ -212,7 +229,7 @@ final class RemoteCheckpoints {
             .thenComparingLong(m -> m.sequence).thenComparingLong(m -> m.publishedAtMs).reversed());
         ChangelogFacts source = factsOverride;
         if (source == null) {
-            source = ChangelogFacts.admin(context.appConfigs(), ADMIN_TIMEOUT);
+            source = ChangelogFacts.admin(admin(context.appConfigs()), ADMIN_TIMEOUT);
         }
         ChangelogFacts.Facts facts;
         try {
