@@ -917,6 +917,59 @@ fn uploads_respect_the_bandwidth_bound() {
     );
 }
 
+#[test]
+fn downloads_respect_their_bandwidth_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut source = Source::new(tmp.path());
+    source.write_and_commit(1);
+    let c = source.checkpoint();
+    let root = tmp.path().join("target");
+    let uri = format!("file://{}", root.display());
+    let report = Remote::open(&uri, &RemoteSettings::default())
+        .unwrap()
+        .publish(&scope("slow"), &c)
+        .unwrap();
+    let total = report.bytes_uploaded;
+    let rate = total / 3 + 1;
+    let bounded = Remote::open(
+        &uri,
+        &RemoteSettings {
+            max_download_bytes_per_sec: Some(rate),
+            ..RemoteSettings::default()
+        },
+    )
+    .unwrap();
+    let start = Instant::now();
+    let restored = bounded
+        .restore(&scope("slow"), None, &tmp.path().join("restored"))
+        .unwrap();
+    let took = start.elapsed().as_secs_f64();
+    assert_eq!(restored.bytes, total);
+    // A full bucket (one second's worth) goes at once; the rest waits its share, whatever
+    // the number of download threads.
+    let floor = (total.saturating_sub(rate)) as f64 / rate as f64;
+    assert!(floor > 0.5, "{floor}");
+    assert!(took >= floor * 0.95, "{took} s < {floor} s");
+    assert_store_holds(&tmp.path().join("restored"), &source.model, source.offset);
+    // Unbounded, the same restore takes a fraction of that.
+    let start = Instant::now();
+    Remote::open(&uri, &RemoteSettings::default())
+        .unwrap()
+        .restore(&scope("slow"), None, &tmp.path().join("again"))
+        .unwrap();
+    assert!(
+        start.elapsed().as_secs_f64() < floor / 2.0,
+        "{:?}",
+        start.elapsed()
+    );
+    let zero = RemoteSettings {
+        max_download_bytes_per_sec: Some(0),
+        ..RemoteSettings::default()
+    };
+    let err = Remote::open(&uri, &zero).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+}
+
 /// Checks what a remote worker left: every manifest verifies (none names a missing file),
 /// the newest restores to a store holding `w-0..=w-k` (k from its offset) and nothing more,
 /// and every restore directory the worker finished is whole.

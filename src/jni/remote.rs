@@ -134,11 +134,12 @@ mod with_remote {
 
     natives! {
         /// `long remoteOpen(String uri, String[] optionNames, String[] optionValues, long
-        /// maxBytesPerSec, long gcGraceMs, String writerId)`: a new checkpoint target
-        /// ([`Remote::open`]); `maxBytesPerSec` <= 0 is unbounded; `writerId` null is the
-        /// default (host, process, clock).
+        /// maxBytesPerSec, long maxRestoreBytesPerSec, long gcGraceMs, String writerId)`: a
+        /// new checkpoint target ([`Remote::open`]); a bound <= 0 is unbounded; `writerId`
+        /// null is the default (host, process, clock).
         java "remoteOpen" fn remote_open(uri: String, names: Vec<String>, values: Vec<String>,
-            max_bytes_per_sec: jlong, gc_grace_ms: jlong, writer_id: Option<String>) -> jlong {
+            max_bytes_per_sec: jlong, max_restore_bytes_per_sec: jlong, gc_grace_ms: jlong,
+            writer_id: Option<String>) -> jlong {
             if names.len() != values.len() {
                 return Err(Error::InvalidArgument(format!(
                     "{} option names but {} values", names.len(), values.len()
@@ -150,6 +151,9 @@ mod with_remote {
             let mut settings = RemoteSettings {
                 options: names.iter().cloned().zip(values.iter().cloned()).collect(),
                 max_upload_bytes_per_sec: u64::try_from(max_bytes_per_sec).ok().filter(|&n| n > 0),
+                max_download_bytes_per_sec: u64::try_from(max_restore_bytes_per_sec)
+                    .ok()
+                    .filter(|&n| n > 0),
                 gc_grace: Duration::from_millis(grace),
                 ..RemoteSettings::default()
             };

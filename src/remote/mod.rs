@@ -142,6 +142,9 @@ pub struct RemoteSettings {
     pub options: Vec<(String, String)>,
     /// Upper bound on upload bandwidth in bytes per second (`None`: unbounded).
     pub max_upload_bytes_per_sec: Option<u64>,
+    /// Upper bound on download bandwidth in bytes per second, all the restores and checks
+    /// of this `Remote` together (`None`: unbounded).
+    pub max_download_bytes_per_sec: Option<u64>,
     /// Garbage collection never deletes a file object younger than this, referenced or
     /// not: it may belong to a checkpoint whose manifest is not written yet.
     pub gc_grace: Duration,
@@ -171,6 +174,7 @@ impl Default for RemoteSettings {
         RemoteSettings {
             options: Vec::new(),
             max_upload_bytes_per_sec: None,
+            max_download_bytes_per_sec: None,
             gc_grace: Duration::from_secs(3600),
             writer_id: format!(
                 "{host}-{}-{:x}",
@@ -336,12 +340,22 @@ impl Lease {
 
 /// A bytes/s token bucket: a burst of at most one second's worth.
 struct Bucket {
+    /// The bound in bytes per second.
     rate: u64,
     tokens: f64,
     last: Instant,
 }
 
 impl Bucket {
+    /// A bucket of `rate` bytes/s, full.
+    fn new(rate: u64) -> Mutex<Bucket> {
+        Mutex::new(Bucket {
+            rate,
+            tokens: rate as f64,
+            last: Instant::now(),
+        })
+    }
+
     /// Blocks until `n` bytes may go.
     fn take(&mut self, n: u64) {
         let rate = self.rate as f64;
@@ -369,6 +383,7 @@ pub struct Remote {
     runtime: tokio::runtime::Runtime,
     settings: RemoteSettings,
     bucket: Option<Mutex<Bucket>>,
+    download_bucket: Option<Mutex<Bucket>>,
     hashes: Mutex<HashMap<HashKey, String>>,
     /// Publishes share it, a gc takes it alone: this writer's own operations never
     /// overlap (the leases only guard against other writers).
@@ -407,6 +422,11 @@ impl Remote {
         if settings.max_upload_bytes_per_sec == Some(0) {
             return Err(Error::InvalidArgument(
                 "max_upload_bytes_per_sec must be positive (None for unbounded)".into(),
+            ));
+        }
+        if settings.max_download_bytes_per_sec == Some(0) {
+            return Err(Error::InvalidArgument(
+                "max_download_bytes_per_sec must be positive (None for unbounded)".into(),
             ));
         }
         let store: Arc<dyn ObjectStore> = if let Some(path) = uri.strip_prefix("file://") {
@@ -464,13 +484,8 @@ impl Remote {
             uri: uri.to_string(),
             store,
             runtime,
-            bucket: settings.max_upload_bytes_per_sec.map(|rate| {
-                Mutex::new(Bucket {
-                    rate,
-                    tokens: rate as f64,
-                    last: Instant::now(),
-                })
-            }),
+            bucket: settings.max_upload_bytes_per_sec.map(Bucket::new),
+            download_bucket: settings.max_download_bytes_per_sec.map(Bucket::new),
             settings: settings.clone(),
             hashes: Mutex::new(HashMap::new()),
             ops: RwLock::new(()),
@@ -1128,6 +1143,9 @@ impl Remote {
         let mut hasher = Sha256::new();
         let mut written = 0u64;
         let mut take = |chunk: &[u8]| -> Result<()> {
+            if let Some(bucket) = &self.download_bucket {
+                bucket.lock_recover().take(chunk.len() as u64);
+            }
             hasher.update(chunk);
             written += chunk.len() as u64;
             if let Some((out, path)) = out.as_mut() {
@@ -1157,7 +1175,13 @@ impl Remote {
                 source
                     .seek(SeekFrom::Start(got.range.start))
                     .map_err(|e| Error::io(&source_path, e))?;
-                let mut buf = vec![0u8; READ_BYTES];
+                // Under a download bound, pieces of an eighth of a second keep the pace even.
+                let piece = self.download_bucket.as_ref().map_or(READ_BYTES, |b| {
+                    usize::try_from(b.lock_recover().rate / 8)
+                        .unwrap_or(READ_BYTES)
+                        .clamp(4096, READ_BYTES)
+                });
+                let mut buf = vec![0u8; piece];
                 while left > 0 {
                     let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
                     let n = source

@@ -285,7 +285,7 @@ public final class KstateNative {
 
     /** A new checkpoint target; see {@link NativeRemote#open}. */
     static native long remoteOpen(String uri, String[] optionNames, String[] optionValues, long maxBytesPerSec,
-                                  long gcGraceMs, String writerId);
+                                  long maxRestoreBytesPerSec, long gcGraceMs, String writerId);
 
     /** Releases a checkpoint target. */
     static native void remoteClose(long remote);

@@ -42,6 +42,22 @@ public final class NativeRemote implements AutoCloseable {
     }
 
     /**
+     * Opens a checkpoint target without a download bound; see
+     * {@link #open(String, Map, long, long, long, String)}.
+     *
+     * @param uri the target
+     * @param options S3 settings
+     * @param maxBytesPerSec upload bandwidth bound, 0 or less for none
+     * @param gcGraceMs garbage collection never deletes a file object younger than this
+     * @param writerId this publisher's name in manifest keys, null for a default
+     * @return the target
+     */
+    public static NativeRemote open(String uri, Map<String, String> options, long maxBytesPerSec, long gcGraceMs,
+                                    String writerId) {
+        return open(uri, options, maxBytesPerSec, 0, gcGraceMs, writerId);
+    }
+
+    /**
      * Opens a checkpoint target; makes no request.
      *
      * @param uri {@code file:///absolute/path} (created if missing) or {@code s3://bucket[/prefix]}
@@ -49,6 +65,8 @@ public final class NativeRemote implements AutoCloseable {
      *     {@code access_key_id}, {@code secret_access_key}, {@code allow_http}...), applied after
      *     the {@code AWS_*} environment; {@code file://} refuses any
      * @param maxBytesPerSec upload bandwidth bound, 0 or less for none
+     * @param maxRestoreBytesPerSec download bandwidth bound of all the restores through this
+     *     target together, 0 or less for none
      * @param gcGraceMs garbage collection never deletes a file object younger than this
      * @param writerId this publisher's name in manifest keys ({@code [A-Za-z0-9._-]}), null for
      *     a default built from the host name, process id and clock
@@ -56,8 +74,8 @@ public final class NativeRemote implements AutoCloseable {
      * @throws KstateProcessorStateException with {@code INVALID_ARGUMENT} for another scheme or a
      *     bad option, {@code UNSUPPORTED} when libkstate was built without the feature
      */
-    public static NativeRemote open(String uri, Map<String, String> options, long maxBytesPerSec, long gcGraceMs,
-                                    String writerId) {
+    public static NativeRemote open(String uri, Map<String, String> options, long maxBytesPerSec,
+                                    long maxRestoreBytesPerSec, long gcGraceMs, String writerId) {
         Objects.requireNonNull(uri, "uri");
         if (!isSupported()) {
             throw new KstateProcessorStateException("kstate: this libkstate was built without the cargo feature "
@@ -72,7 +90,8 @@ public final class NativeRemote implements AutoCloseable {
             values[i] = e.getValue();
             i++;
         }
-        return new NativeRemote(uri, KstateNative.remoteOpen(uri, names, values, maxBytesPerSec, gcGraceMs, writerId));
+        return new NativeRemote(uri, KstateNative.remoteOpen(uri, names, values, maxBytesPerSec,
+            maxRestoreBytesPerSec, gcGraceMs, writerId));
     }
 
     /** @return the target's URI */

@@ -20,6 +20,8 @@ final class CheckpointSettings {
     static final String KEEP_CONFIG = "kstate.checkpoint.keep";
     /** Upload bandwidth bound in bytes per second, per process target; unset: unbounded. */
     static final String MAX_BYTES_PER_SEC_CONFIG = "kstate.checkpoint.max.bytes.per.sec";
+    /** Download bandwidth bound of the restores in bytes per second, per process target; unset: unbounded. */
+    static final String MAX_RESTORE_BYTES_PER_SEC_CONFIG = "kstate.checkpoint.max.restore.bytes.per.sec";
     /** Garbage collection never deletes a file object younger than this (ms). */
     static final String GC_GRACE_MS_CONFIG = "kstate.checkpoint.gc.grace.ms";
     /** Whether a store without local state restores from the newest usable checkpoint. */
@@ -37,17 +39,20 @@ final class CheckpointSettings {
     final int keep;
     /** 0: unbounded. */
     final long maxBytesPerSec;
+    /** 0: unbounded. */
+    final long maxRestoreBytesPerSec;
     final long gcGraceMs;
     final boolean restore;
     /** The S3 options by object_store name, sorted (part of the target's identity). */
     final Map<String, String> s3Options;
 
-    private CheckpointSettings(String uri, long intervalMs, int keep, long maxBytesPerSec, long gcGraceMs,
-                               boolean restore, Map<String, String> s3Options) {
+    private CheckpointSettings(String uri, long intervalMs, int keep, long maxBytesPerSec, long maxRestoreBytesPerSec,
+                               long gcGraceMs, boolean restore, Map<String, String> s3Options) {
         this.uri = uri;
         this.intervalMs = intervalMs;
         this.keep = keep;
         this.maxBytesPerSec = maxBytesPerSec;
+        this.maxRestoreBytesPerSec = maxRestoreBytesPerSec;
         this.gcGraceMs = gcGraceMs;
         this.restore = restore;
         this.s3Options = s3Options;
@@ -79,6 +84,8 @@ final class CheckpointSettings {
         }
         long maxBps = KstateStoreOptions.longAtLeast(configs, MAX_BYTES_PER_SEC_CONFIG, 0, 1,
             "accepted values: a positive number of bytes per second (unset: unbounded)");
+        long maxRestoreBps = KstateStoreOptions.longAtLeast(configs, MAX_RESTORE_BYTES_PER_SEC_CONFIG, 0, 1,
+            "accepted values: a positive number of bytes per second (unset: unbounded)");
         long grace = KstateStoreOptions.longAtLeast(configs, GC_GRACE_MS_CONFIG, DEFAULT_GC_GRACE_MS, 0,
             "accepted values: a number of milliseconds, 0 or more");
         boolean restore = KstateStoreOptions.booleanConfig(configs, RESTORE_CONFIG, true);
@@ -95,7 +102,7 @@ final class CheckpointSettings {
                 }
             }
         }
-        return new CheckpointSettings(uri, interval, (int) keep, maxBps, grace, restore,
+        return new CheckpointSettings(uri, interval, (int) keep, maxBps, maxRestoreBps, grace, restore,
             Collections.unmodifiableMap(s3));
     }
 
@@ -106,7 +113,7 @@ final class CheckpointSettings {
 
     /** @return what identifies the native target these settings open (one per process is shared) */
     String targetKey() {
-        return uri + " " + s3Options + " " + maxBytesPerSec + " " + gcGraceMs;
+        return uri + " " + s3Options + " " + maxBytesPerSec + " " + maxRestoreBytesPerSec + " " + gcGraceMs;
     }
 
     @Override
@@ -116,19 +123,20 @@ final class CheckpointSettings {
         }
         CheckpointSettings c = (CheckpointSettings) o;
         return Objects.equals(uri, c.uri) && intervalMs == c.intervalMs && keep == c.keep
-            && maxBytesPerSec == c.maxBytesPerSec && gcGraceMs == c.gcGraceMs && restore == c.restore
+            && maxBytesPerSec == c.maxBytesPerSec && maxRestoreBytesPerSec == c.maxRestoreBytesPerSec
+            && gcGraceMs == c.gcGraceMs && restore == c.restore
             && s3Options.equals(c.s3Options);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(uri, intervalMs, keep, maxBytesPerSec, gcGraceMs, restore, s3Options);
+        return Objects.hash(uri, intervalMs, keep, maxBytesPerSec, maxRestoreBytesPerSec, gcGraceMs, restore, s3Options);
     }
 
     @Override
     public String toString() {
         // The S3 options may hold a secret: only their names.
         return "CheckpointSettings{" + uri + ", interval " + intervalMs + " ms, keep " + keep + ", max " + maxBytesPerSec
-            + " B/s, gc grace " + gcGraceMs + " ms, restore " + restore + ", s3 options " + s3Options.keySet() + "}";
+            + " B/s, restores max " + maxRestoreBytesPerSec + " B/s, gc grace " + gcGraceMs + " ms, restore " + restore + ", s3 options " + s3Options.keySet() + "}";
     }
 }

@@ -43,6 +43,8 @@ import org.slf4j.LoggerFactory;
  * <tr><td>{@value #CHECKPOINT_INTERVAL_MS_CONFIG}</td><td>ms between two publications of a store</td><td>300000</td></tr>
  * <tr><td>{@value #CHECKPOINT_KEEP_CONFIG}</td><td>checkpoints kept per store</td><td>2</td></tr>
  * <tr><td>{@value #CHECKPOINT_MAX_BYTES_PER_SEC_CONFIG}</td><td>upload bandwidth bound</td><td>unbounded</td></tr>
+ * <tr><td>{@value #CHECKPOINT_MAX_RESTORE_BYTES_PER_SEC_CONFIG}</td><td>download bandwidth bound of the restores</td>
+ * <td>unbounded</td></tr>
  * <tr><td>{@value #CHECKPOINT_GC_GRACE_MS_CONFIG}</td><td>age under which garbage collection keeps any file</td>
  * <td>3600000</td></tr>
  * <tr><td>{@value #CHECKPOINT_RESTORE_CONFIG}</td><td>restore a store without local state from the newest usable
@@ -112,6 +114,9 @@ public final class KstateStoreOptions {
     public static final String CHECKPOINT_KEEP_CONFIG = CheckpointSettings.KEEP_CONFIG;
     /** Upload bandwidth bound of the process's target in bytes per second (default unbounded). */
     public static final String CHECKPOINT_MAX_BYTES_PER_SEC_CONFIG = CheckpointSettings.MAX_BYTES_PER_SEC_CONFIG;
+    /** Download bandwidth bound of the process's restores from a target in bytes per second (default unbounded). */
+    public static final String CHECKPOINT_MAX_RESTORE_BYTES_PER_SEC_CONFIG =
+        CheckpointSettings.MAX_RESTORE_BYTES_PER_SEC_CONFIG;
     /** Garbage collection never deletes a file object younger than this many milliseconds (default 3600000). */
     public static final String CHECKPOINT_GC_GRACE_MS_CONFIG = CheckpointSettings.GC_GRACE_MS_CONFIG;
     /** Whether a store without local state restores from the newest usable checkpoint (default true). */
@@ -257,7 +262,7 @@ public final class KstateStoreOptions {
         BLOOM_FILTER_CONFIG, STATISTICS_CONFIG, BOUNDED_MEMORY_BYTES_CONFIG, BOUNDED_MEMORY_MEMTABLE_RATIO_CONFIG,
         ENGINE_CONFIG, STARTUP_PARK_MS_CONFIG, STARTUP_OPEN_AHEAD_CONFIG, STARTUP_DEFER_OPEN_CONFIG,
         CHECKPOINT_URI_CONFIG, CHECKPOINT_INTERVAL_MS_CONFIG, CHECKPOINT_KEEP_CONFIG, CHECKPOINT_MAX_BYTES_PER_SEC_CONFIG,
-        CHECKPOINT_GC_GRACE_MS_CONFIG, CHECKPOINT_RESTORE_CONFIG));
+        CHECKPOINT_MAX_RESTORE_BYTES_PER_SEC_CONFIG, CHECKPOINT_GC_GRACE_MS_CONFIG, CHECKPOINT_RESTORE_CONFIG));
     private static final Set<String> WARNED_KEYS = ConcurrentHashMap.newKeySet();
 
     /**

@@ -85,7 +85,7 @@ final class RemoteCheckpoints {
         Shared shared = TARGETS.get(settings.targetKey());
         if (shared == null || !shared.remote.isOpen()) {
             shared = new Shared(NativeRemote.open(settings.uri, settings.s3Options, settings.maxBytesPerSec,
-                settings.gcGraceMs, null));
+                settings.maxRestoreBytesPerSec, settings.gcGraceMs, null));
             TARGETS.put(settings.targetKey(), shared);
         }
         shared.users++;
@@ -251,6 +251,7 @@ final class RemoteCheckpoints {
                 LOG.warn("{}: no remote restore: cannot remove the empty directory {}", label, dir);
                 return null;
             }
+            LOG.info("{}: downloading checkpoint {} at changelog offset {} from {}", label, m.key, offset, settings.uri);
             NativeRemote.RestoreReport r;
             try {
                 r = remote.restore(context.applicationId(), task, storeName, m.key, dir.toPath());

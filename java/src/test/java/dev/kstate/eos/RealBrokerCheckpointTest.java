@@ -70,6 +70,31 @@ public class RealBrokerCheckpointTest extends BrokerSuite {
         }
     }
 
+    /** {@code kstate store NAME (task T): downloading checkpoint KEY ...}, logged before a restore's download. */
+    static final Pattern DOWNLOADING = Pattern.compile("kstate store (\\S+) \\(task (\\S+)\\): downloading checkpoint ");
+    /** Ends a download: restored, or refused after a failed restore. */
+    static final Pattern DOWNLOAD_ENDED = Pattern.compile(
+        "kstate store (\\S+) \\(task (\\S+)\\): (restored checkpoint |refusing checkpoint \\S+: its restore failed)");
+
+    /** Whether the instance's log shows a checkpoint download begun and not ended (a kill now lands inside it). */
+    static boolean downloading(App app) {
+        java.util.Set<String> open = new java.util.HashSet<>();
+        synchronized (app.logs) {
+            for (String line : app.logs) {
+                Matcher d = DOWNLOADING.matcher(line);
+                if (d.find()) {
+                    open.add(d.group(1) + " " + d.group(2));
+                    continue;
+                }
+                Matcher e = DOWNLOAD_ENDED.matcher(line);
+                if (e.find()) {
+                    open.remove(e.group(1) + " " + e.group(2));
+                }
+            }
+        }
+        return !open.isEmpty();
+    }
+
     static List<FromCheckpoint> fromCheckpoints(App app) {
         List<FromCheckpoint> out = new ArrayList<>();
         synchronized (app.logs) {
@@ -187,14 +212,16 @@ public class RealBrokerCheckpointTest extends BrokerSuite {
         long seed = Long.getLong("kstate.eos.seed", System.nanoTime());
         Random rnd = new Random(seed);
         System.out.println("checkpoint kill loop: seed " + seed + " (-Dkstate.eos.seed=" + seed + ")");
-        String[] slow = {"kstate.checkpoint.max.bytes.per.sec=65536", "kstate.checkpoint.keep=1",
-            "kstate.checkpoint.gc.grace.ms=500"};
+        // uploads and downloads throttled, so that kills land inside them
+        String[] slow = {"kstate.checkpoint.max.bytes.per.sec=65536", "kstate.checkpoint.max.restore.bytes.per.sec=65536",
+            "kstate.checkpoint.keep=1", "kstate.checkpoint.gc.grace.ms=500"};
         File[] states = {new File(base, "kill-a"), new File(base, "kill-b")};
         App[] apps = new App[2];
         int kills = 0;
         int wipedRestarts = 0;
         int beforeRunning = 0;
         int restoringFromCheckpoint = 0;
+        int insideDownload = 0;
         try (Input in = input(appId, 37, 2000)) {
             in.produce(4000);
             try {
@@ -208,7 +235,9 @@ public class RealBrokerCheckpointTest extends BrokerSuite {
                     App victim = apps[v];
                     boolean running = victim.runningMs >= 0;
                     boolean downloading = !fromCheckpoints(victim).isEmpty() && !running;
+                    boolean inside = downloading(victim);
                     victim.kill();
+                    insideDownload += inside ? 1 : 0;
                     kills++;
                     beforeRunning += running ? 0 : 1;
                     restoringFromCheckpoint += downloading ? 1 : 0;
@@ -247,9 +276,9 @@ public class RealBrokerCheckpointTest extends BrokerSuite {
             }
             checkOutputs(in);
             assertEquals("every manifest names present files", List.of(), target.broken(appId));
-            System.out.printf("checkpoint kill loop: %d SIGKILLs (%d before RUNNING, %d while restoring from a checkpoint), "
-                + "%d restarts on an empty state directory, %d records, %d manifests left%n", kills, beforeRunning,
-                restoringFromCheckpoint, wipedRestarts, in.produced, target.manifests(appId).size());
+            System.out.printf("checkpoint kill loop: %d SIGKILLs (%d before RUNNING, %d while restoring from a checkpoint, "
+                + "%d inside a checkpoint download), %d restarts on an empty state directory, %d records, %d manifests "
+                + "left%n", kills, beforeRunning, restoringFromCheckpoint, insideDownload, wipedRestarts, in.produced, target.manifests(appId).size());
         }
     }
 

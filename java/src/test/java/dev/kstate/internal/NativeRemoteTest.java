@@ -104,6 +104,19 @@ public class NativeRemoteTest {
             Path dest = dir.toPath().resolve("restored-kv");
             NativeRemote.RestoreReport r = remote.restore(APP, "0_3", "kv", newest.key, dest);
             assertEquals(newest.key, r.key);
+            // The restore bound reaches the native target: a third of the bytes per second
+            // holds the same restore back for more than a second (one second's worth goes at once).
+            long rate = r.bytes / 3 + 1;
+            try (NativeRemote bounded = NativeRemote.open("file://" + new File(dir, "target").getAbsolutePath(),
+                Collections.emptyMap(), 0, rate, 0, "writer-b")) {
+                long start = System.nanoTime();
+                NativeRemote.RestoreReport again = bounded.restore(APP, "0_3", "kv", newest.key,
+                    dir.toPath().resolve("restored-kv-bounded"));
+                double took = (System.nanoTime() - start) / 1e9;
+                assertEquals(r.bytes, again.bytes);
+                double floor = (double) (r.bytes - rate) / rate;
+                assertTrue(took + " s < " + floor + " s", took >= floor * 0.95);
+            }
             assertEquals(lastSequence, r.sequence);
             assertEquals(Collections.singletonMap(tp, 400L), r.offsets);
             assertTrue(r.files > 0 && r.bytes > 0);

@@ -166,6 +166,9 @@ public class RemoteCheckpointTest {
             assertEquals(1L, CapturedLogs.messages(Level.INFO).stream().filter(m -> m.startsWith(
                 "kstate store s (task 0_0): restored checkpoint manifests/") && m.endsWith(
                 " bytes) at changelog offset " + offset)).count());
+            assertEquals(1L, CapturedLogs.messages(Level.INFO).stream().filter(m -> m.startsWith(
+                "kstate store s (task 0_0): downloading checkpoint manifests/") && m.endsWith(
+                " at changelog offset " + offset + " from " + uri())).count());
             // B goes on from the restored state
             b.createInputTopic("in", new StringSerializer(), new StringSerializer()).pipeInput("d", "5", 60L);
             assertEquals("5", value(b, "d"));
@@ -345,12 +348,18 @@ public class RemoteCheckpointTest {
         bad.clear();
         bad.put(KstateStoreOptions.CHECKPOINT_MAX_BYTES_PER_SEC_CONFIG, "-1");
         expectConfigError(bad, KstateStoreOptions.CHECKPOINT_MAX_BYTES_PER_SEC_CONFIG);
+        bad.clear();
+        bad.put(KstateStoreOptions.CHECKPOINT_MAX_RESTORE_BYTES_PER_SEC_CONFIG, "0");
+        expectConfigError(bad, KstateStoreOptions.CHECKPOINT_MAX_RESTORE_BYTES_PER_SEC_CONFIG);
         Map<String, Object> good = new java.util.HashMap<>();
         good.put(KstateStoreOptions.CHECKPOINT_URI_CONFIG, "s3://bucket/prefix");
         good.put(KstateStoreOptions.CHECKPOINT_S3_PREFIX + "region", "eu-west-1");
         good.put(KstateStoreOptions.CHECKPOINT_KEEP_CONFIG, 3);
+        good.put(KstateStoreOptions.CHECKPOINT_MAX_RESTORE_BYTES_PER_SEC_CONFIG, "1048576");
         CheckpointSettings s = CheckpointSettings.of(good);
         assertEquals(3, s.keep);
+        assertEquals(1_048_576L, s.maxRestoreBytesPerSec);
+        assertEquals(0L, s.maxBytesPerSec);
         assertEquals(Collections.singletonMap("region", "eu-west-1"), s.s3Options);
         assertEquals(CheckpointSettings.DEFAULT_INTERVAL_MS, s.intervalMs);
         assertTrue(s.restore);
