@@ -137,6 +137,7 @@ final class CheckpointSettings {
     public String toString() {
         // The S3 options may hold a secret: only their names.
         return "CheckpointSettings{" + uri + ", interval " + intervalMs + " ms, keep " + keep + ", max " + maxBytesPerSec
-            + " B/s, restores max " + maxRestoreBytesPerSec + " B/s, gc grace " + gcGraceMs + " ms, restore " + restore + ", s3 options " + s3Options.keySet() + "}";
+            + " B/s, restores max " + maxRestoreBytesPerSec + " B/s, gc grace " + gcGraceMs + " ms, restore " + restore
+            + ", s3 options " + s3Options.keySet() + "}";
     }
 }
