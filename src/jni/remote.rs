@@ -148,12 +148,11 @@ mod with_remote {
             let grace = u64::try_from(gc_grace_ms).map_err(|_| {
                 Error::InvalidArgument(format!("gc grace must not be negative: {gc_grace_ms}"))
             })?;
+            let bound = |v: jlong| u64::try_from(v).ok().filter(|&n| n > 0);
             let mut settings = RemoteSettings {
                 options: names.iter().cloned().zip(values.iter().cloned()).collect(),
-                max_upload_bytes_per_sec: u64::try_from(max_bytes_per_sec).ok().filter(|&n| n > 0),
-                max_download_bytes_per_sec: u64::try_from(max_restore_bytes_per_sec)
-                    .ok()
-                    .filter(|&n| n > 0),
+                max_upload_bytes_per_sec: bound(max_bytes_per_sec),
+                max_download_bytes_per_sec: bound(max_restore_bytes_per_sec),
                 gc_grace: Duration::from_millis(grace),
                 ..RemoteSettings::default()
             };

@@ -372,6 +372,13 @@ impl Bucket {
     }
 }
 
+/// Waits until `bucket`, when there is one, lets `bytes` more go.
+fn pace(bucket: &Option<Mutex<Bucket>>, bytes: u64) {
+    if let Some(bucket) = bucket {
+        bucket.lock_recover().take(bytes);
+    }
+}
+
 /// Key of the content-hash cache of table files: they never change once written, and a
 /// checkpoint hard-links them, so (name, size, inode, mtime) names one content.
 type HashKey = (String, u64, u64, i64);
@@ -382,7 +389,7 @@ pub struct Remote {
     store: Arc<dyn ObjectStore>,
     runtime: tokio::runtime::Runtime,
     settings: RemoteSettings,
-    bucket: Option<Mutex<Bucket>>,
+    upload_bucket: Option<Mutex<Bucket>>,
     download_bucket: Option<Mutex<Bucket>>,
     hashes: Mutex<HashMap<HashKey, String>>,
     /// Publishes share it, a gc takes it alone: this writer's own operations never
@@ -419,15 +426,21 @@ impl Remote {
     /// [`Error::Io`] when the directory or the runtime cannot be created.
     pub fn open(uri: &str, settings: &RemoteSettings) -> Result<Remote> {
         check_segment("writer id", &settings.writer_id)?;
-        if settings.max_upload_bytes_per_sec == Some(0) {
-            return Err(Error::InvalidArgument(
-                "max_upload_bytes_per_sec must be positive (None for unbounded)".into(),
-            ));
-        }
-        if settings.max_download_bytes_per_sec == Some(0) {
-            return Err(Error::InvalidArgument(
-                "max_download_bytes_per_sec must be positive (None for unbounded)".into(),
-            ));
+        for (name, bound) in [
+            (
+                "max_upload_bytes_per_sec",
+                settings.max_upload_bytes_per_sec,
+            ),
+            (
+                "max_download_bytes_per_sec",
+                settings.max_download_bytes_per_sec,
+            ),
+        ] {
+            if bound == Some(0) {
+                return Err(Error::InvalidArgument(format!(
+                    "{name} must be positive (None for unbounded)"
+                )));
+            }
         }
         let store: Arc<dyn ObjectStore> = if let Some(path) = uri.strip_prefix("file://") {
             if !settings.options.is_empty() {
@@ -484,7 +497,7 @@ impl Remote {
             uri: uri.to_string(),
             store,
             runtime,
-            bucket: settings.max_upload_bytes_per_sec.map(Bucket::new),
+            upload_bucket: settings.max_upload_bytes_per_sec.map(Bucket::new),
             download_bucket: settings.max_download_bytes_per_sec.map(Bucket::new),
             settings: settings.clone(),
             hashes: Mutex::new(HashMap::new()),
@@ -817,14 +830,8 @@ impl Remote {
         Read::take(&mut *file, PART_BYTES as u64)
             .read_to_end(&mut part)
             .map_err(|e| Error::io(path, e))?;
-        self.throttle(part.len() as u64);
+        pace(&self.upload_bucket, part.len() as u64);
         Ok(part)
-    }
-
-    fn throttle(&self, bytes: u64) {
-        if let Some(bucket) = &self.bucket {
-            bucket.lock_recover().take(bytes);
-        }
     }
 
     /// Every manifest of `scope`, newest first: by the sum of its changelog offsets, then
@@ -1143,9 +1150,7 @@ impl Remote {
         let mut hasher = Sha256::new();
         let mut written = 0u64;
         let mut take = |chunk: &[u8]| -> Result<()> {
-            if let Some(bucket) = &self.download_bucket {
-                bucket.lock_recover().take(chunk.len() as u64);
-            }
+            pace(&self.download_bucket, chunk.len() as u64);
             hasher.update(chunk);
             written += chunk.len() as u64;
             if let Some((out, path)) = out.as_mut() {
