@@ -19,6 +19,16 @@ use crate::{
 /// One entry as read from an iterator: key and raw value (the store's value layout).
 pub type RawEntry = (Vec<u8>, Vec<u8>);
 
+/// What a batch of [`KvIterHandle::first_batch_each`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batched {
+    /// The entries taken.
+    pub taken: usize,
+    /// The iterator ran out of entries within the batch: nothing is left to read, and no
+    /// error either.
+    pub ended: bool,
+}
+
 /// The object behind an iterator handle: the core iterator, the value layout of its store,
 /// and an error held back for the next call (see [`KvIterHandle::next_batch`]).
 pub struct KvIterHandle {
@@ -87,8 +97,33 @@ impl KvIterHandle {
         &self,
         max_entries: usize,
         max_bytes: usize,
-        mut take: impl FnMut(&[u8], &[u8]),
+        take: impl FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
+        self.batch_each(max_entries, max_bytes, false, take)
+            .map(|b| b.taken)
+    }
+
+    /// The first batch of an iterator just opened, as [`KvIterHandle::next_batch_each`],
+    /// also telling whether the iterator ended with it (a query whose answer fits in one
+    /// batch then needs no further call). An error is always left for the next call, even
+    /// when no entry was taken: the query that opened the iterator succeeds, and its first
+    /// read fails, exactly as without a first batch.
+    pub fn first_batch_each(
+        &self,
+        max_entries: usize,
+        max_bytes: usize,
+        take: impl FnMut(&[u8], &[u8]),
+    ) -> Result<Batched> {
+        self.batch_each(max_entries, max_bytes, true, take)
+    }
+
+    fn batch_each(
+        &self,
+        max_entries: usize,
+        max_bytes: usize,
+        defer_always: bool,
+        mut take: impl FnMut(&[u8], &[u8]),
+    ) -> Result<Batched> {
         if max_entries == 0 {
             return Err(Error::InvalidArgument(
                 "max_entries must be positive".into(),
@@ -111,12 +146,19 @@ impl KvIterHandle {
             take(k, v);
             taken < max_entries && bytes < max_bytes
         });
-        match read.err().or(failed) {
-            None => Ok(taken),
-            Some(e) if taken == 0 => Err(e),
+        let (ended, error) = match read {
+            Ok(ended) => (ended && failed.is_none(), failed),
+            Err(e) => (false, Some(e)),
+        };
+        match error {
+            None => Ok(Batched { taken, ended }),
+            Some(e) if taken == 0 && !defer_always => Err(e),
             Some(e) => {
                 state.deferred = Some(e);
-                Ok(taken)
+                Ok(Batched {
+                    taken,
+                    ended: false,
+                })
             }
         }
     }
@@ -239,10 +281,22 @@ pub fn open_window_iter(
     store: u64,
     make: impl FnOnce(&WindowStore) -> Result<WindowIter>,
 ) -> Result<u64> {
+    handle::insert(window_iter(store, make)?)
+}
+
+/// [`open_window_iter`] without the handle: the iterator object, for a surface that
+/// reads its first batch before deciding whether it needs a handle at all.
+///
+/// # Errors
+/// As [`open_window_iter`].
+pub fn window_iter(
+    store: u64,
+    make: impl FnOnce(&WindowStore) -> Result<WindowIter>,
+) -> Result<WindowIterHandle> {
     let s = HANDLES.get::<WindowStore>(store)?;
     let format = s.options().value_format;
     let iter = make(&s)?.into_raw();
-    handle::insert(WindowIterHandle(
+    Ok(WindowIterHandle(
         KvIterHandle::with_format(iter, format),
         s.window_size(),
     ))
@@ -256,9 +310,20 @@ pub fn open_session_iter(
     store: u64,
     make: impl FnOnce(&SessionStore) -> Result<SessionIter>,
 ) -> Result<u64> {
+    handle::insert(session_iter(store, make)?)
+}
+
+/// [`open_session_iter`] without the handle (see [`window_iter`]).
+///
+/// # Errors
+/// As [`open_session_iter`].
+pub fn session_iter(
+    store: u64,
+    make: impl FnOnce(&SessionStore) -> Result<SessionIter>,
+) -> Result<SessionIterHandle> {
     let s = HANDLES.get::<SessionStore>(store)?;
     let iter = make(&s)?.into_raw();
-    handle::insert(SessionIterHandle(KvIterHandle::with_format(
+    Ok(SessionIterHandle(KvIterHandle::with_format(
         iter,
         ValueFormat::Plain,
     )))

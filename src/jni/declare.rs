@@ -71,8 +71,7 @@ macro_rules! kind_natives {
         pub(crate) mod $m {
             use super::*;
             use $crate::bridge::Transactional;
-            #[allow(unused_imports)] // `jhandle`: window and session stores only
-            use $crate::jni::natives::{jhandle, number, saturating, store, Packed, NO_OFFSET};
+            use $crate::jni::natives::{number, saturating, store, Packed, NO_OFFSET};
 
             $crate::jni::declare::natives! {
                 /// `void *close(long store)`: closes the store and its iterators; the handle dies.
@@ -151,14 +150,19 @@ macro_rules! kind_natives {
                 java ($p, "streamTime", "StreamTime") fn stream_time(h: jlong, committed: bool) -> jlong {
                     store::<$T>(h)?.stream_time(isolation(committed))
                 }
-                /// `long *Query(long store, int kind, byte[] keyFrom, byte[] keyTo, long a, long b,
-                /// boolean reverse, boolean committed)`: a new iterator; kinds and times are the
-                /// store kind's (`NativeWindowStore.QUERY_*`, `NativeSessionStore.QUERY_*`).
+                /// `byte[] *Query(long store, int kind, byte[] keyFrom, byte[] keyTo, long a, long b,
+                /// boolean reverse, boolean committed, int maxEntries, int maxBytes)`: a new
+                /// iterator's handle and first batch ([`first_batch`](super::natives::first_batch));
+                /// kinds and times are the store kind's (`NativeWindowStore.QUERY_*`,
+                /// `NativeSessionStore.QUERY_*`).
                 java ($p, "query", "Query") fn query(h: jlong, kind: jint, key_from: Option<JavaBytes>,
-                    key_to: Option<JavaBytes>, $a: jlong, $b: jlong, reverse: bool, committed: bool)
-                    -> jlong {
+                    key_to: Option<JavaBytes>, $a: jlong, $b: jlong, reverse: bool, committed: bool,
+                    max_entries: jint, max_bytes: jint) -> Option<Vec<u8>> {
+                    let first = |iter: $Iter| {
+                        $crate::jni::natives::first_batch(iter, |i| &i.0, max_entries, max_bytes)
+                    };
                     $(if kind == $by {
-                        return $by_end(number(h), isolation(committed), $a, $b, reverse).map(jhandle);
+                        return first($by_end(number(h), isolation(committed), $a, $b, reverse)?);
                     })?
                     let query = match kind {
                         KEY => $Q::Key { key: required(key_from)?, $a, $b },
@@ -170,8 +174,7 @@ macro_rules! kind_natives {
                             Error::InvalidArgument(format!("unknown {} query kind {other}", $p))
                         })?,
                     };
-                    $open_iter(number(h), |s| s.query(isolation(committed), &query, reverse))
-                        .map(jhandle)
+                    first($open_iter(number(h), |s| s.query(isolation(committed), &query, reverse))?)
                 }
             })?
         }

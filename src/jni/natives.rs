@@ -203,27 +203,65 @@ pub(crate) fn batch_limits(max_entries: jint, max_bytes: jint) -> (usize, usize)
 /// costs one buffer and one copy of each entry.
 impl Packed for KvIterHandle {
     fn pack(&self, max_entries: jint, max_bytes: jint) -> Result<Option<Vec<u8>>> {
-        let (max_entries, max_bytes) = batch_limits(max_entries, max_bytes);
-        let mut packed: Vec<u8> = Vec::new();
-        let mut failed = None;
-        let taken = self.next_batch_each(max_entries, max_bytes, |k, v| {
-            let size = k.len() + v.len() + 8;
-            if packed.is_empty() {
-                packed.reserve(
-                    size.saturating_mul(max_entries)
-                        .min(max_bytes.saturating_add(size)),
-                );
-            }
-            // Only a key or value over 2 GiB fails, which no store accepts.
-            if let Err(e) = codec::encode_entry(&mut packed, k, Some(v)) {
-                failed.get_or_insert(e);
-            }
+        let mut packed = Vec::new();
+        let taken = pack_into(&mut packed, max_entries, max_bytes, |limits, take| {
+            self.next_batch_each(limits.0, limits.1, take)
         })?;
-        match failed {
-            Some(e) => Err(e),
-            None => Ok((taken > 0).then_some(packed)),
-        }
+        Ok((taken > 0).then_some(packed))
     }
+}
+
+/// Encodes the entries `read` hands over (called with the batch limits and the encoder)
+/// after what `packed` already holds; returns what `read` returns.
+fn pack_into<R>(
+    packed: &mut Vec<u8>,
+    max_entries: jint,
+    max_bytes: jint,
+    read: impl FnOnce((usize, usize), &mut dyn FnMut(&[u8], &[u8])) -> Result<R>,
+) -> Result<R> {
+    let (max_entries, max_bytes) = batch_limits(max_entries, max_bytes);
+    let start = packed.len();
+    let mut failed = None;
+    let read = read((max_entries, max_bytes), &mut |k, v| {
+        let size = k.len() + v.len() + 8;
+        if packed.len() == start {
+            packed.reserve(
+                size.saturating_mul(max_entries)
+                    .min(max_bytes.saturating_add(size)),
+            );
+        }
+        // Only a key or value over 2 GiB fails, which no store accepts.
+        if let Err(e) = codec::encode_entry(packed, k, Some(v)) {
+            failed.get_or_insert(e);
+        }
+    })?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(read),
+    }
+}
+
+/// The answer of a window or session `*Query` native: the new iterator's first batch
+/// ([`KvIterHandle::first_batch_each`], packed as `*Next` packs), after an 8-byte
+/// big-endian handle. The handle is 0 when the iterator ended within the batch: it is
+/// released at once, and the caller needs no `*Next` nor `*CloseIterator` call (a
+/// `findSessions` or `fetch(key, from, to)` per record costs one crossing instead of
+/// three). Otherwise the iterator is registered as `*Query` always did.
+pub(crate) fn first_batch<I: Packed>(
+    iter: I,
+    entries: impl Fn(&I) -> &KvIterHandle,
+    max_entries: jint,
+    max_bytes: jint,
+) -> Result<Option<Vec<u8>>> {
+    let mut packed = vec![0u8; 8];
+    let batch = pack_into(&mut packed, max_entries, max_bytes, |limits, take| {
+        entries(&iter).first_batch_each(limits.0, limits.1, take)
+    })?;
+    if !batch.ended {
+        let h = jhandle(crate::handle::insert(iter)?);
+        packed[..8].copy_from_slice(&h.to_be_bytes());
+    }
+    Ok(Some(packed))
 }
 
 /// Kafka's window store keys with their raw values.

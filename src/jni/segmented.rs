@@ -36,15 +36,21 @@ fn required(key: Option<&[u8]>) -> Result<Vec<u8>> {
         .to_vec())
 }
 
-fn by_end(h: u64, isolation: Isolation, earliest: i64, latest: i64, reverse: bool) -> Result<u64> {
-    bridge::open_session_iter(h, |s| {
+fn by_end(
+    h: u64,
+    isolation: Isolation,
+    earliest: i64,
+    latest: i64,
+    reverse: bool,
+) -> Result<SessionIterHandle> {
+    bridge::session_iter(h, |s| {
         s.find_sessions_by_end_with(isolation, earliest, latest, reverse)
     })
 }
 
 kind_natives! {
     window, "window", WindowStore, WindowIterHandle, bridge::close_window_store,
-    bridge::close_window_iter; WindowQuery(from, to), bridge::open_window_iter,
+    bridge::close_window_iter; WindowQuery(from, to), bridge::window_iter,
     |kind, from, to| match kind {
         WINDOW_TIME => Some(WindowQuery::Time { from, to }),
         WINDOW_ALL => Some(WindowQuery::All),
@@ -54,7 +60,7 @@ kind_natives! {
 
 kind_natives! {
     session, "session", SessionStore, SessionIterHandle, bridge::close_session_store,
-    bridge::close_session_iter; SessionQuery(earliest_end, latest_start), bridge::open_session_iter,
+    bridge::close_session_iter; SessionQuery(earliest_end, latest_start), bridge::session_iter,
     |kind, _, _| (kind == SESSION_ALL).then_some(SessionQuery::All), SESSION_BY_END => by_end
 }
 

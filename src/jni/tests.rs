@@ -464,6 +464,24 @@ fn drain(next: impl Fn() -> Result<Option<Vec<u8>>>) -> Vec<(Vec<u8>, Vec<u8>)> 
     out
 }
 
+/// Entries as the JNI batches carry them: key and raw value.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A `*Query` answer: the iterator's handle (0: released, the batch was all) and the
+/// entries of its first batch.
+fn answer(answer: Result<Option<Vec<u8>>>) -> (jlong, Entries) {
+    let packed = answer.unwrap().unwrap();
+    let (handle, batch) = packed.split_at(8);
+    let entries = super::codec::decode_entries(batch).unwrap();
+    let entries = entries
+        .into_iter()
+        .map(|(k, v)| (k.to_vec(), v.unwrap().to_vec()));
+    (
+        jlong::from_be_bytes(handle.try_into().unwrap()),
+        entries.collect(),
+    )
+}
+
 #[test]
 fn window_and_session_handles_work_and_refuse_other_kinds() {
     let segmented = options(&[
@@ -497,16 +515,48 @@ fn window_and_session_handles_work_and_refuse_other_kinds() {
         -1,
         "nothing committed"
     );
-    let it = window::query(w, KEY_RANGE, None, None, 0, 5_000, true, true).unwrap();
-    let got = drain(|| window::next(it, 1, 1));
-    let starts: Vec<i64> = got
-        .iter()
-        .map(|(k, _)| crate::format::segmented::parse_window_key(k).unwrap().1)
-        .collect();
-    assert_eq!(starts, [2_000, 0], "backward, committed");
+    // A first batch of 1 window leaves the iterator registered for the next one.
+    let (it, mut got) = answer(window::query(
+        w, KEY_RANGE, None, None, 0, 5_000, true, true, 1, 1,
+    ));
+    assert_ne!(it, 0, "a window is left");
+    got.extend(drain(|| window::next(it, 1, 1)));
+    let starts = |got: &[(Vec<u8>, Vec<u8>)]| -> Vec<i64> {
+        got.iter()
+            .map(|(k, _)| crate::format::segmented::parse_window_key(k).unwrap().1)
+            .collect()
+    };
+    assert_eq!(starts(&got), [2_000, 0], "backward, committed");
     window::close_iterator(it).unwrap();
-    let it = session::query(s, KEY, Some(b"a"), None, 0, i64::MAX, false, false).unwrap();
-    assert_eq!(drain(|| session::next(it, 10, 1 << 20)).len(), 1);
+    // A first batch that holds the whole answer releases the iterator at once.
+    let (none, got) = answer(window::query(
+        w,
+        KEY_RANGE,
+        None,
+        None,
+        0,
+        5_000,
+        true,
+        true,
+        16,
+        1 << 20,
+    ));
+    assert_eq!((none, starts(&got)), (0, vec![2_000, 0]));
+    // A batch that stops at its limit does not know whether it ended: 1 of 1 session.
+    let (it, got) = answer(session::query(
+        s,
+        KEY,
+        Some(b"a"),
+        None,
+        0,
+        i64::MAX,
+        false,
+        false,
+        1,
+        1 << 20,
+    ));
+    assert_eq!(got.len(), 1);
+    assert!(drain(|| session::next(it, 10, 1 << 20)).is_empty());
     // Kinds are checked: a window store is no session store, nor a key-value store,
     // and a window iterator is no session iterator.
     let code = |e: Error| e.code();
@@ -522,7 +572,7 @@ fn window_and_session_handles_work_and_refuse_other_kinds() {
     assert_eq!(code(ops::get(w, b"k", false).unwrap_err()), invalid);
     assert_eq!(code(window::next(it, 1, 1).unwrap_err()), invalid);
     for (kind, key) in [(9, None), (KEY, None)] {
-        let e = window::query(w, kind, key, None, 0, 0, false, false).unwrap_err();
+        let e = window::query(w, kind, key, None, 0, 0, false, false, 16, 1 << 20).unwrap_err();
         assert_eq!(code(e), ErrorCode::InvalidArgument);
     }
     session::close(s).unwrap();

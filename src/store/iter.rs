@@ -130,12 +130,15 @@ impl KvIter {
     /// read). The slices are lent by the engine where it can (RocksDB's cursor, when the
     /// view has one layer): a caller copying entries into a buffer of its own copies each
     /// once. An error ends the visit; entries visited before it stay consumed.
-    pub fn lend_while(&mut self, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+    ///
+    /// Returns whether the iterator ended: true only when it ran out of entries with `visit`
+    /// still asking for more, so a caller that stopped it learns nothing about what is left.
+    pub fn lend_while(&mut self, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<bool> {
         let mut slot = self.slot.lock_recover();
         let iter = slot.as_mut().ok_or(Error::IteratorClosed)?;
         let mut go = true;
         while go && iter.lend_next(&mut |k, v| go = visit(k, v))? {}
-        Ok(())
+        Ok(go)
     }
 
     /// Closes the iterator, releasing what it pins. Idempotent.

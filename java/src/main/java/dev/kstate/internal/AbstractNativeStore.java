@@ -150,7 +150,20 @@ public abstract class AbstractNativeStore implements AutoCloseable, NativeProper
      * @param <K> the key type
      */
     <K> NativeIterator<K> register(long it, NativeIterator.KeyReader<K> keys) {
-        NativeIterator<K> iterator = new NativeIterator<>(this, it, keys);
+        return register(new NativeIterator<>(this, it, keys));
+    }
+
+    /**
+     * Wraps a query's answer (a native iterator's handle and first batch, see
+     * {@link NativeIterator#FIRST_BATCH}); the iterator closes with the store.
+     *
+     * @param <K> the key type
+     */
+    <K> NativeIterator<K> registerAnswer(byte[] answer, NativeIterator.KeyReader<K> keys) {
+        return register(new NativeIterator<>(this, answer, keys));
+    }
+
+    private <K> NativeIterator<K> register(NativeIterator<K> iterator) {
         iterators.add(iterator);
         if (!isOpen()) {
             // lost a race with close(): the iterator must not outlive the store

@@ -160,11 +160,11 @@ public final class KstateNative {
 
     static native long scan(long store, byte[] from, byte[] to, boolean prefix, boolean reverse, boolean committed);
 
-    static native long windowQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long from, long to,
-                                   boolean reverse, boolean committed);
+    static native byte[] windowQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long from, long to,
+                                     boolean reverse, boolean committed, int maxEntries, int maxBytes);
 
-    static native long sessionQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long earliestEnd,
-                                    long latestStart, boolean reverse, boolean committed);
+    static native byte[] sessionQuery(long store, int kind, byte[] keyFrom, byte[] keyTo, long earliestEnd,
+                                      long latestStart, boolean reverse, boolean committed, int maxEntries, int maxBytes);
 
     static native long versionedQuery(long store, byte[] key, long fromTime, long toTime, boolean ascending,
                                       boolean committed);

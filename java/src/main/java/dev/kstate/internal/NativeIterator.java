@@ -4,6 +4,7 @@ import dev.kstate.streams.KstateException;
 import dev.kstate.streams.KstateInvalidStateStoreException;
 import java.nio.ByteBuffer;
 import java.util.NoSuchElementException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
@@ -58,13 +59,17 @@ public final class NativeIterator<K> implements ManagedKeyValueIterator<K, byte[
         return Bytes.wrap(key);
     };
 
-    private static final int FIRST_BATCH = 16;
+    /** Entries of the first batch (also a query's first batch, read with its answer). */
+    static final int FIRST_BATCH = 16;
     private static final int MAX_BATCH = 1024;
-    private static final int MAX_BATCH_BYTES = 1 << 20;
+    /** Bytes of keys and values after which a batch stops. */
+    static final int MAX_BATCH_BYTES = 1 << 20;
 
     private final AbstractNativeStore store;
     private final KeyReader<K> keys;
+    /** The native iterator; 0 once released, or from the start when the query's first batch held every entry. */
     private final AtomicLong handle;
+    private final AtomicBoolean closed = new AtomicBoolean();
     private ByteBuffer batch;
     private int batchSize = FIRST_BATCH;
     private boolean exhausted;
@@ -79,12 +84,25 @@ public final class NativeIterator<K> implements ManagedKeyValueIterator<K, byte[
         this.handle = new AtomicLong(handle);
     }
 
+    /**
+     * Wraps a query's answer: the native iterator's handle (8 bytes, big-endian; 0 when the
+     * first batch held every entry, and nothing native is left to read or release), then the
+     * first batch of {@link #FIRST_BATCH} entries at most.
+     */
+    NativeIterator(AbstractNativeStore store, byte[] answer, KeyReader<K> keys) {
+        this.store = store;
+        this.keys = keys;
+        ByteBuffer b = ByteBuffer.wrap(answer);
+        this.handle = new AtomicLong(b.getLong());
+        this.batch = b;
+        this.batchSize = Math.min(FIRST_BATCH * 4, MAX_BATCH);
+    }
+
     private boolean fill() {
         if (next != null) {
             return true;
         }
-        long h = handle.get();
-        if (h == 0) {
+        if (closed.get()) {
             if (exhaustedWithStore) {
                 return false;
             }
@@ -94,6 +112,13 @@ public final class NativeIterator<K> implements ManagedKeyValueIterator<K, byte[
             return false;
         }
         if (batch == null || !batch.hasRemaining()) {
+            long h = handle.get();
+            if (h == 0) {
+                // the query's first batch was the whole answer
+                exhausted = true;
+                batch = null;
+                return false;
+            }
             byte[] packed = store.nativeNext(h, batchSize, MAX_BATCH_BYTES);
             batchSize = Math.min(batchSize * 4, MAX_BATCH);
             if (packed == null) {
@@ -157,15 +182,17 @@ public final class NativeIterator<K> implements ManagedKeyValueIterator<K, byte[
     /** Closes the iterator, then runs the {@link #onClose} callback if any. Idempotent. */
     @Override
     public void close() {
-        long h = handle.getAndSet(0);
-        if (h == 0) {
+        if (!closed.compareAndSet(false, true)) {
             return;
         }
         store.forget(this);
         batch = null;
         next = null;
+        long h = handle.getAndSet(0);
         try {
-            store.nativeCloseIterator(h);
+            if (h != 0) {
+                store.nativeCloseIterator(h);
+            }
         } catch (KstateInvalidStateStoreException alreadyGone) {
             // cannot happen for a handle we owned; nothing to release either way
         } finally {

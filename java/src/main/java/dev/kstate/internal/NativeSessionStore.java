@@ -121,8 +121,9 @@ public final class NativeSessionStore extends NativeSegmentedStore {
      */
     public NativeIterator<Bytes> query(int kind, byte[] keyFrom, byte[] keyTo, long earliestSessionEndTime,
                                long latestSessionStartTime, boolean reverse, boolean committed) {
-        return register(KstateNative.sessionQuery(handle(), kind, keyFrom, keyTo, earliestSessionEndTime,
-            latestSessionStartTime, reverse, committed));
+        return registerAnswer(KstateNative.sessionQuery(handle(), kind, keyFrom, keyTo, earliestSessionEndTime,
+            latestSessionStartTime, reverse, committed, NativeIterator.FIRST_BATCH, NativeIterator.MAX_BATCH_BYTES),
+            NativeIterator.STORE_KEY);
     }
 
     /** A decoded Kafka session store key. */

@@ -129,8 +129,8 @@ public final class NativeWindowStore extends NativeSegmentedStore {
      */
     public <K> NativeIterator<K> query(int kind, byte[] keyFrom, byte[] keyTo, long timeFrom, long timeTo,
                                        boolean reverse, boolean committed, NativeIterator.KeyReader<K> keys) {
-        return register(KstateNative.windowQuery(handle(), kind, keyFrom, keyTo, timeFrom, timeTo, reverse, committed),
-            keys);
+        return registerAnswer(KstateNative.windowQuery(handle(), kind, keyFrom, keyTo, timeFrom, timeTo, reverse,
+            committed, NativeIterator.FIRST_BATCH, NativeIterator.MAX_BATCH_BYTES), keys);
     }
 
     /**

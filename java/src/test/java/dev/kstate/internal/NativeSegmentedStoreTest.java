@@ -136,6 +136,51 @@ public class NativeSegmentedStoreTest {
         }
     }
 
+    /**
+     * A query answers with its first batch: an answer that fits is read without another native
+     * call and leaves nothing native to release, yet the iterator keeps the usual contract
+     * (registered until closed, one close callback, closed means closed); a longer one goes on
+     * in further batches.
+     */
+    @Test
+    public void queriesAnswerWithTheirFirstBatch() {
+        try (NativeWindowStore store = NativeWindowStore.open("f", null, KstateNative.ENGINE_MEMORY, TIMESTAMPED, 0,
+                false, DEFAULTS, 3_600_000, 1_000, false, 0, false, false);
+             NativeSessionStore sessions = NativeSessionStore.open("s", null, KstateNative.ENGINE_MEMORY, false, 0,
+                 false, DEFAULTS, 3_600_000, 0, false, false)) {
+            List<String> expected = new ArrayList<>();
+            for (int i = 0; i < 100; i++) {
+                store.put(b("k"), ts(i, "v" + i), i * 1_000L);
+                expected.add("k@" + (i * 1_000) + "#0=v" + i);
+            }
+            // 100 windows: the first batch of 16, then batches of 64 and more
+            assertEquals(expected,
+                windows(store.query(NativeWindowStore.QUERY_KEY, b("k"), null, 0, Long.MAX_VALUE, false, false)));
+            store.put(b("one"), ts(1, "x"), 5_000);
+            NativeIterator<Bytes> it = store.query(NativeWindowStore.QUERY_KEY, b("one"), null, 0, 10_000, false, false);
+            int[] callbacks = {0};
+            it.onClose(() -> callbacks[0]++);
+            assertEquals(1, store.openIterators());
+            // a snapshot: a later write is not in the answer
+            store.put(b("one"), ts(2, "y"), 6_000);
+            assertTrue(it.hasNext());
+            assertEquals(5_000, NativeWindowStore.window(it.next().key.get()).start);
+            assertFalse(it.hasNext());
+            it.close();
+            it.close();
+            assertEquals("one close callback", 1, callbacks[0]);
+            assertEquals(0, store.openIterators());
+            expectCode(KstateException.ITERATOR_CLOSED, it::hasNext);
+            // findSessions of a key without sessions, the common case of a session aggregation
+            sessions.put(b("a"), 10, 20, b("agg"));
+            assertEquals(List.of(), sessions(sessions.query(NativeSessionStore.QUERY_KEY, b("b"), null, 0, 100, false,
+                false)));
+            assertEquals(List.of("a[10,20]=agg"), sessions(sessions.query(NativeSessionStore.QUERY_KEY, b("a"), null, 0,
+                100, false, false)));
+            assertEquals(0, sessions.openIterators());
+        }
+    }
+
     @Test
     public void duplicatesTakeSeqnumsAndIgnoreNulls() {
         try (NativeWindowStore store = NativeWindowStore.open("d", null, KstateNative.ENGINE_MEMORY, TIMESTAMPED, 0,
@@ -173,7 +218,7 @@ public class NativeSegmentedStoreTest {
             expectCode(KstateException.INVALID_HANDLE, () -> KstateNative.windowPut(h, b("k"), null, 0));
             expectCode(KstateException.INVALID_HANDLE, () -> KstateNative.get(h, b("k"), false));
             expectCode(KstateException.INVALID_ARGUMENT,
-                () -> KstateNative.sessionQuery(h, 9, null, null, 0, 0, false, false));
+                () -> KstateNative.sessionQuery(h, 9, null, null, 0, 0, false, false, 16, 1 << 20));
             expectCode(KstateException.INVALID_ARGUMENT, () -> KstateNative.sessionPut(h, null, 0, 0, null));
         }
     }
