@@ -33,6 +33,10 @@ import org.openjdk.jmh.infra.Blackhole;
  *   <li>{@code sessionFind}: {@code findSessions(key, earliestSessionEndTime,
  *   latestSessionStartTime)} over 30 minutes (6 sessions) at a random key and time, every entry
  *   read;</li>
+ *   <li>{@code sessionFindMerge}: {@code findSessions(key, t - 1 minute, t + 1 minute)} at a random
+ *   key and minute {@code t}: what a session aggregation with a 1-minute inactivity gap reads for
+ *   each record (here 0 or 1 session, the sessions covering 2 of every 5 minutes), every entry
+ *   read;</li>
  *   <li>{@code sessionFetch}: {@code fetchSession(key, start, end)} of one existing session;</li>
  *   <li>{@code sessionFetchKey}: {@code fetch(key)}, the key's 24 sessions, every entry read;</li>
  *   <li>{@code sessionRemovePut}: {@code remove} of one of the last hour's sessions, then its put
@@ -108,6 +112,18 @@ public class SessionBench {
         long earliestEnd = picker.pick(SESSIONS * (int) (GAP / WindowBench.MINUTE) - 30) * WindowBench.MINUTE;
         try (KeyValueIterator<Windowed<Bytes>, byte[]> it =
                  subject.store.findSessions(keys[picker.pick(n)], earliestEnd, earliestEnd + 30 * WindowBench.MINUTE)) {
+            while (it.hasNext()) {
+                bh.consume(it.next());
+            }
+        }
+    }
+
+    /** {@code findSessions} as a session aggregation calls it for each record: 0 or 1 session. */
+    @Benchmark
+    public void sessionFindMerge(Blackhole bh) {
+        long t = picker.pick(SESSIONS * (int) (GAP / WindowBench.MINUTE)) * WindowBench.MINUTE;
+        try (KeyValueIterator<Windowed<Bytes>, byte[]> it =
+                 subject.store.findSessions(keys[picker.pick(n)], t - WindowBench.MINUTE, t + WindowBench.MINUTE)) {
             while (it.hasNext()) {
                 bh.consume(it.next());
             }
