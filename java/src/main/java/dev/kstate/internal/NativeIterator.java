@@ -14,7 +14,8 @@ import org.apache.kafka.streams.state.internals.ManagedKeyValueIterator;
  * A native iterator of any store kind, fetched in packed batches (one JNI crossing per batch,
  * batches growing from 16 to 1024 entries, at most 1 MiB). A window or session query returns its
  * first batch with its answer, and when that batch holds the whole answer nothing native is kept:
- * a {@code findSessions} or {@code fetch(key, from, to)} of a few entries costs one crossing. A key-value iterator returns the
+ * a {@code findSessions} or {@code fetch(key, from, to)} of a few entries costs one crossing.
+ * A key-value iterator returns the
  * store's keys; a window or session iterator returns Kafka's store keys ({@code key ‖ windowStart
  * ‖ seqnum} for windows, {@code key ‖ end ‖ start} for sessions) with their raw values, in Kafka's
  * segmented-store order: exactly what Kafka's {@code WindowStoreIteratorWrapper} and
