@@ -454,31 +454,34 @@ fn rocksdb_tuning_and_properties_cross_the_surface() {
     kv::close(m).unwrap();
 }
 
-fn drain(next: impl Fn() -> Result<Option<Vec<u8>>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+/// Entries as the JNI batches carry them: key and raw value.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The entries of one packed batch, owned.
+fn decoded(packed: &[u8]) -> Entries {
+    let entries = super::codec::decode_entries(packed).unwrap();
+    entries
+        .into_iter()
+        .map(|(k, v)| (k.to_vec(), v.unwrap().to_vec()))
+        .collect()
+}
+
+fn drain(next: impl Fn() -> Result<Option<Vec<u8>>>) -> Entries {
     let mut out = Vec::new();
     while let Some(packed) = next().unwrap() {
-        for (k, v) in super::codec::decode_entries(&packed).unwrap() {
-            out.push((k.to_vec(), v.unwrap().to_vec()));
-        }
+        out.extend(decoded(&packed));
     }
     out
 }
-
-/// Entries as the JNI batches carry them: key and raw value.
-type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// A `*Query` answer: the iterator's handle (0: released, the batch was all) and the
 /// entries of its first batch.
 fn answer(answer: Result<Option<Vec<u8>>>) -> (jlong, Entries) {
     let packed = answer.unwrap().unwrap();
     let (handle, batch) = packed.split_at(8);
-    let entries = super::codec::decode_entries(batch).unwrap();
-    let entries = entries
-        .into_iter()
-        .map(|(k, v)| (k.to_vec(), v.unwrap().to_vec()));
     (
         jlong::from_be_bytes(handle.try_into().unwrap()),
-        entries.collect(),
+        decoded(batch),
     )
 }
 

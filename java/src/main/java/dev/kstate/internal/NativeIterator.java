@@ -98,7 +98,12 @@ public final class NativeIterator<K> implements ManagedKeyValueIterator<K, byte[
         ByteBuffer b = ByteBuffer.wrap(answer);
         this.handle = new AtomicLong(b.getLong());
         this.batch = b;
-        this.batchSize = Math.min(FIRST_BATCH * 4, MAX_BATCH);
+        this.batchSize = grown(FIRST_BATCH);
+    }
+
+    /** @return the size of the batch after one of {@code size} entries */
+    private static int grown(int size) {
+        return Math.min(size * 4, MAX_BATCH);
     }
 
     private boolean fill() {
@@ -123,7 +128,7 @@ public final class NativeIterator<K> implements ManagedKeyValueIterator<K, byte[
                 return false;
             }
             byte[] packed = store.nativeNext(h, batchSize, MAX_BATCH_BYTES);
-            batchSize = Math.min(batchSize * 4, MAX_BATCH);
+            batchSize = grown(batchSize);
             if (packed == null) {
                 exhausted = true;
                 batch = null;
