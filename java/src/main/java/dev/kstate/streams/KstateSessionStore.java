@@ -57,6 +57,30 @@ public class KstateSessionStore extends KstateSegmentedStateStore<NativeSessionS
         this.kafkaHeaders = timeOrdered && kafkaHeaders;
     }
 
+    /**
+     * True on the RocksDB engine, and on the memory engine too where Kafka Streams reads a
+     * persistent store's restore offset from the store itself (4.3+; see
+     * {@link KafkaRuntime#RESTORE_OFFSETS_FROM_STORES}).
+     *
+     * <p>Kafka's record cache ({@code CachingSessionStore}) walks its cache segment by segment
+     * only over a persistent store; over any other it answers each {@code findSessions} with
+     * one cache range from the query's lowest segment to its highest, filtered, which over a
+     * large cache is most of it (a session aggregation on the memory engine then ran at about
+     * 100 records per second over 1M keys). Both engines keep sessions in the same
+     * segment-by-segment order, so the memory engine can take the persistent path, and then
+     * answers behind the cache exactly as the RocksDB engine (and Kafka's RocksDB session store).
+     * What else "persistent" means to Kafka 4.3+ holds for it: Kafka asks the store for its
+     * restore offset ({@link #committedOffset}: none after an open, so Kafka restores it from
+     * the changelog's start, as before) and commits the changelog offset with it. Kafka 4.0 to
+     * 4.2 would instead restore a persistent store from the offset in the task's
+     * {@code .checkpoint} file, which a memory store does not outlive, so there it stays not
+     * persistent.
+     */
+    @Override
+    public boolean persistent() {
+        return super.persistent() || KafkaRuntime.RESTORE_OFFSETS_FROM_STORES;
+    }
+
     /** @return whether this is Kafka's time-ordered session store (answers {@link #findSessions(long, long)}) */
     public boolean timeOrdered() {
         return timeOrdered;

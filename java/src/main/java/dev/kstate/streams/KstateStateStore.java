@@ -556,8 +556,24 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
         if (d != null && d.hint.knows(partition)) {
             return d.hint.offset(partition);
         }
-        return open().committedOffset(partition);
+        Long offset = open().committedOffset(partition);
+        if (offset == null && options.engine == KstateStoreOptions.Engine.MEMORY && persistent()) {
+            // A memory store opens empty. Reported as persistent (a session store, see
+            // KstateSessionStore#persistent), it answers Kafka's "no offset" rather than none:
+            // Kafka then restores it from the changelog's start, as its own in-memory stores,
+            // where none would make it, under exactly-once, wipe the task's other stores as
+            // corrupted first.
+            return KAFKA_NO_OFFSET;
+        }
+        return offset;
     }
+
+    /**
+     * Kafka Streams' committed offset of a store committed without a changelog offset
+     * ({@code OFFSET_UNKNOWN} of its state manager, 4.3+), which it reads back as "restore from
+     * the changelog's start".
+     */
+    static final long KAFKA_NO_OFFSET = -4L;
 
     @Override
     @SuppressWarnings("deprecation") // deprecated in 4.4 (every store will manage offsets); still consulted
@@ -658,6 +674,11 @@ abstract class KstateStateStore<S extends AbstractNativeStore> implements StateS
         return true;
     }
 
+    /**
+     * The RocksDB engine's stores are persistent; the memory engine's are not (Kafka restores
+     * them in full on every open), except its session stores on Kafka Streams 4.3+
+     * ({@link KstateSessionStore#persistent()}).
+     */
     @Override
     public boolean persistent() {
         return options.engine == KstateStoreOptions.Engine.ROCKSDB;

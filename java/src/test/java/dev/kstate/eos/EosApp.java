@@ -81,7 +81,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * DSL's record cache as shipped, 10 MB, instead of none), {@code windowed} ({@code true} adds a
  * tumbling-window count {@code wcounts} of {@code window.ms} and a session count {@code scounts} of
  * inactivity gap {@code session.gap.ms}, on kstate's window and session stores in the kstate variant,
- * written to {@code wcounts-out} and {@code scounts-out}; the soak's topology), {@code versioned}
+ * written to {@code wcounts-out} and {@code scounts-out}; the soak's topology; {@code session.engine=memory}
+ * puts the kstate variant's session store on the memory engine, beside its RocksDB stores), {@code versioned}
  * ({@code true} adds the versioned join of {@link #addVersioned}, on kstate's versioned store in the
  * kstate variant: a versioned table in a stream-table join), {@code acceptable.lag}
  * ({@code acceptable.recovery.lag}), {@code probing.ms} ({@code probing.rebalance.interval.ms}),
@@ -252,7 +253,8 @@ public final class EosApp {
             }
             if (Boolean.parseBoolean(a.getOrDefault("windowed", "false"))) {
                 addWindowed(grouped, t, variant.equals("kstate"), Duration.ofMillis(Long.parseLong(a.getOrDefault("window.ms",
-                    "10000"))), Duration.ofMillis(Long.parseLong(a.getOrDefault("session.gap.ms", "10000"))));
+                    "10000"))), Duration.ofMillis(Long.parseLong(a.getOrDefault("session.gap.ms", "10000"))),
+                    a.getOrDefault("session.engine", "rocksdb").equals("memory"));
             }
         }
 
@@ -412,7 +414,8 @@ public final class EosApp {
      * DSL's default ones. Their outputs carry the window in the key, so that the parent can
      * compare every update with the one its model of the input predicts.
      */
-    static void addWindowed(KGroupedStream<String, String> grouped, String t, boolean kstate, Duration size, Duration gap) {
+    static void addWindowed(KGroupedStream<String, String> grouped, String t, boolean kstate, Duration size, Duration gap,
+                            boolean memorySessions) {
         Materialized<String, Long, WindowStore<Bytes, byte[]>> wm = kstate
             ? Materialized.<String, Long>as(KstateStores.persistentTimestampedWindowStore("wcounts", WINDOWED_RETENTION, size,
                 false))
@@ -422,7 +425,8 @@ public final class EosApp {
             .toStream((wk, v) -> wk.key() + "@" + wk.window().start())
             .to(topic(t, WCOUNTS_OUT), Produced.with(Serdes.String(), Serdes.Long()));
         Materialized<String, Long, SessionStore<Bytes, byte[]>> sm = kstate
-            ? Materialized.<String, Long>as(KstateStores.persistentSessionStore("scounts", WINDOWED_RETENTION))
+            ? Materialized.<String, Long>as(memorySessions ? KstateStores.inMemorySessionStore("scounts", WINDOWED_RETENTION)
+                : KstateStores.persistentSessionStore("scounts", WINDOWED_RETENTION))
             : Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("scounts");
         grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(gap, WINDOWED_GRACE))
             .count(sm.withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))

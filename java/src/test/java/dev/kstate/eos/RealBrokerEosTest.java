@@ -324,6 +324,79 @@ public class RealBrokerEosTest extends BrokerSuite {
         }
     }
 
+    /**
+     * A session store on the memory engine beside RocksDB stores, behind the DSL's record cache,
+     * where it is persistent to Kafka ({@code KstateSessionStore#persistent}): SIGKILLed while
+     * processing, restarted, closed cleanly and restarted again, under {@code exactly_once_v2}
+     * without {@code enable.transactional.statestores} (where Kafka declares a task corrupted
+     * when a persistent store of a non-empty task directory has no offset). Every start restores the memory
+     * store in full, from its changelog's start; the clean restart restores nothing of the
+     * RocksDB stores and wipes none of them (no task is declared corrupted for the memory store
+     * that opens without an offset); the latest committed output of every key (counts, sums,
+     * window and session counts) is the model's.
+     */
+    @Test
+    public void memorySessionStoreBehindTheCacheBesideRocksDbStores() throws Exception {
+        String appId = "eos-memsession";
+        long seed = Long.getLong("kstate.eos.seed", System.nanoTime());
+        File state = new File(base, "memsession-state");
+        File logs = new File(base, "memsession-logs");
+        logs.mkdirs();
+        String[] args = {"variant=kstate", "windowed=true", "session.engine=memory", "cache=true", "window.ms=10000",
+            "session.gap.ms=10000", "instance=i1", "txn.stores=false"};
+        EosRig.createWindowedTopics(broker, appId + ".", PARTITIONS);
+        try (Input in = new Input(broker, appId + ".", 300, seed)) {
+            in.produce(4000);
+            App a = start("memsession-a", appId, state, logs, args);
+            try {
+                assertTrue("RUNNING", a.awaitRunning(90_000));
+                assertTrue("commits before the kill", a.await(x -> x.commitsDone >= 3, 90_000));
+                in.produce(2000);
+            } finally {
+                a.process.destroyForcibly();
+                a.process.waitFor();
+            }
+            App b = start("memsession-b", appId, state, logs, args);
+            try {
+                assertTrue("RUNNING after the kill", b.awaitRunning(90_000));
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                assertEquals("clean exit", 0, b.stop(90_000));
+            } finally {
+                b.process.destroyForcibly();
+            }
+            Map<String, Object> before = storeInodes(state, appId);
+            assertEquals("both RocksDB key-value stores of every task on disk", 2 * PARTITIONS, before.size());
+            App c = start("memsession-c", appId, state, logs, args);
+            try {
+                assertTrue("RUNNING after the clean restart", c.awaitRunning(90_000));
+                in.produce(2000);
+                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+                assertEquals("clean exit", 0, c.stop(90_000));
+            } finally {
+                c.process.destroyForcibly();
+            }
+            assertTrue("errors: " + a.errors + b.errors + c.errors, a.errors.isEmpty() && b.errors.isEmpty()
+                && c.errors.isEmpty());
+            for (App app : new App[] {b, c}) {
+                List<Restore> memory = new ArrayList<>();
+                for (Restore r : app.restores) {
+                    if (r.store.equals("scounts")) {
+                        memory.add(r);
+                        assertEquals(app.name + ": the memory store restores from the changelog's start: " + r, 0, r.start);
+                        // by the clean restart every partition has sessions (the kill may come first)
+                        assertTrue(app.name + ": and replays it: " + r, app == b || r.restored > 0);
+                    } else if (app == c) {
+                        assertTrue("nothing to restore after a clean close: " + r, r.restored <= 0 && r.start >= r.end - 1);
+                    }
+                }
+                assertEquals(app.name + ": a restore of the memory store per task", PARTITIONS, memory.size());
+                assertTrue(app.name + ": sessions replayed", memory.stream().mapToLong(r -> r.restored).sum() > 0);
+            }
+            assertEquals("no store directory wiped or recreated", before, storeInodes(state, appId));
+            EosRig.checkLatestOutputs(broker, in, 10_000, 10_000);
+        }
+    }
+
     /** A store's open and adoption events in a child's kstate log: {@code store@task -> [verb thread, ...]}. */
     static Map<String, List<String>> opensByStore(App app) {
         java.util.regex.Pattern p = java.util.regex.Pattern.compile(

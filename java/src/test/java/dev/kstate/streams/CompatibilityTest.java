@@ -64,6 +64,24 @@ public class CompatibilityTest {
     }
 
     /**
+     * A session store on the memory engine is persistent to Kafka only where Kafka takes a
+     * persistent store's restore offset from the store (4.3+): on 4.0 to 4.2 Kafka would restore
+     * it from the task's {@code .checkpoint} file, past the data it lost when it closed. The
+     * memory engine's other kinds are never persistent; the RocksDB engine's always are.
+     */
+    @Test
+    public void memorySessionStoresArePersistentWhereKafkaAsksTheStoreForItsOffset() {
+        String version = System.getProperty("kstate.kafka.version", "4.4.0");
+        boolean checkpointFile = version.startsWith("4.0.") || version.startsWith("4.1.") || version.startsWith("4.2.");
+        java.time.Duration hour = java.time.Duration.ofHours(1);
+        assertEquals(version, !checkpointFile, KstateStores.inMemorySessionStore("s", hour).get().persistent());
+        assertEquals(version, false, KstateStores.inMemoryWindowStore("w", hour, java.time.Duration.ofMinutes(1), false)
+            .get().persistent());
+        assertEquals(version, false, KstateStores.inMemoryTimestampedKeyValueStore("k").get().persistent());
+        assertEquals(version, true, KstateStores.persistentSessionStore("p", hour).get().persistent());
+    }
+
+    /**
      * {@code dsl.store.suppliers.class=KstateDslStoreSuppliers} (a count) and
      * {@code Materialized.as(kstate)} (a table), against a model of the counts and latest values.
      */

@@ -398,34 +398,26 @@ public class WindowQueryDifferentialTest {
     }
 
     /**
-     * The memory engine answers as the RocksDB engine, except:
-     * <ul>
-     * <li>where Kafka's own caching layer takes another path for a non-persistent store: Kafka 4.4's
-     * CachingSessionStore throws IllegalStateException ("segment interval has changed") from a cached
-     * persistent session store's backwardFindSessions(key, ...), Kafka's RocksDB store and kstate's
-     * alike (checked above), and walks the cache in one range for an in-memory one;</li>
-     * <li>in the order of a window query over several keys (key-range fetches, fetchAll, all, IQv2's
+     * The memory engine answers as the RocksDB engine, behind Kafka's caching layer too: its
+     * session store is persistent to Kafka 4.4 ({@link KstateSessionStore#persistent()}), so
+     * Kafka's CachingSessionStore walks the cache segment by segment over both engines, down to
+     * the IllegalStateException ("segment interval has changed") Kafka 4.4 throws from a cached
+     * persistent session store's backwardFindSessions(key, ...) in some ranges (Kafka's RocksDB
+     * store and kstate's alike, checked above). Except in the order of a window query over several keys (key-range fetches, fetchAll, all, IQv2's
      * WindowRangeQuery over a time range) on the store without duplicates ("w"): the memory engine
      * returns Kafka's in-memory order, by window start, then key (descending for the backward
      * variants), where the RocksDB engine returns
      * Kafka's RocksDB order (segment, key, start). Those answers must hold the same windows, and the
-     * memory engine's must be in its order.</li>
-     * </ul>
+     * memory engine's must be in its order.
      */
     @Test
     public void theMemoryEngineAnswersAsTheRocksDbEngine() throws Exception {
         Map<String, String> rocksdb = kstate(9);
         Map<String, String> memory = kstateMemory(9);
-        int cachingPath = 0;
-        for (String q : new ArrayList<>(rocksdb.keySet())) {
-            if (q.endsWith("s backwardFindSessions(k,e,l)") && rocksdb.get(q).equals("THROWS java.lang.IllegalStateException")) {
-                assertTrue(q + ": " + memory.get(q), memory.get(q).startsWith("["));
-                rocksdb.remove(q);
-                memory.remove(q);
-                cachingPath++;
-            }
-        }
-        assertTrue(cachingPath < 100);
+        // not vacuous: the cached session store took Kafka's persistent path (its throw included)
+        long cachingPath = memory.entrySet().stream().filter(e -> e.getKey().endsWith("s backwardFindSessions(k,e,l)")
+            && e.getValue().equals("THROWS java.lang.IllegalStateException")).count();
+        assertTrue("answers of the persistent caching path: " + cachingPath, cachingPath > 0);
         int reordered = inMemoryWindowOrder(rocksdb, memory, q -> q.contains(" w ") || q.endsWith("w bound ahead"));
         // not vacuous: the orders differ on many answers
         assertTrue("reordered answers: " + reordered, reordered > 50);

@@ -155,6 +155,50 @@ public class WipeRulesTest {
         }
     }
 
+    /**
+     * A session store on the memory engine is persistent to Kafka 4.4 (so that Kafka's record
+     * cache walks it segment by segment, {@link KstateSessionStore#persistent()}) and opens
+     * empty: beside a RocksDB store in the task directory, after a kill, under exactly-once
+     * without the flag, it must not make Kafka declare the task corrupted (which would wipe the
+     * RocksDB store): it answers Kafka's "no offset", and Kafka restores it from the
+     * changelog's start while the RocksDB store keeps its data.
+     */
+    @Test
+    public void aMemorySessionStoreBesideARocksDbStoreWipesNothing() throws Exception {
+        StreamsBuilder builder = new StreamsBuilder();
+        org.apache.kafka.streams.kstream.KGroupedStream<String, String> grouped = builder
+            .stream("in", Consumed.with(Serdes.String(), Serdes.String())).groupByKey();
+        grouped.count(Materialized.<String, Long>as(KstateStores.persistentTimestampedKeyValueStore("s"))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()));
+        grouped.windowedBy(org.apache.kafka.streams.kstream.SessionWindows.ofInactivityGapWithNoGrace(
+                java.time.Duration.ofMinutes(1)))
+            .count(Materialized.<String, Long>as(KstateStores.inMemorySessionStore("m", java.time.Duration.ofHours(1)))
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()));
+        org.apache.kafka.streams.Topology topology = builder.build();
+        File stateDir = new File(dir, "memory-session");
+        File afterKill = new File(dir, "memory-session-after-kill");
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(stateDir, false))) {
+            driver.createInputTopic("in", new StringSerializer(), new StringSerializer()).pipeInput("a", "1", 1L);
+            StreamTask task = task(driver);
+            org.apache.kafka.streams.processor.StateStore m = task.store("m");
+            assertTrue("the memory session store is persistent to Kafka 4.4", m.persistent());
+            detach(driver);
+            ((KeyValueStore<?, ?>) task.store("s")).close();
+            m.close();
+            copyTree(new File(stateDir, APP).toPath(), new File(afterKill, APP).toPath());
+        }
+        assertTrue("the RocksDB store's directory is in the task directory", new File(taskDir(afterKill), "s").isDirectory());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(afterKill, false))) {
+            KeyValueStore<String, ValueAndTimestamp<Long>> s = driver.getTimestampedKeyValueStore("s");
+            assertEquals("the RocksDB store kept its count", Long.valueOf(1), s.get("a").value());
+            assertEquals("the memory store reports Kafka's no-offset", Long.valueOf(KstateStateStore.KAFKA_NO_OFFSET),
+                ((org.apache.kafka.streams.processor.StateStore) task(driver).store("m")).committedOffset(
+                    new org.apache.kafka.common.TopicPartition(APP + "-m-changelog", 0)));
+            driver.createInputTopic("in", new StringSerializer(), new StringSerializer()).pipeInput("a", "2", 2L);
+            assertEquals("counted on", Long.valueOf(2), s.get("a").value());
+        }
+    }
+
     private static void copyTree(java.nio.file.Path from, java.nio.file.Path to) throws java.io.IOException {
         try (java.util.stream.Stream<java.nio.file.Path> paths = java.nio.file.Files.walk(from)) {
             for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) paths::iterator) {
