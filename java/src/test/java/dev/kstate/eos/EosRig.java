@@ -549,20 +549,42 @@ public final class EosRig {
         }
         Map<String, List<Long>> in = input.values();
         check(counts.keySet().equals(in.keySet()), "output keys = input keys: " + counts.size() + " vs " + in.size());
-        for (Map.Entry<String, List<Long>> e : in.entrySet()) {
-            List<Long> expCounts = new ArrayList<>();
-            List<Long> expSums = new ArrayList<>();
-            long s = 0;
-            for (int i = 0; i < e.getValue().size(); i++) {
-                expCounts.add((long) i + 1);
-                s += e.getValue().get(i);
-                expSums.add(s);
-            }
-            check(expCounts.equals(counts.get(e.getKey())), "counts of " + e.getKey() + ": expected 1.." + expCounts.size()
-                + ", got " + counts.get(e.getKey()));
-            check(expSums.equals(sums.get(e.getKey())), "sums of " + e.getKey() + ": expected " + expSums + ", got "
-                + sums.get(e.getKey()));
+        Map<String, List<Long>> expCounts = countUpdates(input);
+        Map<String, List<Long>> expSums = sumUpdates(input);
+        for (String k : in.keySet()) {
+            check(expCounts.get(k).equals(counts.get(k)), "counts of " + k + ": expected 1.." + expCounts.get(k).size()
+                + ", got " + counts.get(k));
+            check(expSums.get(k).equals(sums.get(k)), "sums of " + k + ": expected " + expSums.get(k) + ", got "
+                + sums.get(k));
         }
+    }
+
+    /** The model of the count's updates, by key: 1..n. */
+    static Map<String, List<Long>> countUpdates(Input input) {
+        Map<String, List<Long>> expected = new HashMap<>();
+        input.values().forEach((k, vs) -> {
+            List<Long> l = new ArrayList<>();
+            for (int i = 0; i < vs.size(); i++) {
+                l.add((long) i + 1);
+            }
+            expected.put(k, l);
+        });
+        return expected;
+    }
+
+    /** The model of the sum's updates, by key: the prefix sums of its input values. */
+    static Map<String, List<Long>> sumUpdates(Input input) {
+        Map<String, List<Long>> expected = new HashMap<>();
+        input.values().forEach((k, vs) -> {
+            List<Long> l = new ArrayList<>();
+            long sum = 0;
+            for (long v : vs) {
+                sum += v;
+                l.add(sum);
+            }
+            expected.put(k, l);
+        });
+        return expected;
     }
 
     /** Every committed update of an output topic, by key, in order; a tombstone is {@code null}. */
@@ -665,22 +687,8 @@ public final class EosRig {
      * stale store write, or a restore from the wrong offset, shows here.
      */
     public static void checkLatestOutputs(KafkaBroker broker, Input input, long windowMs, long gapMs) {
-        Map<String, List<Long>> counts = new HashMap<>();
-        Map<String, List<Long>> sums = new HashMap<>();
-        input.values().forEach((k, vs) -> {
-            List<Long> c = new ArrayList<>();
-            List<Long> prefixSums = new ArrayList<>();
-            long sum = 0;
-            for (long v : vs) {
-                sum += v;
-                c.add((long) c.size() + 1);
-                prefixSums.add(sum);
-            }
-            counts.put(k, c);
-            sums.put(k, prefixSums);
-        });
-        checkLatest(counts, updatesByKey(broker, input.topics + EosApp.COUNTS_OUT), "counts");
-        checkLatest(sums, updatesByKey(broker, input.topics + EosApp.SUMS_OUT), "sums");
+        checkLatest(countUpdates(input), updatesByKey(broker, input.topics + EosApp.COUNTS_OUT), "counts");
+        checkLatest(sumUpdates(input), updatesByKey(broker, input.topics + EosApp.SUMS_OUT), "sums");
         checkLatest(windowUpdates(input, windowMs), updatesByKey(broker, input.topics + EosApp.WCOUNTS_OUT), "window counts");
         checkLatest(sessionUpdates(input, gapMs), updatesByKey(broker, input.topics + EosApp.SCOUNTS_OUT), "session counts");
     }
