@@ -295,13 +295,7 @@ public class RealBrokerEosTest extends BrokerSuite {
         try (Input in = input(appId, 7, 500)) {
             in.produce(3000);
             App a = start("clean-a", appId, state, logs, "variant=kstate");
-            try {
-                assertTrue("RUNNING", a.awaitRunning(90_000));
-                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
-                assertEquals("clean exit", 0, a.stop(90_000));
-            } finally {
-                a.process.destroyForcibly();
-            }
+            processAllAndStop(a, appId, "RUNNING");
             Map<String, Object> before = storeInodes(state, appId);
             assertEquals("both stores of every task on disk", 2 * PARTITIONS, before.size());
             App b = start("clean-b", appId, state, logs, "variant=kstate");
@@ -357,13 +351,7 @@ public class RealBrokerEosTest extends BrokerSuite {
                 a.process.waitFor();
             }
             App b = start("memsession-b", appId, state, logs, args);
-            try {
-                assertTrue("RUNNING after the kill", b.awaitRunning(90_000));
-                EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
-                assertEquals("clean exit", 0, b.stop(90_000));
-            } finally {
-                b.process.destroyForcibly();
-            }
+            processAllAndStop(b, appId, "RUNNING after the kill");
             Map<String, Object> before = storeInodes(state, appId);
             assertEquals("both RocksDB key-value stores of every task on disk", 2 * PARTITIONS, before.size());
             App c = start("memsession-c", appId, state, logs, args);
@@ -394,6 +382,17 @@ public class RealBrokerEosTest extends BrokerSuite {
             }
             assertEquals("no store directory wiped or recreated", before, storeInodes(state, appId));
             EosRig.checkLatestOutputs(broker, in, 10_000, 10_000);
+        }
+    }
+
+    /** Waits until {@code app} runs, has processed the whole input and has closed cleanly; kills it otherwise. */
+    private static void processAllAndStop(App app, String appId, String running) throws Exception {
+        try {
+            assertTrue(running, app.awaitRunning(90_000));
+            EosRig.awaitProcessed(broker, appId + ".", appId, 120_000);
+            assertEquals("clean exit", 0, app.stop(90_000));
+        } finally {
+            app.process.destroyForcibly();
         }
     }
 
