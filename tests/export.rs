@@ -773,14 +773,11 @@ fn check_kafka(target: &Path, chain: &[(u64, i64)], scratch: &Path, round: usize
     offset
 }
 
-/// SIGKILLs of `kstate export` on a window store (at random moments, and with the
-/// `failpoints` feature at the steps around its exchange): the store directory holds the
-/// complete kstate store (which reopens with its committed offsets) or exactly Kafka's
-/// segments, and a rerun leaves exactly Kafka's segments and no kstate file.
 /// Runs `kstate export --to kafka path` and SIGKILLs it after `after_ms`; every other round
 /// (with the `failpoints` feature) it dies at one of `steps` instead (a crash point, always
 /// taken). True when the kill interrupted the export.
 fn kill_export(path: &Path, round: usize, steps: &[&str], after_ms: u64) -> bool {
+    use std::os::unix::process::ExitStatusExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kstate"));
     cmd.args(["export", "--to", "kafka"])
         .arg(path)
@@ -788,11 +785,22 @@ fn kill_export(path: &Path, round: usize, steps: &[&str], after_ms: u64) -> bool
         .stderr(Stdio::null())
         .env_remove("KSTATE_FAILPOINT_ODDS")
         .env_remove("KSTATE_FAILPOINT_ONLY");
-    if cfg!(feature = "failpoints") && round % 2 == 0 {
+    let at_a_step = cfg!(feature = "failpoints") && round % 2 == 0;
+    if at_a_step {
         cmd.env("KSTATE_FAILPOINT_ODDS", "1")
             .env("KSTATE_FAILPOINT_ONLY", steps[(round / 2) % steps.len()]);
     }
     let mut child = cmd.spawn().unwrap();
+    if at_a_step {
+        // The export kills itself at the step: wait for it. A timer, sized on an export of an
+        // idle machine, can land first on a busy one, and the step would then go untested.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let _ = child.kill();
+        return child.wait().unwrap().signal() == Some(libc::SIGKILL);
+    }
     std::thread::sleep(Duration::from_millis(after_ms));
     let interrupted = child.try_wait().unwrap().is_none();
     let _ = child.kill();
@@ -800,6 +808,10 @@ fn kill_export(path: &Path, round: usize, steps: &[&str], after_ms: u64) -> bool
     interrupted
 }
 
+/// SIGKILLs of `kstate export` on a window store (at random moments, and with the
+/// `failpoints` feature at the steps around its exchange): the store directory holds the
+/// complete kstate store (which reopens with its committed offsets) or exactly Kafka's
+/// segments, and a rerun leaves exactly Kafka's segments and no kstate file.
 #[test]
 fn kills_during_a_window_export_leave_the_kstate_store_or_kafkas_segments() {
     let dir = tempfile::tempdir().unwrap();
