@@ -403,12 +403,12 @@ public class WindowQueryDifferentialTest {
      * Kafka's CachingSessionStore walks the cache segment by segment over both engines, down to
      * the IllegalStateException ("segment interval has changed") Kafka 4.4 throws from a cached
      * persistent session store's backwardFindSessions(key, ...) in some ranges (Kafka's RocksDB
-     * store and kstate's alike, checked above). Except in the order of a window query over several keys (key-range fetches, fetchAll, all, IQv2's
-     * WindowRangeQuery over a time range) on the store without duplicates ("w"): the memory engine
-     * returns Kafka's in-memory order, by window start, then key (descending for the backward
-     * variants), where the RocksDB engine returns
-     * Kafka's RocksDB order (segment, key, start). Those answers must hold the same windows, and the
-     * memory engine's must be in its order.
+     * store and kstate's alike, checked above). Except in the order of a window query over
+     * several keys (key-range fetches, fetchAll, all, IQv2's WindowRangeQuery over a time range)
+     * on the store without duplicates ("w"): the memory engine returns Kafka's in-memory order,
+     * by window start, then key (descending for the backward variants), where the RocksDB engine
+     * returns Kafka's RocksDB order (segment, key, start). Those answers must hold the same
+     * windows, and the memory engine's must be in its order.
      */
     @Test
     public void theMemoryEngineAnswersAsTheRocksDbEngine() throws Exception {
