@@ -323,8 +323,8 @@ public class RealBrokerEosTest extends BrokerSuite {
      * where it is persistent to Kafka ({@code KstateSessionStore#persistent}): SIGKILLed while
      * processing, restarted, closed cleanly and restarted again, under {@code exactly_once_v2}
      * without {@code enable.transactional.statestores} (where Kafka declares a task corrupted
-     * when a persistent store of a non-empty task directory has no offset). Every start restores the memory
-     * store in full, from its changelog's start; the clean restart restores nothing of the
+     * when a persistent store of a non-empty task directory has no offset). Every start
+     * restores the memory store in full, from its changelog's start; the clean restart restores nothing of the
      * RocksDB stores and wipes none of them (no task is declared corrupted for the memory store
      * that opens without an offset); the latest committed output of every key (counts, sums,
      * window and session counts) is the model's.
