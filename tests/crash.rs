@@ -19,6 +19,9 @@
 #[path = "support/workload.rs"]
 mod workload;
 
+#[path = "support/child.rs"]
+mod child;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -31,6 +34,7 @@ mod workload_segmented;
 #[path = "support/workload_versioned.rs"]
 mod workload_versioned;
 
+use child::{kill_at, kill_unless_ended};
 use kstate::store::{
     SessionOptions, SessionQuery, SessionStore, WindowOptions, WindowQuery, WindowStore,
 };
@@ -70,16 +74,6 @@ fn spawn_worker_with(
         None => cmd.env_remove("KSTATE_FAILPOINT_ODDS"),
     };
     cmd.spawn().expect("spawn crash worker")
-}
-
-/// Kills `child` (SIGKILL) unless it has already ended, by itself at an armed crash point;
-/// true if it had.
-fn kill_unless_ended(child: &mut std::process::Child) -> bool {
-    if child.try_wait().unwrap().is_some() {
-        return true;
-    }
-    child.kill().unwrap(); // SIGKILL on Unix
-    false
 }
 
 /// Waits for a worker killed by the test (or by itself, at an armed crash point) and fails
@@ -287,10 +281,7 @@ fn kills_inside_creation_and_recovery_leave_a_store_that_opens() {
             } else {
                 Duration::from_millis(rng.below(40))
             };
-        while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if kill_unless_ended(&mut child) {
+        if kill_at(&mut child, deadline) {
             self_killed += 1;
         }
         child.wait().unwrap();

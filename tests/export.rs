@@ -13,6 +13,9 @@
 #[path = "support/workload.rs"]
 mod workload;
 
+#[path = "support/child.rs"]
+mod child;
+
 #[allow(dead_code)]
 #[path = "support/workload_versioned.rs"]
 mod workload_versioned;
@@ -22,6 +25,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use child::kill_at;
 use kstate::store::export::{export, kafka_target, newer_table_files, plan, ExportPlan};
 use kstate::store::{SessionOptions, SessionStore, WindowOptions, WindowStore};
 use kstate::{ErrorCode, KvStore, StoreOptions, TopicPartition, ValueFormat};
@@ -791,21 +795,16 @@ fn kill_export(path: &Path, round: usize, steps: &[&str], after_ms: u64) -> bool
             .env("KSTATE_FAILPOINT_ONLY", steps[(round / 2) % steps.len()]);
     }
     let mut child = cmd.spawn().unwrap();
-    if at_a_step {
-        // The export kills itself at the step: wait for it. A timer, sized on an export of an
-        // idle machine, can land first on a busy one, and the step would then go untested.
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        let _ = child.kill();
-        return child.wait().unwrap().signal() == Some(libc::SIGKILL);
-    }
-    std::thread::sleep(Duration::from_millis(after_ms));
-    let interrupted = child.try_wait().unwrap().is_none();
-    let _ = child.kill();
-    child.wait().unwrap();
-    interrupted
+    // Armed at a step, the export kills itself there: wait for it. A timer, sized on an
+    // export of an idle machine, can land first on a busy one, and the step would then go
+    // untested.
+    let wait = if at_a_step {
+        Duration::from_secs(120)
+    } else {
+        Duration::from_millis(after_ms)
+    };
+    kill_at(&mut child, Instant::now() + wait);
+    child.wait().unwrap().signal() == Some(libc::SIGKILL)
 }
 
 /// SIGKILLs of `kstate export` on a window store (at random moments, and with the
