@@ -29,7 +29,8 @@ import org.apache.kafka.common.utils.Bytes;
  * into its shared budget of the same size.
  *
  * <p>Run: {@code gradle -p java manyStores} ({@code -Pvariants=kstate-rocksdb,kafka-rocksdb},
- * {@code -Pstores=1000}, {@code -Pentries=10000}). Not part of the test suite.
+ * {@code -Pstores=1000}, {@code -Pentries=10000}, {@code -Prounds=1}). Not part of the test
+ * suite.
  */
 public final class ManyStores {
     private ManyStores() {
@@ -37,46 +38,84 @@ public final class ManyStores {
 
     /**
      * With arguments {@code variant stores entries dir}: measures one variant in this JVM and
-     * prints one result line. With {@code race variants stores entries dir}: runs each variant
-     * in a child JVM in turn and prints the table.
+     * prints one result line. With {@code race variants stores entries dir [rounds]}: runs each
+     * variant in a child JVM in turn, {@code rounds} times, and prints every result and, after
+     * more than one round, each variant's medians.
      */
     public static void main(String[] args) throws Exception {
         if (args[0].equals("race")) {
-            race(args[1].split(","), Integer.parseInt(args[2]), Integer.parseInt(args[3]), new File(args[4]));
+            int rounds = args.length > 5 ? Integer.parseInt(args[5]) : 1;
+            race(args[1].split(","), Integer.parseInt(args[2]), Integer.parseInt(args[3]), new File(args[4]), rounds);
         } else {
             System.out.println(measure(args[0], Integer.parseInt(args[1]), Integer.parseInt(args[2]), new File(args[3])));
         }
     }
 
-    private static void race(String[] variants, int stores, int entries, File dir) throws Exception {
-        System.out.printf("%d stores of %,d entries (%d-byte values) in one JVM, each variant in its own JVM%n",
-            stores, entries, BenchStore.VALUE_BYTES);
+    /**
+     * Runs the variants in turn, reversing their order every other round: a variant's times
+     * depend on what ran just before it (the file system still reclaims the inodes the
+     * previous variant's stores deleted), so no variant may always run first.
+     */
+    private static void race(String[] variants, int stores, int entries, File dir, int rounds) throws Exception {
+        System.out.printf("%d stores of %,d entries (%d-byte values) in one JVM, each variant in its own JVM, "
+            + "%d round(s), the order reversed every other round%n", stores, entries, BenchStore.VALUE_BYTES, rounds);
         System.out.println(Result.HEADER);
+        java.util.Map<String, List<double[]>> results = new java.util.LinkedHashMap<>();
         for (String variant : variants) {
-            List<String> cmd = new ArrayList<>();
-            cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-            cmd.add("-Xmx2g");
-            // A libkstate the run was pointed at (-PjvmArgs=-Djava.library.path=DIR) is the
-            // children's too, so that two builds of it can be compared.
-            cmd.add("-Djava.library.path=" + System.getProperty("java.library.path"));
-            // The bounded variants' setter: a 256 MiB cache, 64 MiB of it for memtables.
-            cmd.add("-Dkstate.test.bounded.cache.bytes=" + (256L << 20));
-            cmd.add("-Dkstate.test.bounded.memtable.bytes=" + (64L << 20));
-            cmd.add("-cp");
-            cmd.add(System.getProperty("java.class.path"));
-            cmd.add(ManyStores.class.getName());
-            cmd.add(variant);
-            cmd.add(Integer.toString(stores));
-            cmd.add(Integer.toString(entries));
-            cmd.add(new File(dir, variant).getAbsolutePath());
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(2, TimeUnit.HOURS) || p.exitValue() != 0) {
-                throw new IllegalStateException(variant + " failed:\n" + out);
-            }
-            String[] lines = out.trim().split("\n");
-            System.out.println(lines[lines.length - 1]);
+            results.put(variant, new ArrayList<>());
         }
+        for (int round = 0; round < rounds; round++) {
+            for (int i = 0; i < variants.length; i++) {
+                String variant = variants[round % 2 == 0 ? i : variants.length - 1 - i];
+                String line = runChild(variant, stores, entries, dir);
+                System.out.println(line);
+                results.get(variant).add(columns(line));
+            }
+        }
+        if (rounds > 1) {
+            System.out.printf("median of %d rounds%n", rounds);
+            System.out.println(Result.HEADER);
+            for (java.util.Map.Entry<String, List<double[]>> e : results.entrySet()) {
+                System.out.println(Result.median(e.getKey(), e.getValue()));
+            }
+        }
+    }
+
+    /** The numbers of a result line, after its variant. */
+    private static double[] columns(String line) {
+        String[] words = line.trim().split("\\s+");
+        double[] out = new double[words.length - 1];
+        for (int i = 1; i < words.length; i++) {
+            out[i - 1] = Double.parseDouble(words[i]);
+        }
+        return out;
+    }
+
+    /** Measures {@code variant} in a child JVM and returns its result line. */
+    private static String runChild(String variant, int stores, int entries, File dir) throws Exception {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("-Xmx2g");
+        // A libkstate the run was pointed at (-PjvmArgs=-Djava.library.path=DIR) is the
+        // children's too, so that two builds of it can be compared.
+        cmd.add("-Djava.library.path=" + System.getProperty("java.library.path"));
+        // The bounded variants' setter: a 256 MiB cache, 64 MiB of it for memtables.
+        cmd.add("-Dkstate.test.bounded.cache.bytes=" + (256L << 20));
+        cmd.add("-Dkstate.test.bounded.memtable.bytes=" + (64L << 20));
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(ManyStores.class.getName());
+        cmd.add(variant);
+        cmd.add(Integer.toString(stores));
+        cmd.add(Integer.toString(entries));
+        cmd.add(new File(dir, variant).getAbsolutePath());
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(2, TimeUnit.HOURS) || p.exitValue() != 0) {
+            throw new IllegalStateException(variant + " failed:\n" + out);
+        }
+        String[] lines = out.trim().split("\n");
+        return lines[lines.length - 1];
     }
 
     private static Result measure(String variant, int stores, int entries, File dir) throws Exception {
@@ -202,6 +241,33 @@ public final class ManyStores {
             try (java.util.stream.Stream<Path> fds = Files.list(Paths.get("/proc/self/fd"))) {
                 return fds.count();
             }
+        }
+
+        /** The median of each column of {@code rounds} (rows of {@link #columns}) of {@code variant}. */
+        static Result median(String variant, List<double[]> rounds) {
+            double[] m = new double[rounds.get(0).length];
+            for (int c = 0; c < m.length; c++) {
+                double[] col = new double[rounds.size()];
+                for (int r = 0; r < col.length; r++) {
+                    col[r] = rounds.get(r)[c];
+                }
+                java.util.Arrays.sort(col);
+                int n = col.length;
+                m[c] = n % 2 == 1 ? col[n / 2] : (col[n / 2 - 1] + col[n / 2]) / 2;
+            }
+            Result r = new Result(variant);
+            r.openEmptyS = m[0];
+            r.loadS = m[1];
+            r.closeS = m[2];
+            r.reopenS = m[3];
+            r.rssMiB = Math.round(m[4]);
+            r.heapMiB = Math.round(m[5]);
+            r.fds = Math.round(m[6]);
+            r.threads = Math.round(m[7]);
+            r.rssReopenedMiB = Math.round(m[8]);
+            r.fdsReopened = Math.round(m[9]);
+            r.diskMiB = Math.round(m[10]);
+            return r;
         }
 
         @Override
