@@ -8,7 +8,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.utils.Bytes;
 
@@ -60,7 +64,7 @@ public final class ManyStores {
         System.out.printf("%d stores of %,d entries (%d-byte values) in one JVM, each variant in its own JVM, "
             + "%d round(s), the order reversed every other round%n", stores, entries, BenchStore.VALUE_BYTES, rounds);
         System.out.println(Result.HEADER);
-        java.util.Map<String, List<double[]>> results = new java.util.LinkedHashMap<>();
+        Map<String, List<double[]>> results = new LinkedHashMap<>();
         for (String variant : variants) {
             results.put(variant, new ArrayList<>());
         }
@@ -75,7 +79,7 @@ public final class ManyStores {
         if (rounds > 1) {
             System.out.printf("median of %d rounds%n", rounds);
             System.out.println(Result.HEADER);
-            for (java.util.Map.Entry<String, List<double[]>> e : results.entrySet()) {
+            for (Map.Entry<String, List<double[]>> e : results.entrySet()) {
                 System.out.println(Result.median(e.getKey(), e.getValue()));
             }
         }
@@ -251,7 +255,7 @@ public final class ManyStores {
                 for (int r = 0; r < col.length; r++) {
                     col[r] = rounds.get(r)[c];
                 }
-                java.util.Arrays.sort(col);
+                Arrays.sort(col);
                 int n = col.length;
                 m[c] = n % 2 == 1 ? col[n / 2] : (col[n / 2 - 1] + col[n / 2]) / 2;
             }
@@ -270,9 +274,13 @@ public final class ManyStores {
             return r;
         }
 
+        /**
+         * One line of the table. {@link ManyStores#columns} reads it back, so its numbers never
+         * follow the locale.
+         */
         @Override
         public String toString() {
-            return String.format("%-24s %9.1f %9.1f %9.1f %9.1f %10d %9d %7d %8d %10d %7d %9d",
+            return String.format(Locale.ROOT, "%-24s %9.1f %9.1f %9.1f %9.1f %10d %9d %7d %8d %10d %7d %9d",
                 variant, openEmptyS, loadS, closeS, reopenS, rssMiB, heapMiB, fds, threads, rssReopenedMiB,
                 fdsReopened, diskMiB);
         }

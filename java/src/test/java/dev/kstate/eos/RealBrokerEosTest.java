@@ -324,10 +324,10 @@ public class RealBrokerEosTest extends BrokerSuite {
      * processing, restarted, closed cleanly and restarted again, under {@code exactly_once_v2}
      * without {@code enable.transactional.statestores} (where Kafka declares a task corrupted
      * when a persistent store of a non-empty task directory has no offset). Every start
-     * restores the memory store in full, from its changelog's start; the clean restart restores nothing of the
-     * RocksDB stores and wipes none of them (no task is declared corrupted for the memory store
-     * that opens without an offset); the latest committed output of every key (counts, sums,
-     * window and session counts) is the model's.
+     * restores the memory store in full, from its changelog's start; the clean restart
+     * restores nothing of the RocksDB stores and wipes none of them (no task is declared
+     * corrupted for the memory store that opens without an offset); the latest committed
+     * output of every key (counts, sums, window and session counts) is the model's.
      */
     @Test
     public void memorySessionStoreBehindTheCacheBesideRocksDbStores() throws Exception {
