@@ -22,6 +22,9 @@ mod workload;
 #[path = "support/child.rs"]
 mod child;
 
+#[path = "support/kill_window.rs"]
+mod kill_window;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -935,23 +938,24 @@ fn kills_during_an_upgrade_by_swap_leave_the_old_or_the_new_store() {
             .stderr(Stdio::piped());
         cmd
     };
-    // Kill moments are drawn over this machine's time for a whole upgrade, measured once
-    // without kills: a fixed window was too long for a fast machine, where most workers
-    // finished before it and the old store was never seen live (24 rounds, 0 old).
-    prepare(&path);
-    let started = Instant::now();
-    let out = worker(&path).output().unwrap();
-    assert!(
-        out.status.success(),
-        "the unkilled worker failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let whole_ms = u64::try_from(started.elapsed().as_millis())
-        .unwrap_or(u64::MAX)
-        .max(20);
-    println!("an upgrade by swap without kills took {whole_ms} ms");
+    // Kill moments are drawn over this machine's time for a whole upgrade (KillWindow): a
+    // fixed window was too long for a fast machine, where most workers finished before it
+    // and the old store was never seen live (24 rounds, 0 old).
+    let measure = || {
+        prepare(&path);
+        let started = Instant::now();
+        let out = worker(&path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "the unkilled worker failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    };
+    let mut window = kill_window::KillWindow::measured("an upgrade by swap", measure());
     let (mut old_live, mut new_live) = (0, 0);
     for round in 0..24u64 {
+        window.before_round(round as usize, new_live > 0, measure);
         let base = prepare(&path);
         let mut cmd = worker(&path);
         if round % 2 == 1 {
@@ -962,7 +966,7 @@ fn kills_during_an_upgrade_by_swap_leave_the_old_or_the_new_store() {
         }
         let started = Instant::now();
         let mut child = cmd.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(5 + rng.below(whole_ms * 5 / 4)));
+        std::thread::sleep(Duration::from_millis(5 + rng.below(window.span_ms())));
         kill_unless_ended(&mut child);
         let out = child.wait_with_output().unwrap();
         let killed = !out.status.success();

@@ -14,6 +14,8 @@
 //! next open always yields the complete store. `KSTATE_ADOPT_KILLS` sets the number of kills
 //! (default 50; rounds whose worker finished before its kill moment do not count).
 
+#[path = "support/kill_window.rs"]
+mod kill_window;
 #[allow(dead_code)]
 #[path = "support/workload.rs"]
 mod workload;
@@ -23,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use kill_window::KillWindow;
 use kstate::format::segmented::{session_key, stored_key, window_key};
 use kstate::format::value;
 use kstate::store::{
@@ -809,10 +812,7 @@ fn kills_during_an_adoption_leave_kafkas_directory_or_the_whole_store() {
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
         copy_tree(t, &path);
     };
-    // Kill moments are drawn over the time a whole adoption takes here, measured without a
-    // kill: first, and again every 10 rounds while no round has seen the adoption finish,
-    // since on a busy machine (a CI rehearsal beside a benchmark: 50 kills, all before the
-    // end) every kill would land before it and the end would go untested.
+    // Kill moments are drawn over this machine's time for a whole adoption (KillWindow).
     let measure = |(kind, _, template): &(Kind, Fixture, PathBuf)| {
         fresh(template);
         let started = Instant::now();
@@ -822,20 +822,16 @@ fn kills_during_an_adoption_leave_kafkas_directory_or_the_whole_store() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let ms = u64::try_from(started.elapsed().as_millis()).unwrap();
-        println!("an adoption without kills took {ms} ms");
-        ms.max(20)
+        u64::try_from(started.elapsed().as_millis()).unwrap()
     };
-    let mut whole_ms = measure(&fixtures[0]);
+    let mut window = KillWindow::measured("an adoption", measure(&fixtures[0]));
     let mut rng = Rng::new(0xAD0 ^ u64::from(std::process::id()));
     let (mut untouched, mut adopted, mut between, mut killed) = (0, 0, 0, 0);
     let mut round = 0;
     while killed < kills() {
         assert!(round < 4 * kills(), "only {killed} kills in {round} rounds");
         let i = round % fixtures.len();
-        if round > 0 && round % 10 == 0 && adopted == 0 {
-            whole_ms = whole_ms.max(measure(&fixtures[i]));
-        }
+        window.before_round(round, adopted > 0, || measure(&fixtures[i]));
         let (kind, f, template) = &fixtures[i];
         fresh(template);
         let mut cmd = worker(&path, *kind);
@@ -846,7 +842,7 @@ fn kills_during_an_adoption_leave_kafkas_directory_or_the_whole_store() {
             cmd.env("KSTATE_FAILPOINT_ODDS", "8");
         }
         let mut child = cmd.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(rng.below(whole_ms * 5 / 4)));
+        std::thread::sleep(Duration::from_millis(rng.below(window.span_ms())));
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();
         }

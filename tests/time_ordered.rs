@@ -8,6 +8,9 @@
 //! the other time order, each of Kafka's two segment layouts by the other kind of store. And
 //! the way back: the export to Kafka's time-ordered layout, adopted again, and killed.
 
+#[path = "support/kill_window.rs"]
+mod kill_window;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -1000,24 +1003,27 @@ fn kills_during_a_time_ordered_adoption_leave_kafkas_directory_or_the_whole_stor
             .env_remove("KSTATE_SWAP_NO_EXCHANGE");
         cmd
     };
-    fresh(&fixtures[0].2);
-    let started = Instant::now();
-    let out = worker(false).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let whole_ms = u64::try_from(started.elapsed().as_millis())
-        .unwrap()
-        .max(20);
-    println!("a time-ordered adoption without kills took {whole_ms} ms");
+    // Kill moments are drawn over this machine's time for a whole adoption (KillWindow).
+    let measure = |(session, _, template): &(bool, Model, PathBuf)| {
+        fresh(template);
+        let started = Instant::now();
+        let out = worker(*session).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        u64::try_from(started.elapsed().as_millis()).unwrap()
+    };
+    let mut window =
+        kill_window::KillWindow::measured("a time-ordered adoption", measure(&fixtures[0]));
     let mut rng = Rng(0xAD0 ^ u64::from(std::process::id()));
     let (mut untouched, mut adopted, mut between, mut killed) = (0, 0, 0, 0);
     let mut round = 0;
     while killed < kills {
         assert!(round < 4 * kills, "only {killed} kills in {round} rounds");
         let i = round % fixtures.len();
+        window.before_round(round, adopted > 0, || measure(&fixtures[i]));
         let (session, m, template) = &fixtures[i];
         fresh(template);
         let mut cmd = worker(*session);
@@ -1028,7 +1034,7 @@ fn kills_during_a_time_ordered_adoption_leave_kafkas_directory_or_the_whole_stor
             cmd.env("KSTATE_FAILPOINT_ODDS", "8");
         }
         let mut child = cmd.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(rng.next(whole_ms * 5 / 4)));
+        std::thread::sleep(Duration::from_millis(rng.next(window.span_ms())));
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();
         }
